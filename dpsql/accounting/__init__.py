@@ -1,0 +1,1 @@
+"""Privacy costs, the budget and the ledger. Imports neither duckdb nor sqlglot."""

@@ -1,0 +1,65 @@
+"""The analysis entry point: a parsed statement -> BoundQuery, PublicQuery or SetStatement."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dpsql.analysis.bind import bind_select, check_budget_values, option_number
+from dpsql.analysis.context import AnalysisContext, refuse
+from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
+from dpsql.analysis.rules import (
+    SELECT_RULES,
+    check_DP102_statement_kind,
+    check_DP110_single_select,
+    public_tables,
+    resolve_table,
+)
+from dpsql.errors import InvalidOptionError
+from dpsql.frontend.parse import ParsedStatement
+from dpsql.frontend.spans import span_of
+from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+
+SETTINGS = frozenset({"epsilon", "delta"})
+
+
+def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement:
+    """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
+    tree, sql = statement.tree, statement.sql
+    check_DP102_statement_kind(tree, sql)
+    if isinstance(tree, exp.Set):
+        return _setting(tree, sql)
+    assert isinstance(tree, exp.Select)
+    public = public_tables(tree, ctx)
+    if public is not None:
+        _check_public(tree, sql)
+        return PublicQuery(sql=sql, tree=tree, tables=public)
+    check_DP110_single_select(tree, sql)
+    scope = resolve_table(tree, ctx, sql)
+    for rule in SELECT_RULES:
+        rule(tree, scope, sql)
+    return bind_select(tree, scope, ctx, sql)
+
+
+def _check_public(tree: exp.Select, sql: str) -> None:
+    for func in tree.find_all(exp.Func):
+        if function_name(func) in FORBIDDEN_NAMES:
+            raise refuse("DP113", f"the function {function_name(func)}() is not accepted", func, sql,
+                         "query the public tables of the policy by name")
+
+
+def _setting(tree: exp.Set, sql: str) -> SetStatement:
+    items = tree.expressions
+    if len(items) != 1 or not isinstance(items[0].this, exp.EQ):
+        raise InvalidOptionError("SET takes one setting: SET dpsql.<name> = <value>", code="DP120", sql=sql)
+    target, value = items[0].this.this, items[0].this.expression
+    namespace = target.table.lower() if isinstance(target, exp.Column) else ""
+    name = target.name.lower()
+    if namespace != "dpsql" or name not in SETTINGS:
+        raise InvalidOptionError(f"unknown setting '{target.sql()}'", code="DP120", span=span_of(target, sql), sql=sql,
+                                 hint=f"settings: {', '.join('dpsql.' + s for s in sorted(SETTINGS))}")
+    number = option_number(value, name, sql)
+    if name == "epsilon":
+        check_budget_values(number, 0, sql)
+    else:
+        check_budget_values(1, number, sql)
+    return SetStatement(sql=sql, name=name, value=number)

@@ -1,0 +1,76 @@
+"""Which functions may appear in analyst SQL, and where.
+
+Aggregates are an allowlist mapped to dpsql's mechanisms. Scalar functions are an allowlist of
+deterministic, side-effect-free functions: no file or network access, no environment, no
+`error()`, no randomness. Row-level predicates run inside TRY(...) in the engine, so a scalar
+function that fails on a particular value yields NULL instead of an error that depends on data.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+# sqlglot class -> dpsql aggregate kind. COUNT is refined by its argument (star, column, DISTINCT unit).
+AGGREGATES: dict[type[exp.Expr], str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
+
+# Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
+REFUSED_AGGREGATE_NAMES = frozenset(
+    {
+        "min", "max", "arg_min", "arg_max", "argmin", "argmax", "min_by", "max_by", "first", "last",
+        "any_value", "list", "array_agg", "string_agg", "group_concat", "listagg", "histogram",
+        "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "stddev", "stddev_pop",
+        "stddev_samp", "variance", "var_pop", "var_samp", "corr", "covar_pop", "covar_samp",
+        "approx_count_distinct", "approx_quantile", "quantile", "quantile_cont", "quantile_disc",
+        "median", "mode", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
+        "fsum", "kahan_sum", "favg", "percentile_cont", "percentile_disc", "regr_slope", "bitstring_agg",
+        "reservoir_quantile", "approx_top_k", "arbitrary", "geomean", "geometric_mean", "weighted_avg",
+    }
+)
+
+SCALAR_CLASSES: tuple[type[exp.Expr], ...] = (
+    exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Lower, exp.Upper, exp.Length, exp.Substring,
+    exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least, exp.Year, exp.Month, exp.Day, exp.Extract,
+    exp.DateTrunc, exp.Cast, exp.TryCast, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Sign,
+    exp.Trim, exp.Concat, exp.If, exp.Case, exp.StartsWith, exp.RegexpLike, exp.Left, exp.Right,
+    exp.DayOfWeek, exp.Quarter, exp.Week, exp.StrPosition, exp.Replace, exp.DateDiff, exp.DateAdd,
+    exp.DateSub, exp.CurrentDate, exp.Initcap, exp.Reverse, exp.Trunc,
+)
+SCALAR_NAMES = frozenset(
+    {
+        "ends_with", "suffix", "prefix", "contains", "lpad", "rpad", "ltrim", "rtrim", "isnan",
+        "isinf", "isfinite", "hour", "minute", "second", "dayofyear", "yearweek", "date_part",
+        "datepart", "strftime", "nullif", "ifnull", "log10", "log2", "pi", "degrees", "radians",
+        "even", "gcd", "lcm", "factorial", "cbrt", "trunc", "signbit", "ascii", "chr", "repeat",
+        "instr", "position", "strlen", "len", "char_length", "bit_length", "regexp_full_match",
+    }
+)
+# Functions that must never appear: they read files, the network, the catalog or the environment,
+# raise on purpose, or are random. Listed so the refusal can name the reason (DP113).
+FORBIDDEN_NAMES = frozenset(
+    {
+        "read_csv", "read_csv_auto", "read_parquet", "read_json", "read_json_auto", "read_text",
+        "read_blob", "glob", "getenv", "current_setting", "error", "random", "uuid", "gen_random_uuid",
+        "setseed", "duckdb_tables", "duckdb_columns", "duckdb_settings", "query", "query_table",
+    }
+)
+
+
+def function_name(node: exp.Expr) -> str:
+    """The lower-case SQL name of a function node."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__.lower()
+
+
+def is_aggregate(node: exp.Expr) -> bool:
+    """Whether the node is an aggregate call (allowed or not)."""
+    if isinstance(node, exp.AggFunc):
+        return True
+    return isinstance(node, exp.Anonymous) and function_name(node) in REFUSED_AGGREGATE_NAMES
+
+
+def scalar_allowed(node: exp.Func) -> bool:
+    """Whether a non-aggregate function may appear in analyst SQL."""
+    if isinstance(node, SCALAR_CLASSES):
+        return True
+    return isinstance(node, exp.Anonymous) and function_name(node) in SCALAR_NAMES

@@ -1,0 +1,211 @@
+"""The DuckDB engine: registers the policy's tables, caches each table's bounded relation per
+session, runs rendered plans, and maps every engine error to a sanitized dpsql error.
+
+Why caching the bounded relation keeps privacy intact: the bounded relation keeps, for each
+person, at most max_rows of their rows, chosen by a keyed hash of the row and a secret session
+seed. For any fixed seed this is a stable transformation: removing one person from the data
+removes at most max_rows rows from the relation and changes no other person's rows. Every
+answer is a DP mechanism applied to that relation with the sensitivities the planner derives
+from max_rows, so the answers of a session compose as DP answers on it for each fixed seed, and
+mixing over the secret seed preserves the guarantee. Reusing the relation across queries only
+makes their bounding choices agree; it never raises any query's sensitivity.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import pandas
+from sqlglot import exp
+
+from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
+from dpsql.catalog.model import Policy, Table
+from dpsql.errors import CatalogError, EngineError
+
+DIALECT = "duckdb"
+_DB_ALIAS = "__dpsql_db"
+ENGINE_FAILED = (
+    "the engine failed while computing this answer; the message is withheld because engine "
+    "messages can quote private values, and the charge stands"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """Rows from the engine with their column names and DuckDB type names."""
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def render(expression: exp.Expr) -> str:
+    """Engine SQL text for an expression (EXPLAIN shows the same text that runs)."""
+    return expression.sql(dialect=DIALECT)
+
+
+def source_name(table: Table) -> str:
+    """The view that exposes a policy table's declared columns with their declared types."""
+    return f"__dpsql_source_{table.name}"
+
+
+def bounded_name(table: Table) -> str:
+    """The session's cached bounded relation of a private table."""
+    return f"__dpsql_bounded_{table.name}"
+
+
+class DuckDBEngine:
+    """One private DuckDB connection per session; the data stays inside it."""
+
+    dialect = DIALECT
+
+    def __init__(self, policy: Policy, database: str | Path | None = None, frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
+        self._policy = policy
+        self._lock = threading.RLock()
+        self._frames = {name.lower(): frame for name, frame in (frames or {}).items()}
+        self._con = duckdb.connect(":memory:")
+        self._sources: set[str] = set()
+        self._bounded: set[str] = set()
+        self._database = Path(database).expanduser().resolve() if database else None
+        if self._database is not None:
+            if not self._database.exists():
+                raise CatalogError(f"database file not found: {self._database}", code="DP002")
+            attach = exp.Attach(
+                this=exp.alias_(exp.Literal.string(str(self._database)), _DB_ALIAS),
+                expressions=[exp.AttachOption(this=exp.var("READ_ONLY"))],
+            )
+            self._execute_setup(render(attach))
+        for name in self._frames:
+            if policy.table(name) is None:
+                raise CatalogError(f"the DataFrame '{name}' is not a table of the policy", code="DP002")
+
+    def _execute_setup(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        try:
+            self._con.execute(sql, params or {})
+        except duckdb.Error as err:
+            raise CatalogError(f"could not open the data source ({type(err).__name__})", code="DP002") from None
+
+    def _source_expr(self, table: Table) -> exp.Expr:
+        if table.name in self._frames:
+            frame_name = f"__dpsql_frame_{table.name}"
+            self._con.register(frame_name, self._frames[table.name])
+            return exp.to_identifier(frame_name, quoted=True)
+        if table.source is not None:
+            suffix = table.source.suffix.lower()
+            reader = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv"}.get(suffix)
+            if reader is None:
+                raise CatalogError(f"table '{table.name}': source must be a .parquet or .csv file", code="DP002")
+            if not table.source.exists():
+                raise CatalogError(f"table '{table.name}': source file not found: {table.source}", code="DP002")
+            return exp.func(reader, exp.Literal.string(str(table.source)))
+        if self._database is not None:
+            return exp.table_(table.name, db="main", catalog=_DB_ALIAS, quoted=True)
+        raise CatalogError(
+            f"table '{table.name}' has no data: give connect(database=...), tables={{...}}, or a source in the policy",
+            code="DP002",
+        )
+
+    def ensure_source(self, table: Table) -> str:
+        """Create the typed source view of `table` once per session; return its name."""
+        with self._lock:
+            name = source_name(table)
+            if name not in self._sources:
+                view = exp.Create(
+                    this=exp.to_identifier(name, quoted=True),
+                    kind="VIEW",
+                    expression=source_select(table, self._source_expr(table)),
+                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+                )
+                self._execute_setup(render(view))
+                self._check_source(name, table)
+                self._sources.add(name)
+            return name
+
+    def _check_source(self, name: str, table: Table) -> None:
+        # Binding a LIMIT 0 query checks that every declared column exists, without reading data.
+        probe = exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0)
+        try:
+            self._con.execute(render(probe)).fetchall()
+        except duckdb.Error:
+            raise CatalogError(
+                f"table '{table.name}': the data source lacks a column declared in the policy", code="DP002"
+            ) from None
+
+    def ensure_bounded(self, table: Table, seed: int) -> str:
+        """Materialise the bounded relation of a private table once per session (see module doc)."""
+        with self._lock:
+            name = bounded_name(table)
+            if name not in self._bounded:
+                source = self.ensure_source(table)
+                create = exp.Create(
+                    this=exp.to_identifier(name, quoted=True),
+                    kind="TABLE",
+                    expression=bounded_select(table, source),
+                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+                )
+                self._run(render(create), {"seed": seed})
+                self._bounded.add(name)
+            return name
+
+    def bounded_definition(self, table: Table) -> str:
+        """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
+        return render(bounded_select(table, source_name(table)))
+
+    def _run(self, sql: str, params: Mapping[str, Any] | None) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._con.execute(sql, dict(params or {}))
+        except duckdb.Error:
+            # Never chain the engine's exception: its text and args can quote private values.
+            raise EngineError(ENGINE_FAILED, code="DP300") from None
+
+    def run(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> EngineResult:
+        """Run a rendered plan on private data; errors come back sanitized."""
+        with self._lock:
+            cursor = self._run(render(select), params)
+            try:
+                rows = cursor.fetchall()
+            except duckdb.Error:
+                raise EngineError(ENGINE_FAILED, code="DP300") from None
+            names = tuple(d[0] for d in cursor.description)
+            types = tuple(str(d[1]) for d in cursor.description)
+            return EngineResult(names, types, rows)
+
+    def run_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
+        """Run a query over public tables only, exactly."""
+        with self._lock:
+            rewritten = tree.copy()
+            for node in rewritten.find_all(exp.Table):
+                table = self._policy.table(node.name)
+                assert table is not None and table.public
+                alias = node.alias or node.name
+                node.replace(exp.alias_(exp.to_identifier(self.ensure_source(table), quoted=True), alias, table=True))
+            return self.run(rewritten)
+
+    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
+        """Evaluate post-processing SQL over the noisy table (released values only)."""
+        with self._lock:
+            frame = pandas.DataFrame({name: pandas.Series(values, dtype=object) for name, values in columns.items()})
+            typed = exp.select(
+                *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
+            ).from_(exp.to_identifier("__dpsql_noisy_frame"))
+            query = select.copy()
+            query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
+            self._con.register("__dpsql_noisy_frame", frame)
+            try:
+                return self.run(query)
+            finally:
+                self._con.unregister("__dpsql_noisy_frame")
+
+    def close(self) -> None:
+        """Close the connection (temporary relations vanish with it)."""
+        with self._lock:
+            self._con.close()
+
+
+def key_type(column_type: str) -> str:
+    """The engine type of a policy column type."""
+    return TYPE_NAMES[column_type]

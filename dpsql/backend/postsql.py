@@ -1,0 +1,97 @@
+"""Post-processing SQL over the noisy table: outputs, HAVING, ORDER BY, LIMIT, and 95% intervals.
+
+This runs only on released (noisy) values and public keys, so it costs no privacy. Each analyst
+aggregate is an expression over release columns (AVG = mid + centered sum / max(count, 1),
+clamped to the column's bounds). A cell's 95% interval comes from interval arithmetic: each of
+its m releases is taken at its (1 - 0.05/m) interval (a union bound keeps the joint level at 95%)
+and the expression is evaluated at every corner.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dpsql.backend.sqlgen import number
+from dpsql.ir.plan import Estimate, Plan, release_name
+from dpsql.ir.query import agg_name
+from dpsql.mechanisms.laplace import half_width
+
+NOISY = "__dpsql_noisy"
+MAX_CORNER_RELEASES = 4
+
+
+def estimate_sql(estimate: Estimate, shift: dict[int, exp.Expr] | None = None) -> exp.Expr:
+    """An analyst aggregate as an expression over (possibly shifted) release columns."""
+
+    def release(index: int) -> exp.Expr:
+        column = exp.column(release_name(index))
+        offset = (shift or {}).get(index)
+        return exp.paren(exp.Add(this=column, expression=offset)) if offset is not None else column
+
+    if estimate.kind in ("count", "sum"):
+        return release(estimate.releases[0])
+    total, count = (release(i) for i in estimate.releases)
+    column = estimate.column
+    assert column is not None and column.lower is not None and column.upper is not None
+    mean = exp.Add(
+        this=number(estimate.center),
+        expression=exp.Div(this=total, expression=exp.func("greatest", count, exp.Literal.number(1))),
+    )
+    return exp.func("least", exp.func("greatest", mean, number(column.lower)), number(column.upper))
+
+
+def _substitute(expr: exp.Expr, plan: Plan, shift: dict[int, exp.Expr] | None = None) -> exp.Expr:
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.name.startswith("__a"):
+            return exp.paren(estimate_sql(plan.estimates[int(node.name[3:])], shift))
+        return node
+
+    return expr.copy().transform(visit)
+
+
+def release_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
+    """The releases an output expression depends on."""
+    used = {int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}
+    return tuple(sorted({r for a in used for r in plan.estimates[a].releases}))
+
+
+def release_width(plan: Plan, index: int, parts: int) -> Fraction:
+    """Half-width, in real units, of release `index` at level 1 - 0.05/parts."""
+    release = plan.releases[index]
+    return half_width(release.spec, 1 - 0.05 / parts) * release.unit
+
+
+def post_select(plan: Plan) -> exp.Select:
+    """SELECT outputs (and interval corners) FROM the noisy table, with HAVING/ORDER/LIMIT."""
+    query = plan.query
+    columns: list[exp.Expr] = []
+    for index, output in enumerate(query.outputs):
+        value = _substitute(output.expr, plan)
+        columns.append(exp.alias_(value, f"__o{index}"))
+        deps = release_deps(output.expr, plan)
+        if deps and len(deps) <= MAX_CORNER_RELEASES:
+            corners = [_corner(output.expr, plan, deps, signs) for signs in itertools.product((-1, 1), repeat=len(deps))]
+            columns.append(exp.alias_(exp.func("least", value.copy(), *corners), f"__lo{index}"))
+            columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), f"__hi{index}"))
+    select = exp.select(*columns).from_(exp.to_identifier(NOISY))
+    if query.having is not None:
+        select = select.where(_substitute(query.having, plan))
+    if query.order:
+        select = select.order_by(
+            *[exp.Ordered(this=_substitute(o.expr, plan), desc=o.descending, nulls_first=o.nulls_first) for o in query.order]
+        )
+    elif query.keys:
+        select = select.order_by(*[exp.column(f"__k{i}") for i in range(len(query.keys))])
+    if query.limit is not None:
+        select = select.limit(query.limit)
+    if query.offset is not None:
+        select = select.offset(query.offset)
+    return select
+
+
+def _corner(expr: exp.Expr, plan: Plan, deps: tuple[int, ...], signs: tuple[int, ...]) -> exp.Expr:
+    shift = {r: number(s * release_width(plan, r, len(deps))) for r, s in zip(deps, signs)}
+    return _substitute(expr, plan, shift)

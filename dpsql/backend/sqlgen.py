@@ -1,0 +1,167 @@
+"""Plan -> sqlglot expressions for the engine. Never string formatting.
+
+The engine reads the session's bounded relation (each person already cut to max_rows rows),
+filters rows with the analyst's predicate inside TRY(...) (a predicate that fails on a value is
+false for that row, so no error can depend on data), and computes the exact raw aggregates per
+group. With partition selection it also counts distinct persons per key after keeping at most
+max_groups keys per person, chosen by a keyed hash with a secret per-query seed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dpsql.catalog.model import Column, Table
+from dpsql.ir.plan import Plan, RawAggregate, release_name
+from dpsql.ir.query import key_name
+
+UNITS = "__units"
+SEED = "seed"
+TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
+
+
+def seed_placeholder() -> exp.Expr:
+    """The secret seed, bound as a named engine parameter ($seed) at run time."""
+    return exp.Placeholder(this=SEED)
+
+
+def number(value: Fraction | int) -> exp.Expr:
+    """An exact numeric literal (integers stay integers; fractions become decimals or doubles)."""
+    value = Fraction(value)
+    if value.denominator == 1:
+        return exp.Literal.number(int(value.numerator))
+    return exp.Literal.number(repr(float(value)))
+
+
+def source_select(table: Table, source: exp.Expr) -> exp.Select:
+    """The policy's columns of `source`, cast to their declared types (TRY_CAST: bad values -> NULL)."""
+    columns = [
+        exp.alias_(exp.TryCast(this=exp.column(c.name, quoted=True), to=exp.DataType.build(TYPE_NAMES[c.type])), c.name, quoted=True)
+        for c in table.columns.values()
+    ]
+    return exp.select(*columns).from_(source)
+
+
+def bounded_select(table: Table, source_name: str) -> exp.Select:
+    """Each person keeps at most max_rows rows, chosen by a keyed hash; rows without a person are dropped."""
+    assert table.privacy_unit is not None
+    unit = exp.column(table.privacy_unit, quoted=True)
+    row_hash = exp.func("hash", *[exp.column(c, quoted=True) for c in table.columns], seed_placeholder())
+    rank = exp.Window(
+        this=exp.RowNumber(),
+        partition_by=[unit.copy()],
+        order=exp.Order(expressions=[exp.Ordered(this=row_hash)]),
+    )
+    return (
+        exp.select("*")
+        .from_(exp.to_identifier(source_name, quoted=True))
+        .where(exp.Not(this=exp.Is(this=unit.copy(), expression=exp.Null())))
+        .qualify(exp.LTE(this=rank, expression=exp.Literal.number(table.max_rows)))
+    )
+
+
+def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
+    """The one engine query of a plan: raw aggregates per group (and person counts per key)."""
+    query = plan.query
+    keys = [exp.column(k.column.name, quoted=True) for k in query.keys]
+    base = exp.select().from_(exp.to_identifier(bounded_name, quoted=True))
+    condition = _row_filter(plan)
+    if condition is not None:
+        base = base.where(condition)
+    raws = [exp.alias_(_raw_sql(r.raw, plan), release_name(i)) for i, r in enumerate(plan.releases)]
+    keyed = [exp.alias_(k.copy(), key_name(i)) for i, k in enumerate(keys)]
+    aggregate = base.copy().select(*keyed, *raws)
+    if keys:
+        aggregate = aggregate.group_by(*[k.copy() for k in keys])
+    if not raws and not keyed:
+        aggregate = aggregate.select(exp.alias_(exp.Count(this=exp.Star()), "__rows"))
+    if plan.selection is None:
+        return aggregate
+    return _with_selection(plan, base, keys, aggregate)
+
+
+def _row_filter(plan: Plan) -> exp.Expr | None:
+    conditions = []
+    if plan.query.where is not None:
+        # TRY(...) turns a data-dependent error into NULL; COALESCE makes NULL rows drop out.
+        conditions.append(exp.func("coalesce", exp.func("try", plan.query.where.copy()), exp.false()))
+    for key in plan.query.keys:
+        if key.public:
+            values = [_domain_literal(v, key.column) for v in key.column.values or ()]
+            conditions.append(exp.In(this=exp.column(key.column.name, quoted=True), expressions=values))
+    if not conditions:
+        return None
+    return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
+
+
+def _domain_literal(value: object, column: Column) -> exp.Expr:
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float)):
+        return exp.Literal.number(repr(value) if isinstance(value, float) else value)
+    if column.type == "date":
+        return exp.cast(exp.Literal.string(str(value)), "DATE")
+    return exp.Literal.string(str(value))
+
+
+def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
+    if raw.kind == "count_rows":
+        return exp.Count(this=exp.Star())
+    column = exp.column(raw.column.name, quoted=True) if raw.column is not None else None
+    if raw.kind == "count_values":
+        return exp.Count(this=column)
+    if raw.kind == "count_units":
+        return exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
+    finite = _finite(column, raw.column)
+    if raw.kind == "count_finite":
+        return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1))) if finite is not None else exp.Count(this=column)
+    return exp.func("coalesce", exp.Sum(this=exp.cast(_grid_value(raw, column), "HUGEINT")), exp.Literal.number(0))
+
+
+def _finite(column: exp.Expr | None, declared: Column | None) -> exp.Expr | None:
+    if declared is not None and declared.type == "float":
+        return exp.func("isfinite", column.copy())
+    return None
+
+
+def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
+    """round(clamp(x) / grid) - center, clamped again on the grid; NULL for NULL, NaN, +-inf."""
+    assert raw.column is not None
+    lower, upper = raw.lower_units * raw.grid, raw.upper_units * raw.grid
+    clamped = exp.func("least", exp.func("greatest", column.copy(), number(lower)), number(upper))
+    if raw.grid != 1:
+        clamped = exp.func("round", exp.Mul(this=clamped, expression=number(1 / raw.grid)))
+    units = exp.cast(clamped, "BIGINT")
+    units = exp.func("least", exp.func("greatest", units, exp.Literal.number(raw.lower_units)), exp.Literal.number(raw.upper_units))
+    if raw.center_units:
+        units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))
+    finite = _finite(column, raw.column)
+    return exp.If(this=finite, true=units) if finite is not None else units
+
+
+def _with_selection(plan: Plan, base: exp.Select, keys: list[exp.Expr], aggregate: exp.Select) -> exp.Select:
+    unit = exp.column(plan.bounding.unit, quoted=True)
+    names = [key_name(i) for i in range(len(keys))]
+    person_keys = (
+        base.copy()
+        .select(*[exp.alias_(k.copy(), n) for k, n in zip(keys, names)], unit.copy())
+        .distinct()
+    )
+    rank = exp.Window(
+        this=exp.RowNumber(),
+        partition_by=[unit.copy()],
+        order=exp.Order(expressions=[exp.Ordered(this=exp.func("hash", *[exp.column(n) for n in names], unit.copy(), seed_placeholder()))]),
+    )
+    kept = exp.select(*names, unit.copy()).from_(person_keys.subquery("pk")).qualify(
+        exp.LTE(this=rank, expression=exp.Literal.number(plan.bounding.max_groups))
+    )
+    persons = exp.select(*names, exp.alias_(exp.Count(this=exp.Star()), UNITS)).from_(kept.subquery("kept")).group_by(*names)
+    join_on = exp.and_(*[exp.NullSafeEQ(this=exp.column(n, "s"), expression=exp.column(n, "a")) for n in names])
+    raws = [exp.column(release_name(i), "a") for i in range(len(plan.releases))]
+    return (
+        exp.select(*[exp.column(n, "s") for n in names], *raws, exp.column(UNITS, "s"))
+        .from_(persons.subquery("s"))
+        .join(aggregate.subquery("a"), on=join_on)
+    )

@@ -1,0 +1,1 @@
+"""The policy: what may be queried, with which bounds, under which budget."""

@@ -1,0 +1,118 @@
+"""The policy as frozen values: budget, tables, columns, analysts.
+
+Everything here is public: it comes from the policy file, never from data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from fractions import Fraction
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+from dpsql.accounting.cost import PrivacyCost
+
+ColumnType = Literal["int", "float", "text", "bool", "date"]
+COLUMN_TYPES: tuple[str, ...] = ("int", "float", "text", "bool", "date")
+Scalar = int | float | str | bool | date
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One declared column: its type, public bounds and public domain."""
+
+    name: str
+    type: ColumnType
+    lower: Fraction | None = None
+    upper: Fraction | None = None
+    values: tuple[Scalar, ...] | None = None
+    precision: Fraction | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the column may be summed, averaged or ranked."""
+        return self.lower is not None and self.upper is not None
+
+    @property
+    def public_domain(self) -> bool:
+        """Whether every key of a GROUP BY on it is released (empty groups too)."""
+        return self.values is not None
+
+    @property
+    def numeric(self) -> bool:
+        """Whether arithmetic aggregates apply."""
+        return self.type in ("int", "float")
+
+    def grid(self) -> Fraction:
+        """The public fixed-point grid width on which sums of this column are computed.
+
+        Integers sum on the unit grid. Floats use `precision` when declared, else the power of
+        two giving about 2^30 steps up to the largest bound, so each clamped value fits in 32
+        bits and a HUGEINT sum is exact for any table size.
+        """
+        if self.type == "int":
+            return Fraction(1)
+        if self.precision is not None:
+            return self.precision
+        magnitude = max(abs(self.lower or 0), abs(self.upper or 0), Fraction(1))
+        exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length() - 30
+        return Fraction(2) ** exponent
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One declared table: private (with a privacy unit and contribution limits) or public."""
+
+    name: str
+    columns: Mapping[str, Column]
+    public: bool = False
+    privacy_unit: str | None = None
+    max_rows: int = 1
+    max_groups: int = 1
+    source: Path | None = None
+
+    def column(self, name: str) -> Column | None:
+        """The declared column of that name (case-insensitive), or None."""
+        return self.columns.get(name.lower())
+
+
+@dataclass(frozen=True, slots=True)
+class Analyst:
+    """An analyst of the server: a SCRAM verifier and an optional budget of its own."""
+
+    name: str
+    password: str | None = None
+    budget: PrivacyCost | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The per-analyst budget and the per-query defaults."""
+
+    total: PrivacyCost
+    default_query: PrivacyCost
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A whole policy file, loaded and checked."""
+
+    budget: Budget
+    tables: Mapping[str, Table]
+    analysts: Mapping[str, Analyst] = field(default_factory=lambda: MappingProxyType({}))
+    path: Path | None = None
+    extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+
+    def table(self, name: str) -> Table | None:
+        """The declared table of that name (case-insensitive), or None."""
+        return self.tables.get(name.lower())
+
+    def budget_for(self, analyst: str | None) -> PrivacyCost:
+        """The total budget of an analyst: their own if declared, else the policy's."""
+        if analyst is not None:
+            declared = self.analysts.get(analyst)
+            if declared is not None and declared.budget is not None:
+                return declared.budget
+        return self.budget.total

@@ -1,0 +1,1 @@
+"""The bundled demo: a synthetic `people` table and its policy, opened by `dpsql.connect()`."""

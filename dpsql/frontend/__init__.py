@@ -1,0 +1,1 @@
+"""SQL text in, a parsed statement out: the dpsql dialect, parameter binding and error spans."""

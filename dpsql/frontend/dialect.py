@@ -1,0 +1,58 @@
+"""The dpsql sqlglot dialect: DuckDB's, plus BigQuery's per-query privacy options.
+
+`SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) COUNT(*) FROM t` parses
+into a Select whose `hint` arg is a PrivacyOptions node. The hook is the parser's `_parse_hint`,
+which sqlglot calls right after the SELECT keyword.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.generators.duckdb import DuckDBGenerator
+from sqlglot.parsers.duckdb import DuckDBParser
+from sqlglot.tokens import TokenType
+
+
+class PrivacyOptions(exp.Expression):
+    """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`: expressions are EQ nodes."""
+
+    arg_types = {"expressions": True}
+
+
+class DpsqlParser(DuckDBParser):
+    """DuckDB's parser with the privacy options clause after SELECT."""
+
+    def _parse_hint(self) -> exp.Expr | None:
+        if self._match_text_seq("WITH", "DIFFERENTIAL_PRIVACY"):
+            if not self._match_text_seq("OPTIONS"):
+                self.raise_error("Expected OPTIONS after WITH DIFFERENTIAL_PRIVACY")
+            self._match_l_paren()
+            options = self._parse_csv(self._parse_option)
+            self._match_r_paren()
+            return self.expression(PrivacyOptions(expressions=options))
+        return super()._parse_hint()
+
+    def _parse_option(self) -> exp.Expr | None:
+        name = self._parse_id_var(any_token=True)
+        if not self._match(TokenType.EQ):
+            self.raise_error("Expected '=' in a privacy option (name = value)")
+        return self.expression(exp.EQ(this=name, expression=self._parse_bitwise()))
+
+
+def _privacy_options_sql(generator: DuckDBGenerator, expression: PrivacyOptions) -> str:
+    items = ", ".join(generator.sql(e) for e in expression.expressions)
+    return f" WITH DIFFERENTIAL_PRIVACY OPTIONS ({items})"
+
+
+class DpsqlGenerator(DuckDBGenerator):
+    """DuckDB's generator, printing the options clause back as written (EXPLAIN, messages)."""
+
+    TRANSFORMS = {**DuckDBGenerator.TRANSFORMS, PrivacyOptions: _privacy_options_sql}
+
+
+class Dpsql(DuckDB):
+    """The dialect dpsql parses analyst SQL with."""
+
+    Parser = DpsqlParser
+    Generator = DpsqlGenerator

@@ -1,0 +1,135 @@
+"""Parse one statement of analyst SQL with the dpsql dialect and bind qmark parameters.
+
+Parameters are bound to literals *before* analysis, since a parameter can change the plan.
+Only one statement is accepted per call (DP101); EXPLAIN is recognised here because sqlglot
+falls back to an opaque Command for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import logging
+import re
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from dpsql.errors import ParameterError, SqlSyntaxError, UnsupportedQueryError
+from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.spans import at, keyword_span
+
+StatementKind = Literal["select", "explain", "set", "other"]
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedStatement:
+    """One parsed statement: what kind it is, its tree, and the text its spans point into."""
+
+    kind: StatementKind
+    tree: exp.Expr
+    sql: str
+
+
+def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> ParsedStatement:
+    """Parse `sql` (one statement) and bind its `?` parameters."""
+    text = sql
+    kind: StatementKind = "select"
+    match = _EXPLAIN.match(sql)
+    if match:
+        # Blank the keyword rather than cutting it, so spans still point into the user's text.
+        text = " " * match.end() + sql[match.end() :]
+        kind = "explain"
+    trees = _parse_all(text, sql)
+    if len(trees) != 1:
+        span = at(sql, 0, len(sql)) if not trees else _second_statement_span(sql)
+        raise UnsupportedQueryError(
+            "exactly one statement is accepted per execute()" if trees else "the statement is empty",
+            code="DP101",
+            span=span,
+            sql=sql,
+            hint="send the statements one at a time",
+        )
+    tree = bind_parameters(trees[0], parameters, sql)
+    if kind != "explain":
+        kind = "select" if isinstance(tree, exp.Query) else "set" if isinstance(tree, exp.Set) else "other"
+    return ParsedStatement(kind=kind, tree=tree, sql=sql)
+
+
+def _parse_all(text: str, original: str) -> list[exp.Expr]:
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # sqlglot warns when it falls back to Command; we refuse those anyway
+    try:
+        return [t for t in sqlglot.parse(text, read=Dpsql) if t is not None]
+    except ParseError as err:
+        info = err.errors[0] if err.errors else {}
+        line, col = int(info.get("line") or 1), int(info.get("col") or 1)
+        start = _offset(original, line, col)
+        raise SqlSyntaxError(
+            f"syntax error: {info.get('description') or 'the SQL does not parse'}",
+            code="DP100",
+            span=at(original, max(0, start - 1), start),
+            sql=original,
+            hint="check the SQL near the caret",
+        ) from None
+    except TokenError as err:
+        raise SqlSyntaxError(f"syntax error: {err}", code="DP100", sql=original) from None
+    finally:
+        logger.setLevel(level)
+
+
+def _offset(sql: str, line: int, col: int) -> int:
+    lines = sql.split("\n")
+    return sum(len(x) + 1 for x in lines[: line - 1]) + col
+
+
+def _second_statement_span(sql: str) -> Span | None:
+    index = sql.find(";")
+    return at(sql, index, index + 1) if index >= 0 else keyword_span(sql, "SELECT")
+
+
+def bind_parameters(tree: exp.Expr, parameters: Sequence[object] | None, sql: str) -> exp.Expr:
+    """Replace each `?` placeholder, in order, by a literal of the matching parameter."""
+    # A depth-first pre-order walk visits placeholders in text order, which is qmark order.
+    placeholders = [p for p in tree.find_all(exp.Placeholder, bfs=False) if not p.this]
+    named = [p for p in tree.find_all(exp.Placeholder) if p.this]
+    if named:
+        raise ParameterError("only qmark (?) parameters are accepted", code="DP118", sql=sql)
+    params = list(parameters or [])
+    if len(params) != len(placeholders):
+        raise ParameterError(
+            f"the statement has {len(placeholders)} parameter(s) but {len(params)} were given",
+            code="DP118",
+            sql=sql,
+        )
+    if not placeholders:
+        return tree
+    for placeholder, value in zip(placeholders, params, strict=True):
+        placeholder.replace(literal(value))
+    return tree
+
+
+def literal(value: object) -> exp.Expr:
+    """A sqlglot literal for a Python parameter value."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, decimal.Decimal)):
+        return exp.Literal.number(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
+        return exp.Literal.number(repr(value))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise ParameterError(f"a parameter of type {type(value).__name__} cannot be bound", code="DP118")

@@ -1,0 +1,1 @@
+"""Frozen, typed objects passed between stages: the bound query and the DP plan."""

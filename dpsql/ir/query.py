@@ -1,0 +1,109 @@
+"""BoundQuery: the analyst's validated intent, resolved against the policy.
+
+Expressions kept here are sqlglot trees that the analysis has already checked; their column
+references are rewritten to plain names: policy columns in `where`, and the placeholders
+`__k<i>` (group key i) and `__a<j>` (aggregate j) in outputs, HAVING and ORDER BY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlglot import exp
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.catalog.model import Column, Table
+
+AggKind = Literal["count_rows", "count", "count_units", "sum", "avg"]
+
+
+def key_name(index: int) -> str:
+    """The placeholder column name of group key `index`."""
+    return f"__k{index}"
+
+
+def agg_name(index: int) -> str:
+    """The placeholder column name of aggregate `index`."""
+    return f"__a{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateCall:
+    """One aggregate the query asks for (deduplicated across SELECT, HAVING and ORDER BY)."""
+
+    kind: AggKind
+    column: Column | None
+    text: str
+
+    @property
+    def label(self) -> str:
+        """How the aggregate is shown to users (EXPLAIN, default column names)."""
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """A GROUP BY column; its keys are the public domain or chosen by partition selection."""
+
+    column: Column
+
+    @property
+    def public(self) -> bool:
+        """Whether all keys of the public domain are released."""
+        return self.column.public_domain
+
+
+@dataclass(frozen=True, slots=True)
+class OutputColumn:
+    """One column of the answer: an expression over key and aggregate placeholders."""
+
+    name: str
+    expr: exp.Expr
+    key: int | None
+    aggregates: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderItem:
+    """One ORDER BY item over placeholders and output names."""
+
+    expr: exp.Expr
+    descending: bool
+    nulls_first: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundQuery:
+    """A validated aggregate query over one private table."""
+
+    sql: str
+    table: Table
+    where: exp.Expr | None
+    keys: tuple[GroupKey, ...]
+    aggregates: tuple[AggregateCall, ...]
+    outputs: tuple[OutputColumn, ...]
+    having: exp.Expr | None
+    order: tuple[OrderItem, ...]
+    limit: int | None
+    offset: int | None
+    budget: PrivacyCost
+    explicit_budget: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PublicQuery:
+    """A query that reads only public tables: run exactly, no noise, no charge."""
+
+    sql: str
+    tree: exp.Expr
+    tables: tuple[Table, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatement:
+    """`SET dpsql.<name> = <value>`: a session setting."""
+
+    sql: str
+    name: str
+    value: object

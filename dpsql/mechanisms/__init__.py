@@ -1,0 +1,1 @@
+"""Privacy mechanisms and the exact samplers and random sources they draw noise from."""

@@ -1,0 +1,454 @@
+"""Exact samplers for privacy noise, in integer and Fraction arithmetic only.
+
+The samplers follow Canonne, Kamath and Steinke (2020), "The Discrete Gaussian for
+Differential Privacy", Algorithms 1 and 2. Every random choice is one call to
+`RandomSource.randbelow`, so an output's probability is exactly what the algorithm says: there
+are no floating-point holes for an attacker to read (DESIGN section 8, attacks A11).
+
+Privacy function: for an integer-valued query with sensitivity Δ (an integer, or Δ on the
+fixed-point grid of a sum), adding `discrete_laplace(Δ / ε, rng)` is ε-differentially private,
+since the pmf ratio at neighbouring outputs is at most exp(Δ / scale) = exp(ε).
+
+The tail, interval and threshold helpers at the end use floats (`math.exp`/`math.log`). They
+only size error bars and thresholds from public parameters; they never draw noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from numbers import Rational
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpsql.mechanisms.rng import RandomSource
+
+__all__ = [
+    "bernoulli",
+    "bernoulli_exp",
+    "discrete_laplace",
+    "discrete_laplace_ci",
+    "discrete_laplace_tail",
+    "discrete_laplace_threshold",
+    "discrete_laplace_upper_tail",
+    "geometric_exp",
+    "geometric_exp_slow",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+
+
+def _exact(value: object, name: str) -> Fraction:
+    # Samplers take only exact rationals: a float such as 0.1 is not the number the caller
+    # meant, and silently sampling at its binary value would hide the mistake.
+    if isinstance(value, bool) or not isinstance(value, Rational):
+        msg = f"{name} must be an int or a Fraction, got {type(value).__name__}"
+        raise TypeError(msg)
+    return Fraction(value)
+
+
+def _nonnegative(value: object, name: str) -> Fraction:
+    exact = _exact(value, name)
+    if exact < 0:
+        msg = f"{name} must be >= 0, got {exact}"
+        raise ValueError(msg)
+    return exact
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact samplers. Internally a rational r is carried as the integers (num, den), den >= 1, so
+# the hot loops do no Fraction normalisation (gcd) at all.
+
+
+def _bernoulli_exp_unit(num: int, den: int, rng: RandomSource) -> bool:
+    # CKS20 Alg. 1 for gamma = num/den in [0, 1]: draw A_k ~ Bernoulli(gamma / k) until the first
+    # failure at K; P(K odd) = exp(-gamma).
+    if num == 0:
+        return True
+    k = 1
+    while rng.randbelow(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp_int(num: int, den: int, rng: RandomSource) -> bool:
+    # exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma)); stop at the first failed factor,
+    # so the expected work stays below 1.6 factors however large gamma is.
+    while num > den:
+        if not _bernoulli_exp_unit(1, 1, rng):
+            return False
+        num -= den
+    return _bernoulli_exp_unit(num, den, rng)
+
+
+def _geometric_slow_int(num: int, den: int, rng: RandomSource) -> int:
+    # Count successes of Bernoulli(exp(-x)) before the first failure: P[k] = (1 - e^-x) e^(-xk).
+    k = 0
+    while _bernoulli_exp_int(num, den, rng):
+        k += 1
+    return k
+
+
+def _geometric_fast_int(num: int, den: int, rng: RandomSource) -> int:
+    # CKS20 Alg. 2, steps 3-8, for x = num/den > 0. U is uniform on [0, den) kept with probability
+    # exp(-U/den), V ~ Geometric(exp(-1)); X = U + den*V then has P[X] ∝ exp(-X/den), and
+    # floor(X / num) has P[k] ∝ exp(-k num/den). The work does not grow with den, unlike the slow
+    # sampler at x = num/den, which needs about den/num Bernoulli draws.
+    u = 0
+    if den > 1:
+        while True:
+            u = rng.randbelow(den)
+            if _bernoulli_exp_unit(u, den, rng):
+                break
+    v = _geometric_slow_int(1, 1, rng)
+    return (u + den * v) // num
+
+
+def bernoulli(p: Fraction, rng: RandomSource) -> bool:
+    """True with probability exactly p.
+
+    Args:
+        p: the probability, an int or Fraction in [0, 1].
+        rng: the random source.
+
+    Returns:
+        One Bernoulli(p) draw.
+
+    Raises:
+        TypeError: p is not an int or a Fraction.
+        ValueError: p is outside [0, 1].
+
+    Example:
+        >>> from dpsql.mechanisms.rng import SeededRandomSource
+        >>> bernoulli(Fraction(1), SeededRandomSource(0)), bernoulli(0, SeededRandomSource(0))
+        (True, False)
+    """
+    exact = _nonnegative(p, "p")
+    if exact > 1:
+        msg = f"p must be <= 1, got {exact}"
+        raise ValueError(msg)
+    return rng.randbelow(exact.denominator) < exact.numerator
+
+
+def bernoulli_exp(gamma: Fraction, rng: RandomSource) -> bool:
+    """True with probability exactly exp(-gamma) (CKS20 Algorithm 1).
+
+    Args:
+        gamma: an int or Fraction >= 0.
+        rng: the random source.
+
+    Returns:
+        One Bernoulli(exp(-gamma)) draw. gamma == 0 always gives True.
+
+    Raises:
+        TypeError: gamma is not an int or a Fraction.
+        ValueError: gamma < 0.
+    """
+    exact = _nonnegative(gamma, "gamma")
+    return _bernoulli_exp_int(exact.numerator, exact.denominator, rng)
+
+
+def geometric_exp_slow(x: Fraction, rng: RandomSource) -> int:
+    """A geometric draw with P[k] ∝ exp(-x k), k >= 0, by repeated Bernoulli(exp(-x)).
+
+    Expected work is about 1 / (1 - exp(-x)) Bernoulli draws, so use it only for x of order 1;
+    `geometric_exp` is the general sampler.
+
+    Args:
+        x: an int or Fraction > 0.
+        rng: the random source.
+
+    Returns:
+        An integer k >= 0.
+
+    Raises:
+        TypeError: x is not an int or a Fraction.
+        ValueError: x <= 0 (the distribution would not be normalisable).
+    """
+    exact = _positive_rate(x)
+    return _geometric_slow_int(exact.numerator, exact.denominator, rng)
+
+
+def geometric_exp(x: Fraction, rng: RandomSource) -> int:
+    """A geometric draw with P[k] ∝ exp(-x k), k >= 0 (CKS20 Algorithm 2, steps 3-9).
+
+    Draws a uniform offset over x's denominator and a Geometric(exp(-1)) count, so the expected
+    work is constant in the size of x's numerator and denominator.
+
+    Args:
+        x: an int or Fraction > 0.
+        rng: the random source.
+
+    Returns:
+        An integer k >= 0.
+
+    Raises:
+        TypeError: x is not an int or a Fraction.
+        ValueError: x <= 0.
+    """
+    exact = _positive_rate(x)
+    return _geometric_fast_int(exact.numerator, exact.denominator, rng)
+
+
+def _positive_rate(x: object) -> Fraction:
+    exact = _exact(x, "x")
+    if exact <= 0:
+        msg = f"x must be > 0, got {exact}"
+        raise ValueError(msg)
+    return exact
+
+
+def discrete_laplace(scale: Fraction, rng: RandomSource) -> int:
+    """A discrete Laplace draw: P[X = x] ∝ exp(-|x| / scale) over all integers x.
+
+    CKS20 Algorithm 2: a sign and a geometric magnitude with rate 1/scale, rejecting "-0" so that
+    zero is not counted twice. Adding it with scale Δ/ε to an integer query of sensitivity Δ is
+    ε-DP. Fast for any scale: 10,000 draws at scale 3e11 cost about as much as at scale 1.
+
+    Args:
+        scale: an int or Fraction >= 0. Scale 0 means no noise.
+        rng: the random source (`SystemRandomSource` for privacy noise).
+
+    Returns:
+        An integer; 0 when scale == 0.
+
+    Raises:
+        TypeError: scale is not an int or a Fraction.
+        ValueError: scale < 0.
+
+    Example:
+        >>> from dpsql.mechanisms.rng import SeededRandomSource
+        >>> discrete_laplace(Fraction(0), SeededRandomSource(1))
+        0
+    """
+    exact = _nonnegative(scale, "scale")
+    if exact == 0:
+        return 0
+    # Rate 1/scale = den/num: pass it as integers so no Fraction is built per draw.
+    rate_num, rate_den = exact.denominator, exact.numerator
+    while True:
+        negative = rng.randbelow(2) == 1
+        magnitude = _geometric_fast_int(rate_num, rate_den, rng)
+        if negative and magnitude == 0:
+            continue
+        return -magnitude if negative else magnitude
+
+
+# ---------------------------------------------------------------------------------------------
+# Tails, intervals and thresholds (floats: reporting and public sizing only).
+#
+# With p = exp(-1/scale) the pmf is (1-p)/(1+p) * p^|x|, so for k >= 1
+#   P(X >= k) = p^k / (1+p)   and   P(|X| >= k) = 2 p^k / (1+p).
+# Probabilities are handled as logs so tiny deltas (1e-12 and far below) do not underflow, and
+# k/scale is formed exactly as a Fraction before rounding, so the log tails are monotone in k.
+
+
+def _report_scale(scale: object) -> Fraction:
+    if isinstance(scale, bool):
+        msg = "scale must be a number, not a bool"
+        raise TypeError(msg)
+    if isinstance(scale, float):
+        if not math.isfinite(scale):
+            msg = f"scale must be finite, got {scale}"
+            raise ValueError(msg)
+        # The decimal the caller wrote (0.1 -> 1/10), as in accounting.cost.to_fraction.
+        return _nonnegative(Fraction(repr(scale)), "scale")
+    return _nonnegative(scale, "scale")
+
+
+def _float_or_inf(value: Fraction) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _log_positive(value: object, name: str) -> float:
+    # math.log of a Fraction would round it to a float first and fail below 1e-308.
+    if isinstance(value, bool) or not isinstance(value, (Rational, float)):
+        msg = f"{name} must be a number, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not value > 0:
+        msg = f"{name} must be > 0, got {value}"
+        raise ValueError(msg)
+    if isinstance(value, float):
+        return math.log(value)
+    exact = Fraction(value)
+    return math.log(exact.numerator) - math.log(exact.denominator)
+
+
+class _Tails:
+    """Log tail probabilities of the discrete Laplace at one scale > 0."""
+
+    def __init__(self, scale: Fraction) -> None:
+        self.rate = 1 / scale
+        # log(1 + p), the normaliser shared by every tail.
+        self.log1p_p = math.log1p(math.exp(-_float_or_inf(self.rate)))
+
+    def log_p_pow(self, k: int) -> float:
+        """log p^k = -k/scale, rounded once from the exact rational."""
+        return -_float_or_inf(k * self.rate)
+
+    def log_upper(self, k: int) -> float:
+        """log P(X >= k)."""
+        if k >= 1:
+            return self.log_p_pow(k) - self.log1p_p
+        # Symmetry: P(X >= k) = 1 - P(X <= k - 1) = 1 - P(X >= 1 - k).
+        return math.log1p(-math.exp(self.log_p_pow(1 - k) - self.log1p_p))
+
+    def log_abs(self, k: int) -> float:
+        """log P(|X| >= k)."""
+        if k <= 0:
+            return 0.0
+        return math.log(2.0) + self.log_p_pow(k) - self.log1p_p
+
+
+def _smallest_true(ok: Callable[[int], bool], guess: int, floor: int | None = None) -> int:
+    """The smallest integer k (>= floor) with ok(k), for ok monotone False...True.
+
+    Starts at the closed-form guess, which is right or off by one except at huge scales where
+    floats cannot resolve single steps; galloping then bisection keeps the fix-up logarithmic.
+    """
+    if floor is not None:
+        guess = max(guess, floor)
+    if ok(guess):
+        hi, step = guess, 1
+        while True:
+            lo = hi - step
+            if floor is not None and lo < floor:
+                lo = floor - 1  # sentinel below the floor, never evaluated
+                break
+            if not ok(lo):
+                break
+            hi, step = lo, step * 2
+    else:
+        lo, step = guess, 1
+        while True:
+            hi = lo + step
+            if ok(hi):
+                break
+            lo, step = hi, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _ceil_guess(value: float, default: int) -> int:
+    return math.ceil(value) if math.isfinite(value) else default
+
+
+def discrete_laplace_tail(scale: Fraction | float, k: int) -> float:
+    """P(|X| >= k) for X discrete Laplace with the given scale.
+
+    Args:
+        scale: the scale (>= 0); floats are read as the decimal they print as.
+        k: the integer bound.
+
+    Returns:
+        2 p^k / (1 + p) with p = exp(-1/scale) for k >= 1, and 1.0 for k <= 0.
+
+    Example:
+        >>> round(discrete_laplace_tail(Fraction(1), 1), 6)
+        0.537883
+    """
+    exact = _report_scale(scale)
+    if k <= 0:
+        return 1.0
+    if exact == 0:
+        return 0.0
+    return math.exp(_Tails(exact).log_abs(k))
+
+
+def discrete_laplace_upper_tail(scale: Fraction | float, k: int) -> float:
+    """P(X >= k) for X discrete Laplace with the given scale.
+
+    Args:
+        scale: the scale (>= 0); floats are read as the decimal they print as.
+        k: the integer bound.
+
+    Returns:
+        p^k / (1 + p) with p = exp(-1/scale) for k >= 1; for k <= 0, 1 - P(X >= 1 - k).
+    """
+    exact = _report_scale(scale)
+    if exact == 0:
+        return 1.0 if k <= 0 else 0.0
+    return math.exp(_Tails(exact).log_upper(k))
+
+
+def discrete_laplace_ci(scale: Fraction | float, confidence: float = 0.95) -> int:
+    """Half-width of a central interval: the smallest k >= 0 with P(|X| > k) <= 1 - confidence.
+
+    Args:
+        scale: the scale (>= 0); floats are read as the decimal they print as.
+        confidence: in (0, 1).
+
+    Returns:
+        The integer half-width k; the noisy value is within ±k of the true one with probability
+        at least `confidence`. 0 for scale 0.
+
+    Raises:
+        ValueError: confidence is not in (0, 1), or scale < 0.
+
+    Example:
+        >>> discrete_laplace_ci(Fraction(10)), discrete_laplace_ci(Fraction(1000))
+        (30, 2996)
+    """
+    exact = _report_scale(scale)
+    if not 0 < confidence < 1:
+        msg = f"confidence must be in (0, 1), got {confidence}"
+        raise ValueError(msg)
+    if exact == 0:
+        return 0
+    tails = _Tails(exact)
+    log_alpha = math.log(1 - confidence)
+    # 2 p^(k+1) / (1+p) <= alpha  <=>  k + 1 >= scale * (log 2 - log(1+p) - log alpha).
+    guess = _ceil_guess(_float_or_inf(exact) * (math.log(2.0) - tails.log1p_p - log_alpha), 1) - 1
+    return _smallest_true(lambda k: tails.log_abs(k + 1) <= log_alpha, guess, floor=0)
+
+
+def discrete_laplace_threshold(scale: Fraction | float, count: int, delta: Fraction | float) -> int:
+    """The smallest integer t with count * P(X >= t) <= delta.
+
+    Used by partition selection: a key held by one unit (true count at most `count` after
+    bounding) passes a noisy threshold t with probability at most delta.
+
+    Args:
+        scale: the scale (>= 0); floats are read as the decimal they print as.
+        count: a positive integer multiplier.
+        delta: the target probability, 0 < delta < count.
+
+    Returns:
+        The threshold t (1 for scale 0, since X is then always 0).
+
+    Raises:
+        ValueError: count < 1, delta <= 0 or delta >= count (every t would qualify).
+
+    Example:
+        >>> discrete_laplace_threshold(Fraction(1), 1, Fraction(1, 10**6))
+        14
+    """
+    exact = _report_scale(scale)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        msg = f"count must be an int >= 1, got {count!r}"
+        raise ValueError(msg)
+    log_r = _log_positive(delta, "delta") - math.log(count)
+    if log_r >= 0:
+        msg = f"delta must be below count ({count}), got {delta}"
+        raise ValueError(msg)
+    if exact == 0:
+        return 1
+    tails = _Tails(exact)
+    scale_f = _float_or_inf(exact)
+    # For t >= 1: p^t / (1+p) <= r  <=>  t >= scale * (-log(1+p) - log r).
+    guess = _ceil_guess(scale_f * (-tails.log1p_p - log_r), 1)
+    if guess < 1:
+        # t <= 0: 1 - p^(1-t)/(1+p) <= r  <=>  t >= 1 + scale * (log(1-r) + log(1+p)).
+        guess = _ceil_guess(1 + scale_f * (math.log1p(-math.exp(log_r)) + tails.log1p_p), 0)
+    return _smallest_true(lambda t: tails.log_upper(t) <= log_r, guess)

@@ -1,0 +1,1 @@
+"""BoundQuery -> Plan: mechanisms, sensitivities from the policy, and the (epsilon, delta) split."""

@@ -1,0 +1,105 @@
+"""Choose a mechanism per aggregate, derive sensitivities from the policy, split the budget.
+
+Sensitivities come from the policy only (bounds, max_rows, max_groups), never from data:
+- COUNT(*), COUNT(col), AVG's count: max_rows (a person keeps at most max_rows rows in all).
+- SUM(col): max_rows * max(|lower|, |upper|) on the column's grid.
+- AVG(col): a centered sum, max_rows * max(|lower - mid|, |upper - mid|), plus a count.
+- COUNT(DISTINCT unit): 1 without GROUP BY; max_rows with it (a person is in at most
+  max_rows groups, since they keep at most max_rows rows).
+The query's epsilon is split equally over its releases (and partition selection, when a key
+has no public domain); delta goes to partition selection, the only part that uses it.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.catalog.model import Column
+from dpsql.errors import InvalidOptionError
+from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
+from dpsql.ir.query import AggregateCall, BoundQuery
+from dpsql.mechanisms import laplace, partition
+from dpsql.mechanisms.laplace import LaplaceSpec
+from dpsql.mechanisms.partition import PartitionSelectionSpec
+
+
+def plan_query(query: BoundQuery) -> Plan:
+    """The plan for a bound query, with its cost computed before any data is read."""
+    table = query.table
+    assert table.privacy_unit is not None
+    bounding = Bounding(unit=table.privacy_unit, max_rows=table.max_rows, max_groups=table.max_groups)
+    raws: list[tuple[RawAggregate, Fraction]] = []
+    estimates = tuple(_estimate(call, query, bounding, raws) for call in query.aggregates)
+    needs_selection = any(not key.public for key in query.keys)
+    shares = len(raws) + (1 if needs_selection else 0)
+    if shares == 0:  # GROUP BY public keys only, no aggregate: the keys are public, nothing is released
+        return Plan(query, bounding, (), estimates, None, PrivacyCost.zero(), ("only public keys are released: no cost",))
+    share = query.budget.epsilon / shares
+    releases = tuple(Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws)
+    selection = None
+    if needs_selection:
+        if query.budget.delta <= 0:
+            raise InvalidOptionError(
+                "GROUP BY a column without a public domain needs delta > 0 for partition selection",
+                code="DP122", sql=query.sql,
+                hint="set delta in OPTIONS (e.g. delta = 1e-8), or declare the column's values in the policy",
+            )
+        selection = PartitionSelectionSpec(max_groups=bounding.max_groups, epsilon=share, delta=query.budget.delta)
+    cost = sum((laplace.cost(r.spec) for r in releases), PrivacyCost.zero())
+    if selection is not None:
+        cost = cost + partition.cost(selection)
+    return Plan(query, bounding, releases, estimates, selection, cost, _notes(query, bounding))
+
+
+def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:
+    rows = Fraction(bounding.max_rows)
+    if call.kind == "count_rows":
+        return Estimate("count", (_add(raws, RawAggregate("count_rows"), rows),))
+    if call.kind == "count":
+        return Estimate("count", (_add(raws, RawAggregate("count_values", call.column), rows),), call.column)
+    if call.kind == "count_units":
+        sens = Fraction(1) if not query.keys else rows
+        return Estimate("count", (_add(raws, RawAggregate("count_units", call.column), sens),), call.column)
+    column = call.column
+    assert column is not None and column.lower is not None and column.upper is not None
+    grid = column.grid()
+    lower, upper = _units(column.lower, grid, math.ceil), _units(column.upper, grid, math.floor)
+    if call.kind == "sum":
+        raw = RawAggregate("sum_grid", column, grid, lower, upper, 0)
+        return Estimate("sum", (_add(raws, raw, rows * max(abs(lower), abs(upper))),), column)
+    center = (lower + upper) // 2
+    raw = RawAggregate("sum_grid", column, grid, lower, upper, center)
+    total = _add(raws, raw, rows * max(abs(lower - center), abs(upper - center)))
+    count = _add(raws, RawAggregate("count_finite", column), rows)
+    return Estimate("avg", (total, count), column, center * grid)
+
+
+def _units(bound: Fraction, grid: Fraction, rounding: object) -> int:
+    # Clamp bounds on the grid lie inside the declared bounds, so sensitivities stay as declared.
+    return int(rounding(bound / grid))  # type: ignore[operator]
+
+
+def _add(raws: list[tuple[RawAggregate, Fraction]], raw: RawAggregate, sensitivity: Fraction) -> int:
+    for index, (existing, _) in enumerate(raws):
+        if existing == raw:
+            return index
+    raws.append((raw, sensitivity))
+    return len(raws) - 1
+
+
+def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
+    notes = [f"each {bounding.unit} keeps at most {bounding.max_rows} row(s), chosen at random (secret seed)"]
+    for key in query.keys:
+        if key.public:
+            notes.append(f"GROUP BY {key.column.name}: all {len(key.column.values or ())} public keys released, empty ones too")
+        else:
+            notes.append(f"GROUP BY {key.column.name}: keys chosen by partition selection "
+                         f"(each {bounding.unit} counts in at most {bounding.max_groups} key(s))")
+    return tuple(notes)
+
+
+def column_grid_note(column: Column) -> str:
+    """How a column's sums are discretised, for EXPLAIN."""
+    return f"{column.name} summed on a grid of {float(column.grid()):.6g}"

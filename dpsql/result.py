@@ -1,0 +1,31 @@
+"""NoisyResult: what every front end renders. Rows, columns and per-cell noise information."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dpsql.accounting.cost import PrivacyCost
+
+StatementKind = Literal["query", "explain", "set", "public"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResultColumn:
+    """One output column: its name and engine type name (BIGINT, DOUBLE, VARCHAR, ...)."""
+
+    name: str
+    type_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoisyResult:
+    """An answer: rows, columns, noise information per column and 95% half-widths per cell."""
+
+    kind: StatementKind
+    columns: tuple[ResultColumn, ...]
+    rows: list[tuple[Any, ...]]
+    noise_info: tuple[dict[str, Any] | None, ...]
+    cell_ci95: list[tuple[float | None, ...]]
+    cost: PrivacyCost = field(default_factory=PrivacyCost.zero)
+    message: str | None = None

@@ -1,0 +1,216 @@
+"""Session: one analyst's connection to private data. Every front end is a thin adapter over it.
+
+Order of a query (fail closed): compile (pure) -> charge the ledger (atomic; raises before any
+data is read) -> run engine SQL -> release noise -> post-process -> NoisyResult. A charge is
+never refunded, whatever happens after it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.ledger import Ledger, LedgerEntry
+from dpsql.analysis.context import AnalysisContext
+from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.catalog.loader import load_policy
+from dpsql.catalog.model import Policy
+from dpsql.demo.people import ensure_demo
+from dpsql.errors import InterfaceError
+from dpsql.ir.query import PublicQuery, SetStatement
+from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
+from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, release_rows
+from dpsql.result import NoisyResult, ResultColumn
+
+DEFAULT_ANALYST = "analyst"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """Where a session's policy, data and ledger come from."""
+
+    policy: Path
+    database: Path | None = None
+    analyst: str = DEFAULT_ANALYST
+    ledger: Path | None = None
+
+
+class Session:
+    """A private database session: policy, engine, ledger, randomness and per-session settings."""
+
+    def __init__(self, policy: Policy, engine: DuckDBEngine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
+                 rng: RandomSource | None = None) -> None:
+        self.policy = policy
+        self.analyst = analyst
+        self.id = uuid.uuid4().hex[:12]
+        self._engine = engine
+        self._ledger = ledger
+        self._rng = rng if rng is not None else default_source()
+        self._lock = threading.RLock()
+        self._default = policy.budget.default_query
+        self._session_seeds: dict[str, int] = {}
+        self.closed = False
+
+    # --- budget -----------------------------------------------------------------------------
+    @property
+    def total_budget(self) -> PrivacyCost:
+        """The analyst's whole budget."""
+        return self.policy.budget_for(self.analyst)
+
+    @property
+    def remaining(self) -> PrivacyCost:
+        """What the analyst may still spend (read from the ledger, shared across processes)."""
+        return self._ledger.remaining(self.analyst, self.total_budget)
+
+    @property
+    def default_query_budget(self) -> PrivacyCost:
+        """The (epsilon, delta) a query spends when it names none (SET dpsql.epsilon changes it)."""
+        return self._default
+
+    def ledger_entries(self) -> list[LedgerEntry]:
+        """This analyst's charges, oldest first."""
+        return self._ledger.entries(self.analyst)
+
+    # --- statements ---------------------------------------------------------------------------
+    def compile(self, sql: str, parameters: Sequence[object] | None = None) -> Any:
+        """Parse, analyse and plan without data or budget."""
+        return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+
+    def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
+        """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
+        self._check_open()
+        with self._lock:
+            statement, compiled = self.compile(sql, parameters)
+            if statement.kind == "explain":
+                return self._explain(compiled)
+            if isinstance(compiled, SetStatement):
+                return self._set(compiled)
+            if isinstance(compiled, PublicQuery):
+                return self._public(compiled)
+            return self._answer(compiled)
+
+    def _explain(self, compiled: CompiledQuery | PublicQuery | SetStatement) -> NoisyResult:
+        if isinstance(compiled, CompiledQuery):
+            lines = compiled.explain_lines()
+        elif isinstance(compiled, PublicQuery):
+            lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
+        else:
+            lines = [f"SET dpsql.{compiled.name}: a session setting, no cost"]
+        return NoisyResult("explain", (ResultColumn("QUERY PLAN", "VARCHAR"),), [(line,) for line in lines],
+                           (None,), [(None,) for _ in lines])
+
+    def _set(self, statement: SetStatement) -> NoisyResult:
+        value = statement.value
+        assert isinstance(value, Fraction)
+        if statement.name == "epsilon":
+            self._default = PrivacyCost(value, self._default.delta)
+        else:
+            self._default = PrivacyCost(self._default.epsilon, value)
+        return NoisyResult("set", (), [], (), [], message=f"SET dpsql.{statement.name} = {float(value):g}")
+
+    def _public(self, query: PublicQuery) -> NoisyResult:
+        result = self._engine.run_public(query.tree, query.tables)
+        columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
+        return NoisyResult("public", columns, result.rows, tuple(None for _ in columns),
+                           [tuple(None for _ in columns) for _ in result.rows])
+
+    def _answer(self, compiled: CompiledQuery) -> NoisyResult:
+        plan = compiled.plan
+        table = plan.query.table
+        self._ledger.charge(
+            analyst=self.analyst,
+            session=self.id,
+            query=compiled.statement.sql,
+            plan_hash=compiled.plan_hash,
+            mechanism="laplace" + ("+partition_selection" if plan.selection else ""),
+            params=_ledger_params(compiled),
+            cost=plan.cost,
+            budget=self.total_budget,
+        )
+        # Charged: from here on, nothing is refunded, whatever happens.
+        seed = self._session_seeds.setdefault(table.name, self._rng.randbelow(2**62))
+        bounded = self._engine.ensure_bounded(table, seed)
+        assert bounded
+        raw = self._engine.run(compiled.engine, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)
+        columns, types = release_rows(compiled, raw, self._rng)
+        post = self._engine.postprocess(columns, types, compiled.post)
+        return _assemble(compiled, post.names, post.types, post.rows)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InterfaceError("the session is closed")
+
+    def close(self) -> None:
+        """Release the engine and the ledger."""
+        if not self.closed:
+            self.closed = True
+            self._engine.close()
+            self._ledger.close()
+
+
+def _ledger_params(compiled: CompiledQuery) -> dict[str, Any]:
+    plan = compiled.plan
+    params: dict[str, Any] = {
+        "releases": [
+            {"kind": r.raw.kind, "column": r.raw.column.name if r.raw.column else None,
+             "sensitivity": str(r.spec.sensitivity * r.unit), "scale": str(r.spec.scale * r.unit), "epsilon": str(r.spec.epsilon)}
+            for r in plan.releases
+        ],
+        "max_rows": plan.bounding.max_rows,
+    }
+    if plan.selection is not None:
+        params["partition_selection"] = {"scale": str(plan.selection.scale), "threshold": plan.selection.threshold,
+                                         "epsilon": str(plan.selection.epsilon), "delta": str(plan.selection.delta)}
+    return params
+
+
+def _assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]]) -> NoisyResult:
+    outputs = compiled.plan.query.outputs
+    position = {name: i for i, name in enumerate(names)}
+    columns = tuple(ResultColumn(o.name, types[position[f"__o{i}"]]) for i, o in enumerate(outputs))
+    values, cells = [], []
+    for row in rows:
+        values.append(tuple(row[position[f"__o{i}"]] for i in range(len(outputs))))
+        cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
+    infos = noise_info(compiled)
+    for i, info in enumerate(infos):
+        if info is not None and info["ci95"] is None and cells:
+            widths = {c[i] for c in cells}
+            info["ci95"] = widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells)
+    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
+
+
+def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:
+    if f"__lo{i}" not in position:
+        return None
+    value, low, high = row[position[f"__o{i}"]], row[position[f"__lo{i}"]], row[position[f"__hi{i}"]]
+    if value is None or low is None or high is None:
+        return None
+    return float(max(high - value, value - low))
+
+
+def open_session(
+    database: str | Path | None = None,
+    policy: str | Path | Policy | None = None,
+    *,
+    analyst: str | None = None,
+    ledger: str | Path | None = None,
+    tables: Mapping[str, Any] | None = None,
+    random_seed: int | None = None,
+) -> Session:
+    """Open a session; with neither database, policy nor tables, the bundled demo."""
+    if policy is None and database is None and not tables:
+        policy = ensure_demo()
+    if policy is None:
+        raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
+    loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+    engine = DuckDBEngine(loaded, database, tables)
+    # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
+    rng = SeededRandomSource(random_seed) if random_seed is not None else None
+    return Session(loaded, engine, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)
