@@ -1,0 +1,217 @@
+"""PEP 249 Connection and Cursor over one Session. No privacy logic lives here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import pandas
+
+from dpsql import errors
+from dpsql.accounting.ledger import LedgerEntry
+from dpsql.errors import InterfaceError, NotSupportedError, ProgrammingError
+from dpsql.result import NoisyResult
+from dpsql.session import Session, open_session
+
+
+class Cursor:
+    """A PEP 249 cursor. `noise_info` holds one dict per output column (None for group keys)."""
+
+    arraysize = 1
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._result: NoisyResult | None = None
+        self._position = 0
+        self.closed = False
+
+    @property
+    def description(self) -> tuple[tuple[Any, ...], ...] | None:
+        """Seven-item column descriptions; None before a query that returns rows."""
+        if self._result is None or not self._result.columns:
+            return None
+        return tuple((c.name, c.type_name, None, None, None, None, None) for c in self._result.columns)
+
+    @property
+    def rowcount(self) -> int:
+        """Number of rows of the last result, -1 when there is none."""
+        return -1 if self._result is None or not self._result.columns else len(self._result.rows)
+
+    @property
+    def noise_info(self) -> list[dict[str, Any] | None]:
+        """Per output column: mechanism, scale, ci95 (95% half-width), epsilon, delta."""
+        return [dict(i) if i is not None else None for i in self._result.noise_info] if self._result else []
+
+    @property
+    def cell_ci95(self) -> list[tuple[float | None, ...]]:
+        """95% half-widths per cell of the last result (None for keys and exact values)."""
+        return list(self._result.cell_ci95) if self._result else []
+
+    @property
+    def result(self) -> NoisyResult | None:
+        """The last NoisyResult (what the REPL and server render)."""
+        return self._result
+
+    def _check(self) -> None:
+        if self.closed:
+            raise InterfaceError("the cursor is closed")
+        self.connection._check()
+
+    def execute(self, operation: str, parameters: Sequence[object] | None = None) -> Cursor:
+        """Run one statement with qmark parameters."""
+        self._check()
+        if isinstance(parameters, Mapping):
+            raise errors.ParameterError("dpsql takes qmark (?) parameters as a sequence", code="DP118")
+        self._result = None
+        self._result = self.connection.session.execute(operation, parameters)
+        self._position = 0
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[object]]) -> Cursor:
+        """Run the statement once per parameter set (each run is charged)."""
+        for parameters in seq_of_parameters:
+            self.execute(operation, parameters)
+        return self
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        self._check()
+        if self._result is None or not self._result.columns:
+            raise InterfaceError("no result to fetch: execute a query first")
+        return self._result.rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        """The next row, or None."""
+        rows = self._rows()
+        if self._position >= len(rows):
+            return None
+        self._position += 1
+        return rows[self._position - 1]
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        """Up to `size` (default arraysize) next rows."""
+        rows = self._rows()
+        count = self.arraysize if size is None else size
+        chunk = rows[self._position : self._position + count]
+        self._position += len(chunk)
+        return chunk
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """All remaining rows."""
+        rows = self._rows()
+        chunk = rows[self._position :]
+        self._position = len(rows)
+        return chunk
+
+    def fetchdf(self) -> pandas.DataFrame:
+        """The remaining rows as a DataFrame; noise metadata in `df.attrs`."""
+        result = self._result
+        rows = self.fetchall()
+        assert result is not None
+        frame = pandas.DataFrame(rows, columns=[c.name for c in result.columns])
+        frame.attrs["noise_info"] = self.noise_info
+        frame.attrs["ci95"] = self.cell_ci95
+        frame.attrs["epsilon"] = float(result.cost.epsilon)
+        frame.attrs["delta"] = float(result.cost.delta)
+        return frame
+
+    def setinputsizes(self, sizes: Any) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+    def setoutputsize(self, size: Any, column: Any = None) -> None:
+        """Accepted and ignored (PEP 249)."""
+
+    def close(self) -> None:
+        """Close the cursor."""
+        self.closed = True
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Connection:
+    """A PEP 249 connection: one analyst's Session on one data source."""
+
+    Warning = errors.Warning
+    Error = errors.Error
+    InterfaceError = errors.InterfaceError
+    DatabaseError = errors.DatabaseError
+    DataError = errors.DataError
+    OperationalError = errors.OperationalError
+    IntegrityError = errors.IntegrityError
+    InternalError = errors.InternalError
+    ProgrammingError = errors.ProgrammingError
+    NotSupportedError = errors.NotSupportedError
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.closed = False
+
+    def _check(self) -> None:
+        if self.closed:
+            raise InterfaceError("the connection is closed")
+
+    def cursor(self) -> Cursor:
+        """A new cursor."""
+        self._check()
+        return Cursor(self)
+
+    def execute(self, operation: str, parameters: Sequence[object] | None = None) -> Cursor:
+        """Shortcut: a new cursor, executed."""
+        return self.cursor().execute(operation, parameters)
+
+    def commit(self) -> None:
+        """No-op: dpsql never writes data (the ledger commits each charge itself)."""
+        self._check()
+
+    def rollback(self) -> None:
+        """Not supported: a charge is never refunded."""
+        self._check()
+        raise NotSupportedError("rollback is not supported: privacy charges are final", code="DP301")
+
+    @property
+    def budget(self) -> tuple[float, float]:
+        """(epsilon_remaining, delta_remaining)."""
+        self._check()
+        remaining = self.session.remaining
+        return float(remaining.epsilon), float(remaining.delta)
+
+    def ledger(self) -> list[LedgerEntry]:
+        """This analyst's ledger entries, oldest first."""
+        self._check()
+        return self.session.ledger_entries()
+
+    def close(self) -> None:
+        """Close the session (idempotent)."""
+        if not self.closed:
+            self.closed = True
+            self.session.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(
+    database: str | Path | None = None,
+    policy: str | Path | None = None,
+    analyst: str | None = None,
+    ledger: str | Path | None = None,
+    tables: Mapping[str, pandas.DataFrame] | None = None,
+    random_seed: int | None = None,
+) -> Connection:
+    """Open a dpsql connection. With neither database, policy nor tables: the bundled demo.
+
+    `random_seed` makes the noise reproducible: for tests and marked experiments only.
+    """
+    if random_seed is not None and not isinstance(random_seed, int):
+        raise ProgrammingError("random_seed must be an int")
+    return Connection(open_session(database, policy, analyst=analyst, ledger=ledger, tables=tables, random_seed=random_seed))
