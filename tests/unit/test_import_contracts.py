@@ -1,0 +1,16 @@
+"""DESIGN section 3's layering, enforced by import-linter contracts in pyproject.toml."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_import_contracts_are_kept() -> None:
+    exe = shutil.which("lint-imports")
+    command = [exe] if exe else [sys.executable, "-m", "importlinter.cli"]
+    result = subprocess.run([*command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout
