@@ -6,6 +6,7 @@ runs after the charge, on exact raw aggregates, with the injected random source.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from dpsql.backend.duckdb_engine import EngineResult, bounded_name, key_type, re
 from dpsql.backend.postsql import post_select, release_deps, release_width
 from dpsql.backend.sqlgen import UNITS, bounded_select, engine_select
 from dpsql.frontend.parse import ParsedStatement, parse_statement
-from dpsql.ir.plan import Plan, release_name
+from dpsql.ir.plan import Estimate, Plan, release_name
 from dpsql.ir.printer import plan_text
 from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement, key_name
 from dpsql.mechanisms import laplace, partition
@@ -28,14 +29,30 @@ from dpsql.mechanisms.rng import RandomSource
 from dpsql.planner.plan import plan_query
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CompiledQuery:
     """A plan with its engine SQL and post-processing SQL, ready to charge and run."""
 
     statement: ParsedStatement
     plan: Plan
     engine: exp.Select
-    post: exp.Select
+
+    @functools.cached_property
+    def engine_sql(self) -> str:
+        """The engine SQL text (rendered once; the seed stays a $seed parameter)."""
+        return render(self.engine)
+
+    @functools.cached_property
+    def post(self) -> exp.Select:
+        """Post-processing SQL over the noisy table (built only when the query needs it)."""
+        return post_select(self.plan)
+
+    @property
+    def simple_outputs(self) -> bool:
+        """Outputs are keys and bare aggregates, with no HAVING, ORDER BY, LIMIT or OFFSET."""
+        query = self.plan.query
+        bare = all(o.key is not None or (isinstance(o.expr, exp.Column) and o.expr.name.startswith("__a")) for o in query.outputs)
+        return bare and query.having is None and not query.order and query.limit is None and query.offset is None
 
     def explain_lines(self) -> list[str]:
         """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL."""
@@ -45,7 +62,7 @@ class CompiledQuery:
         lines.append(f"  {render(self.engine)}")
         return lines
 
-    @property
+    @functools.cached_property
     def plan_hash(self) -> str:
         """A digest of the plan text (recorded in the ledger)."""
         return hashlib.sha256("\n".join(self.explain_lines()).encode()).hexdigest()[:16]
@@ -59,7 +76,7 @@ def compile_statement(
     bound = analyze(statement, ctx)
     if isinstance(bound, BoundQuery):
         plan = plan_query(bound)
-        return statement, CompiledQuery(statement, plan, engine_select(plan, bounded_name(bound.table)), post_select(plan))
+        return statement, CompiledQuery(statement, plan, engine_select(plan, bounded_name(bound.table)))
     return statement, bound
 
 
@@ -119,3 +136,56 @@ def noise_info(compiled: CompiledQuery) -> list[dict[str, Any] | None]:
             }
         )
     return infos
+
+
+def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
+    """An analyst aggregate from release values (the Python twin of postsql.estimate_sql)."""
+    if estimate.kind in ("count", "sum"):
+        return values[0]
+    total, count = values
+    column = estimate.column
+    assert column is not None and column.lower is not None and column.upper is not None
+    mean = float(estimate.center) + total / max(count, 1)
+    return min(max(mean, float(column.lower)), float(column.upper))
+
+
+def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str]) -> tuple[
+        tuple[str, ...], tuple[str, ...], list[tuple[Any, ...]], list[tuple[float | None, ...]]]:
+    """Outputs, types, rows and 95% half-widths for simple queries, without a second engine call.
+
+    Rows keep the order of the noisy table (sorted keys); a cell's interval is the corner
+    evaluation of its estimate with each release at level 1 - 0.05/m, as in postsql.
+    """
+    plan = compiled.plan
+    outputs = plan.query.outputs
+    nrows = len(next(iter(columns.values()))) if columns else 1
+    names = tuple(o.name for o in outputs)
+    out_types, getters = [], []
+    for output in outputs:
+        if output.key is not None:
+            out_types.append(types[key_name(output.key)])
+            getters.append((output.key, None))
+            continue
+        estimate = plan.estimates[int(output.expr.name[3:])]
+        release_types = {types[release_name(r)] for r in estimate.releases}
+        out_types.append("DOUBLE" if estimate.kind == "avg" or "DOUBLE" in release_types else "BIGINT")
+        widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
+        getters.append((None, (estimate, widths)))
+    rows, cells = [], []
+    for i in range(nrows):
+        row, cell = [], []
+        for key, spec in getters:
+            if spec is None:
+                row.append(columns[key_name(key)][i])
+                cell.append(None)
+                continue
+            estimate, widths = spec
+            values = [columns[release_name(r)][i] for r in estimate.releases]
+            value = _estimate_value(estimate, values)
+            corners = [_estimate_value(estimate, [v + s * w for v, s, w in zip(values, signs, widths)])
+                       for signs in itertools.product((-1, 1), repeat=len(values))]
+            row.append(value)
+            cell.append(float(max(max(corners) - value, value - min(corners))))
+        rows.append(tuple(row))
+        cells.append(tuple(cell))
+    return names, tuple(out_types), rows, cells

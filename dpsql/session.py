@@ -24,10 +24,11 @@ from dpsql.demo.people import ensure_demo
 from dpsql.errors import InterfaceError
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
-from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, release_rows
+from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, release_rows, simple_rows
 from dpsql.result import NoisyResult, ResultColumn
 
 DEFAULT_ANALYST = "analyst"
+PLAN_CACHE_SIZE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class Session:
         self._lock = threading.RLock()
         self._default = policy.budget.default_query
         self._session_seeds: dict[str, int] = {}
+        self._plans: dict[tuple[Any, ...], Any] = {}
         self.closed = False
 
     # --- budget -----------------------------------------------------------------------------
@@ -78,8 +80,23 @@ class Session:
 
     # --- statements ---------------------------------------------------------------------------
     def compile(self, sql: str, parameters: Sequence[object] | None = None) -> Any:
-        """Parse, analyse and plan without data or budget."""
-        return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+        """Parse, analyse and plan without data or budget.
+
+        Compiling is pure in (SQL, parameters, policy, session defaults), so plans are cached:
+        a repeated query skips parsing and rendering, never the charge or the noise.
+        """
+        try:
+            key = (sql, tuple(parameters or ()), self._default)
+            hash(key)
+        except TypeError:
+            return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+        compiled = self._plans.get(key)
+        if compiled is None:
+            compiled = compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = compiled
+        return compiled
 
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
@@ -136,8 +153,13 @@ class Session:
         seed = self._session_seeds.setdefault(table.name, self._rng.randbelow(2**62))
         bounded = self._engine.ensure_bounded(table, seed)
         assert bounded
-        raw = self._engine.run(compiled.engine, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)
+        raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)
         columns, types = release_rows(compiled, raw, self._rng)
+        if compiled.simple_outputs:
+            names, out_types, rows, cells = simple_rows(compiled, columns, types)
+            result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
+            infos = _fill_ci(noise_info(compiled), cells)
+            return NoisyResult("query", result_columns, rows, tuple(infos), cells, plan.cost)
         post = self._engine.postprocess(columns, types, compiled.post)
         return _assemble(compiled, post.names, post.types, post.rows)
 
@@ -178,12 +200,17 @@ def _assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str,
     for row in rows:
         values.append(tuple(row[position[f"__o{i}"]] for i in range(len(outputs))))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
-    infos = noise_info(compiled)
+    infos = _fill_ci(noise_info(compiled), cells)
+    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
+
+
+def _fill_ci(infos: list[dict[str, Any] | None], cells: list[tuple[float | None, ...]]) -> list[dict[str, Any] | None]:
+    """ci95 of derived columns: one number when equal across rows, else the per-row tuple."""
     for i, info in enumerate(infos):
         if info is not None and info["ci95"] is None and cells:
             widths = {c[i] for c in cells}
             info["ci95"] = widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells)
-    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
+    return infos
 
 
 def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:

@@ -34,6 +34,7 @@ SCALAR_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Trim, exp.Concat, exp.If, exp.Case, exp.StartsWith, exp.RegexpLike, exp.Left, exp.Right,
     exp.DayOfWeek, exp.Quarter, exp.Week, exp.StrPosition, exp.Replace, exp.DateDiff, exp.DateAdd,
     exp.DateSub, exp.CurrentDate, exp.Initcap, exp.Reverse, exp.Trunc,
+    exp.And, exp.Or,  # sqlglot 30 makes AND/OR Func subclasses: they are connectives, not calls
 )
 SCALAR_NAMES = frozenset(
     {

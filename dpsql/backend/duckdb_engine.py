@@ -162,10 +162,10 @@ class DuckDBEngine:
             # Never chain the engine's exception: its text and args can quote private values.
             raise EngineError(ENGINE_FAILED, code="DP300") from None
 
-    def run(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> EngineResult:
-        """Run a rendered plan on private data; errors come back sanitized."""
+    def run(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None) -> EngineResult:
+        """Run a plan's engine SQL (an expression or its rendered text); errors come back sanitized."""
         with self._lock:
-            cursor = self._run(render(select), params)
+            cursor = self._run(select if isinstance(select, str) else render(select), params)
             try:
                 rows = cursor.fetchall()
             except duckdb.Error:

@@ -9,6 +9,7 @@ and the expression is evaluated at every corner.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from fractions import Fraction
 
@@ -17,7 +18,7 @@ from sqlglot import exp
 from dpsql.backend.sqlgen import number
 from dpsql.ir.plan import Estimate, Plan, release_name
 from dpsql.ir.query import agg_name
-from dpsql.mechanisms.laplace import half_width
+from dpsql.mechanisms.laplace import LaplaceSpec, half_width
 
 NOISY = "__dpsql_noisy"
 MAX_CORNER_RELEASES = 4
@@ -61,7 +62,13 @@ def release_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
 def release_width(plan: Plan, index: int, parts: int) -> Fraction:
     """Half-width, in real units, of release `index` at level 1 - 0.05/parts."""
     release = plan.releases[index]
-    return half_width(release.spec, 1 - 0.05 / parts) * release.unit
+    return _width(release.spec, parts) * release.unit
+
+
+@functools.lru_cache(maxsize=4096)
+def _width(spec: LaplaceSpec, parts: int) -> int:
+    # Depends on the public spec only; cached because every answer reports it.
+    return half_width(spec, 1 - 0.05 / parts)
 
 
 def post_select(plan: Plan) -> exp.Select:
@@ -83,8 +90,8 @@ def post_select(plan: Plan) -> exp.Select:
         select = select.order_by(
             *[exp.Ordered(this=_substitute(o.expr, plan), desc=o.descending, nulls_first=o.nulls_first) for o in query.order]
         )
-    elif query.keys:
-        select = select.order_by(*[exp.column(f"__k{i}") for i in range(len(query.keys))])
+    # Without ORDER BY, rows keep the noisy table's order (public domain order, or sorted
+    # selected keys): DuckDB preserves insertion order of a scanned frame.
     if query.limit is not None:
         select = select.limit(query.limit)
     if query.offset is not None:

@@ -1,0 +1,500 @@
+"""dpsql vs raw DuckDB: per-query overhead, first-query cost, fixed overhead, and error at epsilon 1.
+
+    python bench/overhead.py [--rows 1000000 10000000] [--runs 7] [--data-dir bench/data]
+    python bench/overhead.py --rows 10000000 --profile dept      # profile warm dpsql runs only
+
+Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run, in
+this process, with time.perf_counter:
+
+1. Data: the synthetic `people` table (dpsql.demo.people) at each size, written once as Parquet
+   with its policy into --data-dir (cached: a later run reuses it). The policy is the demo policy
+   with a huge total budget, so the benchmark never exhausts it.
+2. Timings per size and query:
+   raw view   a fresh in-memory DuckDB connection with a VIEW over read_parquet(file): first run,
+              then the median of --runs warm runs after one warm-up.
+   raw table  the same on an in-memory TABLE loaded from the file (load time printed apart). This
+              is the fair baseline for dpsql's warm runs, which read a cached in-memory table.
+   dpsql      a fresh dpsql.connect(policy=...) per query: the FIRST query (it also materialises
+              the session's bounded relation from the file), then the median of --runs warm runs.
+   Ratios: warm dpsql / warm raw (view and table); first dpsql / first raw on the view.
+3. Stage breakdown of dpsql runs (compile, ledger charge, bounded relation, engine query, noise
+   release, post-processing SQL, result assembly), by wrapping the session's objects in this
+   process only; "outside engine" = total minus the engine's aggregate query and bounding.
+4. Fixed per-query overhead on a 1,000-row table, where DuckDB's own work is negligible.
+5. Error at epsilon = 1 with the real (cryptographic) noise: COUNT(*) and SUM(income), --error-runs
+   releases on one connection, mean absolute error vs the exact answer computed by raw DuckDB,
+   next to the theoretical E|X| of discrete Laplace, 2p / (1 - p^2) with p = exp(-1/b).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import dpsql
+import dpsql.session as dpsql_session
+from dpsql.backend.files import write_parquet
+from dpsql.demo.people import DEFAULT_SEED, DEMO_VERSION, PARQUET_NAME, POLICY_NAME, generate_people, policy_text
+
+HERE = Path(__file__).resolve().parent
+TINY_ROWS = 1000
+BUDGET_EPSILON = "1e9"  # the policy's total budget: never exhausted by this benchmark
+BUDGET_DELTA = "0.5"
+DP_OPTIONS = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6)"
+
+
+@dataclass(frozen=True)
+class Query:
+    label: str
+    raw: str  # for raw DuckDB
+    dp: str  # for dpsql
+
+
+QUERIES = (
+    Query("count", "SELECT COUNT(*) FROM people", "SELECT COUNT(*) FROM people"),
+    Query(
+        "dept",
+        "SELECT dept, COUNT(*), AVG(income) FROM people GROUP BY dept",
+        "SELECT dept, COUNT(*), AVG(income) FROM people GROUP BY dept",
+    ),
+    # region has no public domain: dpsql runs partition selection, which needs delta > 0.
+    Query(
+        "region",
+        "SELECT region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
+        f"{DP_OPTIONS} region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
+    ),
+)
+QUERY_TEXT = {q.label: q for q in QUERIES}
+
+
+def log(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def size_label(rows: int) -> str:
+    for unit, div in (("M", 1_000_000), ("k", 1_000)):
+        if rows >= div and rows % div == 0:
+            return f"{rows // div}{unit}"
+    return str(rows)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal (the benchmark's own paths only)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+# --- data ---------------------------------------------------------------------------------------
+def bench_policy_text() -> str:
+    """The demo policy with a total budget this benchmark never exhausts."""
+    text = policy_text(source=PARQUET_NAME)
+    text, n_eps = re.subn(r"^epsilon\s*=\s*\S+", f"epsilon = {BUDGET_EPSILON}", text, count=1, flags=re.M)
+    text, n_delta = re.subn(r"^delta\s*=\s*\S+", f"delta = {BUDGET_DELTA}", text, count=1, flags=re.M)
+    if n_eps != 1 or n_delta != 1:
+        raise SystemExit("could not set the budget in the demo policy text: update bench_policy_text")
+    return text
+
+
+def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
+    """people.parquet and policy.toml for `rows` rows, generated once and cached."""
+    directory = data_dir / f"people-{rows}"
+    parquet, policy, stamp = directory / PARQUET_NAME, directory / POLICY_NAME, directory / "stamp.json"
+    meta = {"rows": rows, "seed": DEFAULT_SEED, "demo": DEMO_VERSION}
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (parquet.is_file() and stamp.is_file() and json.loads(stamp.read_text()) == meta):
+        started = time.perf_counter()
+        people = generate_people(rows, seed=DEFAULT_SEED)
+        generated = time.perf_counter()
+        tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
+        try:
+            write_parquet(people, tmp)
+            os.replace(tmp, parquet)
+        finally:
+            tmp.unlink(missing_ok=True)
+        del people
+        log(f"  generated {rows:,} rows -> {parquet} [generate {generated - started:.2f}s, "
+            f"write {time.perf_counter() - generated:.2f}s]")
+        stamp.write_text(json.dumps(meta))
+    else:
+        log(f"  reusing {parquet} ({parquet.stat().st_size / 2**20:.1f} MiB)")
+    policy.write_text(bench_policy_text(), encoding="utf-8")  # cheap: always current
+    return parquet, policy
+
+
+# --- stage timing of dpsql ---------------------------------------------------------------------
+STAGES = ("compile", "charge", "bounded", "engine", "release", "post", "assemble")
+
+
+class StageProbe:
+    """Times a session's stages by wrapping its objects (this process only; dpsql is unchanged)."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] | None = None
+        self._in_post = False
+        self._patched = False
+
+    def _wrap(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                # engine.run is also called inside postprocess: count that under "post" only.
+                if self.current is not None and not (name == "engine" and self._in_post):
+                    self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - started
+        return wrapper
+
+    def _wrap_post(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        timed = self._wrap(fn, "post")
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self._in_post = True
+            try:
+                return timed(*args, **kwargs)
+            finally:
+                self._in_post = False
+        return wrapper
+
+    def attach(self, session: Any) -> None:
+        if not self._patched:  # module-level names the session calls: patched once per process
+            dpsql_session.release_rows = self._wrap(dpsql_session.release_rows, "release")
+            dpsql_session._assemble = self._wrap(dpsql_session._assemble, "assemble")
+            self._patched = True
+        session.compile = self._wrap(session.compile, "compile")
+        session._ledger.charge = self._wrap(session._ledger.charge, "charge")
+        engine = session._engine
+        engine.ensure_bounded = self._wrap(engine.ensure_bounded, "bounded")
+        engine.run = self._wrap(engine.run, "engine")
+        engine.postprocess = self._wrap_post(engine.postprocess)
+
+    def measure(self, action: Callable[[], Any]) -> tuple[float, dict[str, float]]:
+        self.current = {}
+        started = time.perf_counter()
+        try:
+            action()
+        finally:
+            total = time.perf_counter() - started
+            stages, self.current = self.current, None
+        stages["total"] = total
+        stages["other"] = total - sum(stages.get(s, 0.0) for s in STAGES)
+        stages["outside"] = total - stages.get("engine", 0.0) - stages.get("bounded", 0.0)
+        return total, stages
+
+
+PROBE = StageProbe()
+
+
+def median_stages(samples: list[dict[str, float]]) -> dict[str, float]:
+    keys = {k for s in samples for k in s}
+    return {k: statistics.median(s.get(k, 0.0) for s in samples) for k in keys}
+
+
+# --- measurements ------------------------------------------------------------------------------
+@dataclass
+class RawTiming:
+    setup: float
+    first: float
+    warm: float
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+@dataclass
+class DpTiming:
+    connect: float
+    first: float
+    warm: float
+    first_stages: dict[str, float]
+    warm_stages: dict[str, float]
+
+
+def time_raw(parquet: Path, sql: str, mode: str, runs: int) -> RawTiming:
+    con = duckdb.connect(":memory:")
+    try:
+        kind = "VIEW" if mode == "view" else "TABLE"
+        started = time.perf_counter()
+        con.execute(f"CREATE {kind} people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
+        setup = time.perf_counter() - started
+        started = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        first = time.perf_counter() - started
+        con.execute(sql).fetchall()  # warm-up
+        warm = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            con.execute(sql).fetchall()
+            warm.append(time.perf_counter() - started)
+        return RawTiming(setup, first, statistics.median(warm), rows)
+    finally:
+        con.close()
+
+
+def time_dpsql(policy: Path, sql: str, runs: int) -> DpTiming:
+    started = time.perf_counter()
+    con = dpsql.connect(policy=str(policy))
+    connect = time.perf_counter() - started
+    try:
+        PROBE.attach(con.session)
+        cursor = con.cursor()
+
+        def once() -> None:
+            cursor.execute(sql)
+            cursor.fetchall()
+
+        first, first_stages = PROBE.measure(once)
+        once()  # warm-up
+        samples = [PROBE.measure(once) for _ in range(runs)]
+        warm = statistics.median(t for t, _ in samples)
+        return DpTiming(connect, first, warm, first_stages, median_stages([s for _, s in samples]))
+    finally:
+        con.close()
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def stage_row(size: str, label: str, which: str, stages: dict[str, float]) -> list[str]:
+    return [size, label, which, *(ms(stages.get(s, 0.0)) for s in (*STAGES, "other", "outside", "total"))]
+
+
+STAGE_HEADER = ["size", "query", "run", *STAGES, "other", "outside", "total"]
+
+
+def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int) -> None:
+    main_rows, detail_rows, stage_rows = [], [], []
+    for rows in sizes:
+        parquet, policy = data[rows]
+        size = size_label(rows)
+        for query in QUERIES:
+            log(f"  {size} {query.label}: raw view...")
+            view = time_raw(parquet, query.raw, "view", runs)
+            log(f"  {size} {query.label}: raw table...")
+            tab = time_raw(parquet, query.raw, "table", runs)
+            log(f"  {size} {query.label}: dpsql...")
+            dp = time_dpsql(policy, query.dp, runs)
+            main_rows.append([
+                size, query.label, ms(view.warm), ms(tab.warm), ms(dp.first), ms(dp.warm),
+                f"{dp.warm / view.warm:.2f}x", f"{dp.warm / tab.warm:.2f}x",
+                f"{dp.first / view.first:.2f}x",
+            ])
+            detail_rows.append([
+                size, query.label, ms(view.first), ms(tab.setup), ms(tab.first), ms(dp.connect),
+                ms(dp.first), f"{(dp.connect + dp.first) / (tab.setup + tab.first):.2f}x",
+                ms(dp.warm_stages["outside"]),
+            ])
+            stage_rows.append(stage_row(size, query.label, "first", dp.first_stages))
+            stage_rows.append(stage_row(size, query.label, "warm", dp.warm_stages))
+    log()
+    log(f"Timings in ms; warm = median of {runs} runs after one warm-up; first = first query of a fresh connection.")
+    log(table(["size", "query", "raw view warm", "raw table warm", "dpsql first", "dpsql warm",
+               "warm/view", "warm/table", "first/view-first"], main_rows))
+    log()
+    log("First-run detail (ms): raw view first run; raw table = CREATE TABLE from Parquet + first query;")
+    log("dpsql connect = dpsql.connect(); cold ratio = (dpsql connect + first) / (raw table load + first).")
+    log(table(["size", "query", "raw view first", "raw table load", "raw table first", "dpsql connect",
+               "dpsql first", "cold ratio", "dpsql warm outside engine"], detail_rows))
+    log()
+    log("dpsql stage breakdown (ms; warm = per-stage medians). bounded = ensure_bounded (materialises the")
+    log("bounded relation on the first query); engine = the aggregate query; post = post-processing SQL;")
+    log("outside = total - engine - bounded.")
+    log(table(STAGE_HEADER, stage_rows))
+
+
+def bench_fixed(parquet: Path, policy: Path, runs: int) -> None:
+    """Fixed per-query overhead on a tiny table: compile-only and time outside the engine."""
+    compile_runs = max(runs, 50)
+    rows = []
+    stage_rows = []
+    for query in QUERIES:
+        raw = time_raw(parquet, query.raw, "table", compile_runs)
+        con = dpsql.connect(policy=str(policy))
+        try:
+            session = con.session
+            session.compile(query.dp)  # warm-up (imports, caches)
+            samples = []
+            for _ in range(compile_runs):
+                started = time.perf_counter()
+                session.compile(query.dp)
+                samples.append(time.perf_counter() - started)
+            compile_only = statistics.median(samples)
+        finally:
+            con.close()
+        dp = time_dpsql(policy, query.dp, compile_runs)
+        stages = dp.warm_stages
+        rows.append([
+            size_label(TINY_ROWS), query.label, ms(compile_only), ms(dp.warm), ms(stages["engine"]),
+            ms(stages["outside"]), ms(raw.warm), ms(dp.warm - raw.warm),
+        ])
+        stage_rows.append(stage_row(size_label(TINY_ROWS), query.label, "warm", stages))
+    log(f"Fixed per-query overhead on a {TINY_ROWS:,}-row table (ms, medians of {compile_runs} runs):")
+    log("compile = session.compile(sql) alone; outside engine = dpsql warm total - engine aggregate query;")
+    log("dpsql - raw = dpsql warm - raw DuckDB warm on an in-memory table of the same rows.")
+    log(table(["size", "query", "compile", "dpsql warm", "engine", "outside engine", "raw table warm",
+               "dpsql - raw"], rows))
+    log()
+    log(table(STAGE_HEADER, stage_rows))
+
+
+def discrete_laplace_mae(scale: Fraction) -> float:
+    """E|X| for discrete Laplace, P[X = x] ∝ p^|x| with p = exp(-1/scale): 2p / (1 - p^2)."""
+    b = float(scale)
+    p = math.exp(-1.0 / b)
+    return 2.0 * p / -math.expm1(-2.0 / b)  # 1 - p^2 without cancellation at large scales
+
+
+def bench_error(parquet: Path, policy: Path, runs: int) -> None:
+    raw = duckdb.connect(":memory:")
+    try:
+        raw.execute(f"CREATE TABLE people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
+        max_rows, null_units = raw.execute(
+            "SELECT MAX(n), (SELECT COUNT(*) FROM people WHERE person_id IS NULL) "
+            "FROM (SELECT COUNT(*) AS n FROM people GROUP BY person_id)"
+        ).fetchone()
+        exact_count = raw.execute("SELECT COUNT(*) FROM people").fetchone()[0]
+        exact_sum = raw.execute("SELECT SUM(income) FROM people").fetchone()[0]
+    finally:
+        raw.close()
+    log(f"Exact answers by raw DuckDB on the full table; at most {max_rows} rows per person and {null_units}")
+    log("rows without a person, so bounding to max_rows = 3 drops no row and the exact answers equal")
+    log("the answers on the bounded relation.")
+    con = dpsql.connect(policy=str(policy))  # one connection, secure noise, huge budget
+    try:
+        results = []
+        for label, sql, exact in (
+            ("COUNT(*)", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people", exact_count),
+            ("SUM(income)", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) SUM(income) FROM people", exact_sum),
+        ):
+            _, compiled = con.session.compile(sql)
+            release = compiled.plan.releases[0]
+            grid_scale, unit = release.spec.scale, release.unit
+            cursor = con.cursor()
+            errors = []
+            for _ in range(runs):
+                cursor.execute(sql)
+                errors.append(float(cursor.fetchone()[0]) - float(exact))
+            info = cursor.noise_info[0]
+            absolute = [abs(e) for e in errors]
+            mae = statistics.fmean(absolute)
+            sem = statistics.stdev(absolute) / math.sqrt(len(absolute))
+            theory = discrete_laplace_mae(grid_scale) * float(unit)
+            results.append([
+                label, f"{float(exact):,.2f}", f"{info['scale']:g}", f"{float(unit):g}", f"{float(grid_scale):g}",
+                f"{mae:,.4g} ± {sem:,.2g}", f"{theory:,.4g}", f"{mae / theory:.3f}", f"{statistics.fmean(errors):,.4g}",
+            ])
+    finally:
+        con.close()
+    log(f"Error at epsilon = 1 over {runs} releases (secure noise): MAE ± its standard error; theoretical")
+    log("E|X| = unit * 2p/(1-p^2), p = exp(-1/b), b = scale in grid units (scale from cursor.noise_info).")
+    log(table(["aggregate", "exact", "scale", "grid unit", "b (grid units)", "measured MAE", "theoretical MAE",
+               "ratio", "mean error"], results))
+
+
+# --- profile -------------------------------------------------------------------------------------
+def profile(policy: Path, label: str, runs: int) -> None:
+    """Profile warm dpsql runs of one query: cProfile (cumulative, tottime) and pyinstrument if installed."""
+    sql = QUERY_TEXT[label].dp
+    con = dpsql.connect(policy=str(policy))
+    try:
+        cursor = con.cursor()
+        cursor.execute(sql).fetchall()  # first: materialises the bounded relation
+        cursor.execute(sql).fetchall()  # warm-up
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        for _ in range(runs):
+            cursor.execute(sql).fetchall()
+        profiler.disable()
+        log(f"cProfile of {runs} warm runs of {label!r}: {(time.perf_counter() - started) / runs * 1e3:.2f} ms per run")
+        for key in ("cumulative", "tottime"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).strip_dirs().sort_stats(key).print_stats(25)
+            log(out.getvalue())
+        try:
+            from pyinstrument import Profiler
+        except ImportError:
+            log("pyinstrument is not installed: pip install pyinstrument for a wall-clock call tree")
+            return
+        sampler = Profiler(interval=0.0005)
+        sampler.start()
+        for _ in range(runs):
+            cursor.execute(sql).fetchall()
+        sampler.stop()
+        log(sampler.output_text(unicode=False, color=False, show_all=False))
+    finally:
+        con.close()
+
+
+def header(argv: list[str]) -> None:
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    import numpy
+    import pandas
+    import sqlglot
+
+    log(f"command: python bench/overhead.py {' '.join(argv)}")
+    log(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    log(f"machine: {platform.machine()} {platform.system()} {platform.release()}; os.cpu_count() = {os.cpu_count()}, "
+        f"usable cores = {affinity}, DuckDB threads = {threads}")
+    log(f"versions: dpsql {dpsql.__version__}, duckdb {duckdb.__version__}, sqlglot {sqlglot.__version__}, "
+        f"pandas {pandas.__version__}, numpy {numpy.__version__}, python {platform.python_version()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000], help="table sizes")
+    parser.add_argument("--runs", type=int, default=7, help="warm runs per measurement (median)")
+    parser.add_argument("--data-dir", type=Path, default=HERE / "data", help="where generated data is cached")
+    parser.add_argument("--error-runs", type=int, default=200, help="releases per aggregate for the error check")
+    parser.add_argument("--error-rows", type=int, default=None, help="table size of the error check (default: smallest --rows)")
+    parser.add_argument("--profile", choices=[q.label for q in QUERIES], help="only profile warm dpsql runs of this query at the largest size")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or any(r < 1 for r in args.rows):
+        parser.error("--runs and --rows must be >= 1")
+    header(argv)
+    sizes = sorted(set(args.rows))
+    data_dir = args.data_dir.expanduser().resolve()
+    log(f"data: {data_dir}")
+    if args.profile:
+        _, policy = ensure_data(data_dir, sizes[-1])
+        log(f"profile: {size_label(sizes[-1])} rows")
+        profile(policy, args.profile, args.runs)
+        return 0
+    error_rows = args.error_rows or sizes[0]
+    data = {rows: ensure_data(data_dir, rows) for rows in sorted({*sizes, TINY_ROWS, error_rows})}
+    log()
+    log("== dpsql vs raw DuckDB ==")
+    bench_sizes(sizes, data, args.runs)
+    log()
+    log("== fixed per-query overhead ==")
+    bench_fixed(*data[TINY_ROWS], args.runs)
+    log()
+    log(f"== error at epsilon = 1 ({size_label(error_rows)} rows) ==")
+    bench_error(*data[error_rows], args.error_runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
