@@ -38,6 +38,7 @@ import platform
 import pstats
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -176,9 +177,11 @@ class StageProbe:
         return wrapper
 
     def attach(self, session: Any) -> None:
+        """Wrap what exists (the session's internals evolve; a missing name is simply not timed)."""
         if not self._patched:  # module-level names the session calls: patched once per process
-            dpsql_session.release_rows = self._wrap(dpsql_session.release_rows, "release")
-            dpsql_session._assemble = self._wrap(dpsql_session._assemble, "assemble")
+            for name, stage in (("release_rows", "release"), ("_assemble", "assemble"), ("simple_rows", "assemble")):
+                if hasattr(dpsql_session, name):
+                    setattr(dpsql_session, name, self._wrap(getattr(dpsql_session, name), stage))
             self._patched = True
         session.compile = self._wrap(session.compile, "compile")
         session._ledger.charge = self._wrap(session._ledger.charge, "charge")
@@ -322,6 +325,27 @@ def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int)
     log(table(STAGE_HEADER, stage_rows))
 
 
+def time_compile(session: Any, sql: str, runs: int) -> tuple[float, float]:
+    """Median compile time, uncached and repeated. Uncached: any plan cache is cleared and the
+    text changes (trailing spaces) on every run, so no cache keyed on the text can answer."""
+    session.compile(sql)  # warm-up (imports, lazily built tables)
+    cold, warm = [], []
+    for i in range(runs):
+        plans = getattr(session, "_plans", None)
+        if isinstance(plans, dict):
+            plans.clear()
+        text = sql + " " * (i + 1)
+        started = time.perf_counter()
+        session.compile(text)
+        cold.append(time.perf_counter() - started)
+    session.compile(sql)
+    for _ in range(runs):
+        started = time.perf_counter()
+        session.compile(sql)
+        warm.append(time.perf_counter() - started)
+    return statistics.median(cold), statistics.median(warm)
+
+
 def bench_fixed(parquet: Path, policy: Path, runs: int) -> None:
     """Fixed per-query overhead on a tiny table: compile-only and time outside the engine."""
     compile_runs = max(runs, 50)
@@ -331,28 +355,25 @@ def bench_fixed(parquet: Path, policy: Path, runs: int) -> None:
         raw = time_raw(parquet, query.raw, "table", compile_runs)
         con = dpsql.connect(policy=str(policy))
         try:
-            session = con.session
-            session.compile(query.dp)  # warm-up (imports, caches)
-            samples = []
-            for _ in range(compile_runs):
-                started = time.perf_counter()
-                session.compile(query.dp)
-                samples.append(time.perf_counter() - started)
-            compile_only = statistics.median(samples)
+            compile_cold, compile_warm = time_compile(con.session, query.dp, compile_runs)
         finally:
             con.close()
         dp = time_dpsql(policy, query.dp, compile_runs)
         stages = dp.warm_stages
         rows.append([
-            size_label(TINY_ROWS), query.label, ms(compile_only), ms(dp.warm), ms(stages["engine"]),
-            ms(stages["outside"]), ms(raw.warm), ms(dp.warm - raw.warm),
+            size_label(TINY_ROWS), query.label, ms(compile_cold), ms(compile_warm), ms(dp.first), ms(dp.warm), ms(stages["engine"]),
+            ms(stages["outside"]), ms(stages["outside"] - stages.get("compile", 0.0) + compile_cold),
+            ms(raw.warm), ms(dp.warm - raw.warm),
         ])
         stage_rows.append(stage_row(size_label(TINY_ROWS), query.label, "warm", stages))
     log(f"Fixed per-query overhead on a {TINY_ROWS:,}-row table (ms, medians of {compile_runs} runs):")
-    log("compile = session.compile(sql) alone; outside engine = dpsql warm total - engine aggregate query;")
+    log("compile = session.compile(sql) alone, uncached (plan cache cleared / new text each run) and as")
+    log("repeated (a session may cache plans); dpsql first = first query of a fresh connection;")
+    log("outside engine = dpsql warm total - engine aggregate query; outside uncached = the same with the")
+    log("warm run's compile time replaced by the uncached compile time (a query never seen before);")
     log("dpsql - raw = dpsql warm - raw DuckDB warm on an in-memory table of the same rows.")
-    log(table(["size", "query", "compile", "dpsql warm", "engine", "outside engine", "raw table warm",
-               "dpsql - raw"], rows))
+    log(table(["size", "query", "compile uncached", "compile repeated", "dpsql first", "dpsql warm", "engine",
+               "outside engine", "outside uncached", "raw table warm", "dpsql - raw"], rows))
     log()
     log(table(STAGE_HEADER, stage_rows))
 
@@ -446,6 +467,22 @@ def profile(policy: Path, label: str, runs: int) -> None:
         con.close()
 
 
+def source_state() -> str:
+    """The checkout's commit and whether dpsql/ has uncommitted edits (the numbers depend on it)."""
+    root = Path(dpsql.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpsql"], cwd=root, capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return f"git {head}" + (f" + uncommitted edits to {', '.join(changed)}" if changed else " (clean dpsql/)")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
 def header(argv: list[str]) -> None:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
@@ -454,9 +491,10 @@ def header(argv: list[str]) -> None:
     import sqlglot
 
     log(f"command: python bench/overhead.py {' '.join(argv)}")
-    log(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    log(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; source: {source_state()}")
     log(f"machine: {platform.machine()} {platform.system()} {platform.release()}; os.cpu_count() = {os.cpu_count()}, "
         f"usable cores = {affinity}, DuckDB threads = {threads}")
+    log(f"load average at start: {load_average()} (other processes on the machine skew the timings)")
     log(f"versions: dpsql {dpsql.__version__}, duckdb {duckdb.__version__}, sqlglot {sqlglot.__version__}, "
         f"pandas {pandas.__version__}, numpy {numpy.__version__}, python {platform.python_version()}")
 
@@ -493,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     log()
     log(f"== error at epsilon = 1 ({size_label(error_rows)} rows) ==")
     bench_error(*data[error_rows], args.error_runs)
+    log()
+    log(f"load average at end: {load_average()}")
     return 0
 
 

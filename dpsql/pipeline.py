@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import EngineResult, bounded_name, key_type, render, source_name
+from dpsql.backend.duckdb_engine import EngineResult, bounded_name, empty_name, key_type, render, source_name
 from dpsql.backend.postsql import post_select, release_deps, release_width
 from dpsql.backend.sqlgen import UNITS, bounded_select, engine_select
 from dpsql.frontend.parse import ParsedStatement, parse_statement
@@ -41,6 +41,11 @@ class CompiledQuery:
     def engine_sql(self) -> str:
         """The engine SQL text (rendered once; the seed stays a $seed parameter)."""
         return render(self.engine)
+
+    @functools.cached_property
+    def dry_run_engine(self) -> exp.Select:
+        """The same engine query over an empty table of the same schema (checked before charging)."""
+        return engine_select(self.plan, empty_name(self.plan.query.table))
 
     @functools.cached_property
     def post(self) -> exp.Select:

@@ -21,7 +21,7 @@ from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
-from dpsql.errors import InterfaceError
+from dpsql.errors import BudgetExhaustedError, InterfaceError
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
 from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, release_rows, simple_rows
@@ -56,6 +56,7 @@ class Session:
         self._default = policy.budget.default_query
         self._session_seeds: dict[str, int] = {}
         self._plans: dict[tuple[Any, ...], Any] = {}
+        self._dry_run_ok: set[int] = set()  # ids of cached plans (kept alive by the cache)
         self.closed = False
 
     # --- budget -----------------------------------------------------------------------------
@@ -139,6 +140,18 @@ class Session:
     def _answer(self, compiled: CompiledQuery) -> NoisyResult:
         plan = compiled.plan
         table = plan.query.table
+        if not plan.cost.fits_in(self.remaining):
+            # Fail fast without touching the engine; the atomic charge below re-checks anyway.
+            remaining = self.remaining
+            raise BudgetExhaustedError(
+                f"privacy budget exhausted: requested epsilon={float(plan.cost.epsilon):g}, delta={float(plan.cost.delta):g}; "
+                f"remaining epsilon={float(remaining.epsilon):g}, delta={float(remaining.delta):g}",
+                requested=plan.cost, remaining=remaining,
+            )
+        if id(compiled) not in self._dry_run_ok:
+            # Refuses query-only errors before the charge (no data is present in the dry run).
+            self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if plan.selection else None)
+            self._dry_run_ok.add(id(compiled))
         self._ledger.charge(
             analyst=self.analyst,
             session=self.id,
@@ -150,7 +163,9 @@ class Session:
             budget=self.total_budget,
         )
         # Charged: from here on, nothing is refunded, whatever happens.
-        seed = self._session_seeds.setdefault(table.name, self._rng.randbelow(2**62))
+        if table.name not in self._session_seeds:
+            self._session_seeds[table.name] = self._rng.randbelow(2**62)
+        seed = self._session_seeds[table.name]
         bounded = self._engine.ensure_bounded(table, seed)
         assert bounded
         raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)

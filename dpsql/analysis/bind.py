@@ -97,9 +97,9 @@ def _group_keys(select: exp.Select, scope: Scope, sql: str) -> list[Column]:
 def _key_column(item: exp.Expr, select: exp.Select, scope: Scope, sql: str) -> Column:
     target = item
     if isinstance(item, exp.Literal) and not item.is_string:
-        position = int(item.this)
+        position = int(item.this) if item.this.isdigit() else 0  # GROUP BY 1.5 is no position either
         if not 1 <= position <= len(select.expressions):
-            raise refuse("DP114", f"GROUP BY {position} is not a position in the select list", item, sql,
+            raise refuse("DP114", f"GROUP BY {item.this} is not a position in the select list", item, sql,
                          "number select items from 1", span=keyword_span(sql, "GROUP"))
         target = select.expressions[position - 1]
     elif isinstance(item, exp.Column) and not item.table:
@@ -203,9 +203,9 @@ def _order(select: exp.Select, keys: list[Column], aggregates: list[AggregateCal
     for ordered in order.expressions:
         target = ordered.this
         if isinstance(target, exp.Literal) and not target.is_string:
-            position = int(target.this)
+            position = int(target.this) if target.this.isdigit() else 0  # ORDER BY 1.5 is no position either
             if not 1 <= position <= len(outputs):
-                raise refuse("DP114", f"ORDER BY {position} is not a position in the select list", ordered, sql,
+                raise refuse("DP114", f"ORDER BY {target.this} is not a position in the select list", ordered, sql,
                              "number select items from 1", span=keyword_span(sql, "ORDER"))
             expr = outputs[position - 1].expr.copy()
         else:

@@ -51,7 +51,7 @@ FORBIDDEN_NAMES = frozenset(
     {
         "read_csv", "read_csv_auto", "read_parquet", "read_json", "read_json_auto", "read_text",
         "read_blob", "glob", "getenv", "current_setting", "error", "random", "uuid", "gen_random_uuid",
-        "setseed", "duckdb_tables", "duckdb_columns", "duckdb_settings", "query", "query_table",
+        "setseed", "rand", "duckdb_tables", "duckdb_columns", "duckdb_settings", "query", "query_table",
     }
 )
 

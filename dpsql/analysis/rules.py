@@ -69,7 +69,8 @@ def resolve_table(select: exp.Select, ctx: AnalysisContext, sql: str) -> Scope:
         name = function_name(source.this) if isinstance(source, exp.Table) and isinstance(source.this, exp.Func) else None
         what = f"the table function {name}()" if name else "a file path, function or subquery in FROM"
         raise refuse("DP103", f"{what} is outside the policy", source, sql,
-                     "read a table declared in the policy by its name", span=span_of(source, sql))
+                     "read a table declared in the policy by its name",
+                     span=span_of(source, sql) or (span_of(source.this, sql) if source.this is not None else None))
     ident = source.this
     name = ident.name
     if ident.quoted and any(ch in name for ch in "./\\'"):
@@ -97,7 +98,8 @@ def check_DP108_no_window(select: exp.Select, scope: Scope, sql: str) -> None:
     window = select.find(exp.Window)
     if window is not None or select.args.get("qualify"):
         raise refuse("DP108", "window functions are not accepted over private rows", window, sql,
-                     "use GROUP BY with aggregates instead", span=None if window is not None else keyword_span(sql, "QUALIFY"))
+                     "use GROUP BY with aggregates instead",
+                     span=(span_of(window, sql) or keyword_span(sql, "OVER")) if window is not None else keyword_span(sql, "QUALIFY"))
 
 
 def check_DP111_columns_known(select: exp.Select, scope: Scope, sql: str) -> None:

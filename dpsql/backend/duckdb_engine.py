@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import CatalogError, EngineError
+from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 
 DIALECT = "duckdb"
 _DB_ALIAS = "__dpsql_db"
@@ -51,6 +51,11 @@ def render(expression: exp.Expr) -> str:
 def source_name(table: Table) -> str:
     """The view that exposes a policy table's declared columns with their declared types."""
     return f"__dpsql_source_{table.name}"
+
+
+def empty_name(table: Table) -> str:
+    """An empty table with the bounded relation's schema, for dry runs before the charge."""
+    return f"__dpsql_empty_{table.name}"
 
 
 def bounded_name(table: Table) -> str:
@@ -86,8 +91,11 @@ class DuckDBEngine:
     def _execute_setup(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         try:
             self._con.execute(sql, params or {})
+            return
         except duckdb.Error as err:
-            raise CatalogError(f"could not open the data source ({type(err).__name__})", code="DP002") from None
+            kind = type(err).__name__
+        # Raised outside the except block: `from None` would still keep the engine's error as __context__.
+        raise CatalogError(f"could not open the data source ({kind})", code="DP002")
 
     def _source_expr(self, table: Table) -> exp.Expr:
         if table.name in self._frames:
@@ -130,10 +138,10 @@ class DuckDBEngine:
         probe = exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0)
         try:
             self._con.execute(render(probe)).fetchall()
+            return
         except duckdb.Error:
-            raise CatalogError(
-                f"table '{table.name}': the data source lacks a column declared in the policy", code="DP002"
-            ) from None
+            pass  # raised below, outside the except block, so the engine's error is not kept as __context__
+        raise CatalogError(f"table '{table.name}': the data source lacks a column declared in the policy", code="DP002")
 
     def ensure_bounded(self, table: Table, seed: int) -> str:
         """Materialise the bounded relation of a private table once per session (see module doc)."""
@@ -151,6 +159,34 @@ class DuckDBEngine:
                 self._bounded.add(name)
             return name
 
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
+        """Run a plan's SQL against an empty table of the same schema, before any charge.
+
+        Errors that depend only on the query (a type mismatch, an invalid regular expression)
+        surface here, with no data present, so the query is refused before it is charged (DESIGN 7).
+        """
+        with self._lock:
+            name = empty_name(table)
+            if name not in self._bounded:
+                source = self.ensure_source(table)
+                create = exp.Create(
+                    this=exp.to_identifier(name, quoted=True),
+                    kind="TABLE",
+                    expression=exp.select("*").from_(exp.to_identifier(source, quoted=True)).limit(0),
+                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+                )
+                self._execute_setup(render(create))
+                self._bounded.add(name)
+            message = None
+            try:
+                self._con.execute(render(select), dict(params or {})).fetchall()
+            except duckdb.Error as err:
+                # No row exists in this table, so the engine's text cannot quote private data.
+                message = str(err).split("\n", 1)[0]
+            if message is not None:
+                raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
+                                            hint="fix the expression named above; nothing was charged")
+
     def bounded_definition(self, table: Table) -> str:
         """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
         return render(bounded_select(table, source_name(table)))
@@ -159,8 +195,10 @@ class DuckDBEngine:
         try:
             return self._con.execute(sql, dict(params or {}))
         except duckdb.Error:
-            # Never chain the engine's exception: its text and args can quote private values.
-            raise EngineError(ENGINE_FAILED, code="DP300") from None
+            pass
+        # Never chain the engine's exception, not even as __context__ (which `raise ... from None` still
+        # sets): its text and args can quote private values. So raise outside the except block.
+        raise EngineError(ENGINE_FAILED, code="DP300")
 
     def run(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None) -> EngineResult:
         """Run a plan's engine SQL (an expression or its rendered text); errors come back sanitized."""
@@ -169,7 +207,9 @@ class DuckDBEngine:
             try:
                 rows = cursor.fetchall()
             except duckdb.Error:
-                raise EngineError(ENGINE_FAILED, code="DP300") from None
+                rows = None  # raised below, outside the except block (no __context__, see _run)
+            if rows is None:
+                raise EngineError(ENGINE_FAILED, code="DP300")
             names = tuple(d[0] for d in cursor.description)
             types = tuple(str(d[1]) for d in cursor.description)
             return EngineResult(names, types, rows)
@@ -178,11 +218,13 @@ class DuckDBEngine:
         """Run a query over public tables only, exactly."""
         with self._lock:
             rewritten = tree.copy()
-            for node in rewritten.find_all(exp.Table):
+            for node in list(rewritten.find_all(exp.Table)):
                 table = self._policy.table(node.name)
                 assert table is not None and table.public
-                alias = node.alias or node.name
-                node.replace(exp.alias_(exp.to_identifier(self.ensure_source(table), quoted=True), alias, table=True))
+                # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
+                alias = node.args.get("alias")
+                alias = alias.copy() if alias is not None else exp.TableAlias(this=node.this.copy())
+                node.replace(exp.Table(this=exp.to_identifier(self.ensure_source(table), quoted=True), alias=alias))
             return self.run(rewritten)
 
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:

@@ -23,7 +23,7 @@ from dpsql.frontend.dialect import Dpsql
 from dpsql.frontend.spans import at, keyword_span
 
 StatementKind = Literal["select", "explain", "set", "other"]
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\b", re.IGNORECASE)
+_EXPLAIN = re.compile(r"^(?:\s|--[^\n]*|/\*.*?\*/)*EXPLAIN\b", re.IGNORECASE | re.DOTALL)  # comments may precede it
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
     match = _EXPLAIN.match(sql)
     if match:
         # Blank the keyword rather than cutting it, so spans still point into the user's text.
-        text = " " * match.end() + sql[match.end() :]
+        text = re.sub(r"[^\n]", " ", sql[: match.end()]) + sql[match.end() :]  # keep newlines: line numbers
         kind = "explain"
     trees = _parse_all(text, sql)
     if len(trees) != 1:
@@ -65,7 +65,8 @@ def _parse_all(text: str, original: str) -> list[exp.Expr]:
     level = logger.level
     logger.setLevel(logging.ERROR)  # sqlglot warns when it falls back to Command; we refuse those anyway
     try:
-        return [t for t in sqlglot.parse(text, read=Dpsql) if t is not None]
+        # A comment after the last ';' comes back as a Semicolon node: it is not a statement.
+        return [t for t in sqlglot.parse(text, read=Dpsql) if t is not None and not isinstance(t, exp.Semicolon)]
     except ParseError as err:
         info = err.errors[0] if err.errors else {}
         line, col = int(info.get("line") or 1), int(info.get("col") or 1)

@@ -1,0 +1,107 @@
+"""Shared fixtures: a demo-like policy file factory, a small people table, and a connect helper.
+
+Kept small on purpose; add fixtures here only when several test modules need them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import dpsql
+from dpsql.demo.people import generate_people, policy_text
+
+PEOPLE_ROWS = 3000
+PEOPLE_SEED = 20261122
+
+
+def _set_budget_line(text: str, key: str, value: float) -> str:
+    # Lines such as "epsilon = 10.0   # ..." inside [budget]; `^key = ` does not match the
+    # default_query_* lines. Exactly one replacement, so a template change fails loudly.
+    new, count = re.subn(rf"(?m)^{key} = \S+", f"{key} = {value!r}", text)
+    if count != 1:
+        raise AssertionError(f"the demo policy template has {count} '{key} = ' lines, expected 1")
+    return new
+
+
+def make_policy_text(
+    *,
+    epsilon: float = 10.0,
+    delta: float = 1e-5,
+    default_epsilon: float | None = None,
+    default_delta: float | None = None,
+    source: str | None = None,
+    max_rows: int | None = None,
+    max_groups: int | None = None,
+    extra: str = "",
+) -> str:
+    """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended."""
+    text = policy_text(source)
+    text = _set_budget_line(text, "epsilon", float(epsilon))
+    text = _set_budget_line(text, "delta", float(delta))
+    if default_epsilon is not None:
+        text = _set_budget_line(text, "default_query_epsilon", float(default_epsilon))
+    if default_delta is not None:
+        text = _set_budget_line(text, "default_query_delta", float(default_delta))
+    if max_rows is not None:
+        text, n = re.subn(r"(?m)^max_rows = \d+", f"max_rows = {int(max_rows)}", text)
+        assert n == 1
+    if max_groups is not None:
+        text, n = re.subn(r"(?m)^max_groups = \d+", f"max_groups = {int(max_groups)}", text)
+        assert n == 1
+    return text + ("\n" + extra if extra else "")
+
+
+PolicyFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> PolicyFactory:
+    """`policy_file(epsilon=..., delta=..., source=..., extra=..., name=...)` writes a policy in tmp_path."""
+
+    def make(name: str = "policy.toml", **kwargs: Any) -> Path:
+        path = tmp_path / name
+        path.write_text(make_policy_text(**kwargs), encoding="utf-8")
+        return path
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def people_frame() -> pd.DataFrame:
+    """generate_people(3000): 1-3 rows per person, so max_rows = 3 never drops a row. Do not mutate."""
+    return generate_people(PEOPLE_ROWS, seed=PEOPLE_SEED)
+
+
+@pytest.fixture
+def people(people_frame: pd.DataFrame) -> pd.DataFrame:
+    """A private copy of the small people table, safe to modify in a test."""
+    return people_frame.copy()
+
+
+@pytest.fixture
+def connect(policy_file: PolicyFactory, people_frame: pd.DataFrame) -> Iterator[Callable[..., dpsql.Connection]]:
+    """`connect(policy=None, tables=None, **kw)`: dpsql.connect on the people table; closed after the test.
+
+    Without `policy`, a fresh demo-like policy (epsilon 10, delta 1e-5) is written; without
+    `tables` (and without `database`), the session people table is used.
+    """
+    opened: list[dpsql.Connection] = []
+
+    def open_(policy: Path | None = None, tables: dict[str, pd.DataFrame] | None = None, **kwargs: Any) -> dpsql.Connection:
+        if policy is None:
+            policy = policy_file()
+        if tables is None and "database" not in kwargs:
+            tables = {"people": people_frame}
+        con = dpsql.connect(policy=policy, tables=tables, **kwargs)
+        opened.append(con)
+        return con
+
+    yield open_
+    for con in opened:
+        con.close()

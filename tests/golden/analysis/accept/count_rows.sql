@@ -1,0 +1,2 @@
+-- Ungrouped COUNT(*): one release, sensitivity max_rows.
+SELECT COUNT(*) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP112
+SELECT COUNT(*) FROM people WHERE SUM(income) > 1000

@@ -1,0 +1,2 @@
+-- expect: DP102
+ATTACH 'other.duckdb' AS other

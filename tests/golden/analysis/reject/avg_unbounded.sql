@@ -1,0 +1,2 @@
+-- expect: DP106
+SELECT AVG(person_id) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP105
+SELECT region, COUNT(*) FROM people GROUP BY dept

@@ -1,0 +1,2 @@
+-- expect: DP110
+SELECT COUNT(*) FROM people, people AS b

@@ -1,0 +1,2 @@
+-- expect: DP102
+COPY people TO 'people.csv'

@@ -1,0 +1,2 @@
+-- expect: DP102
+CREATE TABLE copy AS SELECT * FROM people

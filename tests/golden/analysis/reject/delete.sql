@@ -1,0 +1,2 @@
+-- expect: DP102
+DELETE FROM people WHERE age > 60

@@ -1,0 +1,2 @@
+-- expect: DP102
+DROP TABLE people

@@ -1,0 +1,2 @@
+-- expect: DP120
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 'big') COUNT(*) FROM people

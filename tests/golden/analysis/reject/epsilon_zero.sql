@@ -1,0 +1,2 @@
+-- expect: DP120
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0) COUNT(*) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP114
+SELECT COUNT(*) FROM people GROUP BY age / 10

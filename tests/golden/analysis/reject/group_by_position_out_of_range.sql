@@ -1,0 +1,2 @@
+-- expect: DP114
+SELECT dept, COUNT(*) FROM people GROUP BY 3

@@ -1,0 +1,2 @@
+-- expect: DP109
+SELECT dept, MAX(income) FROM people GROUP BY dept

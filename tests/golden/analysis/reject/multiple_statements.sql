@@ -1,0 +1,2 @@
+-- expect: DP101
+SELECT COUNT(*) FROM people; SELECT SUM(income) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP112
+SELECT SUM(COUNT(*)) FROM people

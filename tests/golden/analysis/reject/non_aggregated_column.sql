@@ -1,0 +1,2 @@
+-- expect: DP105
+SELECT income FROM people

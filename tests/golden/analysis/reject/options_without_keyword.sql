@@ -1,0 +1,2 @@
+-- expect: DP100
+SELECT WITH DIFFERENTIAL_PRIVACY (epsilon = 1) COUNT(*) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP114
+SELECT COUNT(*) FROM people ORDER BY 2

@@ -1,0 +1,2 @@
+-- expect: DP108
+SELECT COUNT(*) FROM people QUALIFY 1 = 1

@@ -1,0 +1,2 @@
+-- expect: DP121
+SELECT DISTINCT dept FROM people

@@ -1,0 +1,2 @@
+-- expect: DP104
+SELECT * FROM people

@@ -1,0 +1,2 @@
+-- expect: DP120
+SET threads = 4

@@ -1,0 +1,2 @@
+-- expect: DP116
+SELECT SUM(DISTINCT income) FROM people

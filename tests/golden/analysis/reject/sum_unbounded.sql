@@ -1,0 +1,2 @@
+-- expect: DP106
+SELECT SUM(person_id) FROM people

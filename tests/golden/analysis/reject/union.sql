@@ -1,0 +1,2 @@
+-- expect: DP110
+SELECT COUNT(*) FROM people UNION ALL SELECT COUNT(*) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP111
+SELECT SUM(salary) FROM people

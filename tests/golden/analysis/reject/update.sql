@@ -1,0 +1,2 @@
+-- expect: DP102
+UPDATE people SET income = 0

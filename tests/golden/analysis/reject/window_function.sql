@@ -1,0 +1,2 @@
+-- expect: DP108
+SELECT SUM(income) OVER (PARTITION BY dept) FROM people

@@ -1,0 +1,30 @@
+# Ungrouped COUNT(*) over the session's bounded relation.
+SELECT COUNT(*) FROM people;
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people"
+;
+
+# The row filter runs inside TRY(...), so an error on a row makes it false.
+SELECT COUNT(*) FROM people WHERE age >= 30 AND dept = 'sales';
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age >= 30 AND dept = 'sales'), FALSE)
+;
+
+# WHERE with bound qmark parameters: parameters become literals before analysis.
+# params: [30, "north"]
+SELECT COUNT(*) FROM people WHERE age > ? AND region = ?;
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age > 30 AND region = 'north'), FALSE)
+;
+
+# SUM on the float grid: clamp, scale by 4096, round to BIGINT, sum as HUGEINT; NaN/inf dropped.
+SELECT SUM(income) FROM people;
+SELECT COALESCE(SUM(CAST(CASE WHEN ISFINITE("income") THEN LEAST(GREATEST(CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT), 0), 2048000000) END AS INT128)), 0) AS __r0 FROM "__dpsql_bounded_people"
+;
+
+# AVG on an int column: a centered grid sum and a count.
+SELECT AVG(age) FROM people;
+SELECT COALESCE(SUM(CAST(LEAST(GREATEST(CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT), 18), 90) - 54 AS INT128)), 0) AS __r0, COUNT("age") AS __r1 FROM "__dpsql_bounded_people"
+;
+
+# COUNT(DISTINCT person_id).
+SELECT COUNT(DISTINCT person_id) FROM people;
+SELECT COUNT(DISTINCT "person_id") AS __r0 FROM "__dpsql_bounded_people"
+;

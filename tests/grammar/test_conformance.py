@@ -1,0 +1,193 @@
+"""grammar/dpsql.lark against the engine (design/style.md section 3.5).
+
+1. Every tests/golden/analysis/accept/*.sql parses under the grammar and compiles.
+2. Every reject whose refusal the grammar expresses does not parse under the grammar.
+3. Sentences generated from the grammar (hypothesis.extra.lark.from_lark), run through a real
+   session on a small in-memory table, are answered, or refused with a dpsql error whose code is
+   a *semantic* rule (grammar/semantic_rules.md); a syntax error (DP100), another code, or any
+   other exception is a disagreement between the grammar and the engine and fails the test.
+
+Generation notes. from_lark emits an ignored terminal (whitespace, comments) only now and then,
+so every terminal is drawn through an `explicit` strategy that pads it with spaces: tokens never
+run together. Keywords come in upper or lower case, whitespace is a space, newline or tab, and a
+comment ends with a newline. Two terminals are drawn from one consistent name each, so that
+generated queries are mostly meaningful: the column qualifier is the table's name (always in
+scope, with or without an alias) and the output alias is `n`; the grammar allows more, and the
+accept golden files cover the other spellings.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.lark import from_lark
+from lark import Lark
+from lark.exceptions import LarkError
+from lark.lexer import PatternStr, TerminalDef
+
+import dpsql
+from dpsql.analysis.context import AnalysisContext
+from dpsql.catalog.loader import policy_from_dict
+from dpsql.demo.people import generate_people, policy_text
+from dpsql.errors import Error
+from dpsql.pipeline import compile_statement
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAMMAR = ROOT / "grammar" / "dpsql.lark"
+GOLDEN = ROOT / "tests" / "golden" / "analysis"
+ACCEPT = sorted((GOLDEN / "accept").glob("*.sql"))
+REJECT = sorted((GOLDEN / "reject").glob("*.sql"))
+
+# Codes a sentence of the grammar may still be refused with: what a CFG cannot say
+# (grammar/semantic_rules.md marks them "semantic"). Every other refusal code is grammar-level:
+# the grammar excludes the construct, so a generated sentence must never get it.
+SEMANTIC_CODES = frozenset({"DP105", "DP111", "DP114", "DP120", "DP122"})
+
+EXAMPLES = 200
+MIN_ANSWERED = 0.30
+# Consistent names for two terminals (see the module docstring); each must match its terminal.
+CONSISTENT_NAMES = {"QUALIFIER": ["people", "PEOPLE"], "ALIAS": ["n", "N"]}
+
+
+@cache
+def grammar() -> Lark:
+    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="earley", start="start")
+
+
+def parses(sql: str) -> bool:
+    try:
+        grammar().parse(sql)
+    except LarkError:
+        return False
+    return True
+
+
+def reject_file(path: Path) -> tuple[str, str]:
+    first, _, rest = path.read_text(encoding="utf-8").partition("\n")
+    match = re.match(r"^--\s*expect:\s*(DP\d{3})\s*$", first)
+    assert match, f"{path.name}: the first line must be '-- expect: DPxxx'"
+    return match.group(1), rest
+
+
+# --- 1 and 2: golden files ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ACCEPT, ids=lambda p: p.stem)
+def test_accept_golden_parses_under_grammar(path: Path) -> None:
+    sql = path.read_text(encoding="utf-8")
+    assert parses(sql), f"{path.name} is accepted by dpsql but is not a sentence of grammar/dpsql.lark"
+    policy = policy_from_dict(tomllib.loads(policy_text(None)))
+    compile_statement(sql, None, AnalysisContext(policy, policy.budget.default_query))
+
+
+@pytest.mark.parametrize("path", REJECT, ids=lambda p: p.stem)
+def test_grammar_level_reject_does_not_parse(path: Path) -> None:
+    code, sql = reject_file(path)
+    if code in SEMANTIC_CODES:
+        pytest.skip(f"{code} is a semantic rule: the grammar may or may not express this case")
+    assert not parses(sql), f"{path.name} ({code}) is refused by dpsql but is a sentence of grammar/dpsql.lark"
+
+
+def test_some_semantic_rejects_are_sentences() -> None:
+    # The semantic rules exist because the grammar cannot say them: some rejects must parse.
+    semantic = [p for p in REJECT if reject_file(p)[0] in SEMANTIC_CODES]
+    assert any(parses(reject_file(p)[1]) for p in semantic)
+
+
+# --- 3: generated sentences -----------------------------------------------------------------------
+
+
+def _padded(strategy: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return strategy.map(lambda token: f" {token} ")
+
+
+def _terminal_strategy(terminal: TerminalDef) -> st.SearchStrategy[str]:
+    pattern = terminal.pattern
+    if terminal.name in CONSISTENT_NAMES:
+        names = CONSISTENT_NAMES[terminal.name]
+        regexp = re.compile(pattern.to_regexp())
+        assert all(regexp.fullmatch(n) for n in names), f"{terminal.name}: {names} must match {pattern}"
+        return _padded(st.sampled_from(names))
+    if isinstance(pattern, PatternStr):
+        text = pattern.value
+        spellings = sorted({text.upper(), text.lower()}) if "i" in pattern.flags else [text]
+        return _padded(st.sampled_from(spellings))
+    return _padded(st.from_regex(pattern.to_regexp(), fullmatch=True, alphabet=st.characters(codec="ascii")))
+
+
+def sentences() -> st.SearchStrategy[str]:
+    """Sentences of grammar/dpsql.lark, tokens separated by whitespace."""
+    lark = grammar()
+    explicit = {t.name: _terminal_strategy(t) for t in lark.terminals if t.name not in ("WS", "COMMENT")}
+    explicit["WS"] = st.sampled_from([" ", "\n", "\t"])
+    explicit["COMMENT"] = st.sampled_from([" -- a comment\n", "\n-- note\n"])
+    return from_lark(lark, start="start", explicit=explicit)
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo policy without a source, with a budget that never runs out."""
+    text = policy_text(None)
+    text, n_eps = re.subn(r"(?m)^epsilon = \S+", "epsilon = 1e9", text)
+    text, n_delta = re.subn(r"(?m)^delta = \S+", "delta = 0.99", text)
+    assert n_eps == 1 and n_delta == 1, "the demo policy template changed: update this fixture"
+    path = tmp_path_factory.mktemp("grammar") / "policy.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _run(sql: str, policy: Path, people: object) -> str:
+    """'answered', or the refusal code; raises AssertionError on a disagreement."""
+    connection = dpsql.connect(policy=str(policy), tables={"people": people}, random_seed=1)
+    try:
+        cursor = connection.cursor()
+        cursor.execute(sql)
+        if cursor.description is not None:
+            rows = cursor.fetchall()
+            assert all(len(row) == len(cursor.description) for row in rows)
+        return "answered"
+    except Error as err:
+        assert err.code is not None, f"a dpsql error without a code for {sql!r}: {err!r}"
+        assert err.code in SEMANTIC_CODES, (
+            f"a sentence of the grammar was refused with the grammar-level code {err.code}:\n{sql}\n{err}"
+        )
+        return err.code
+    finally:
+        connection.close()
+
+
+def test_generated_sentences_are_answered_or_semantically_refused(policy_file: Path) -> None:
+    people = generate_people(2000)
+    outcomes: list[str] = []
+    kinds: collections.Counter[str] = collections.Counter()
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(sentences())
+    def check(sql: str) -> None:
+        assert parses(sql), f"from_lark produced a string the grammar does not parse: {sql!r}"
+        outcome = _run(sql, policy_file, people)  # any other exception propagates: a traceback fails
+        outcomes.append(outcome)
+        kinds[f"{sql.split()[0].lower()}:{'answered' if outcome == 'answered' else 'refused'}"] += 1
+
+    check()
+    counts = collections.Counter(outcomes)
+    answered = counts["answered"]
+    summary = f"{len(outcomes)} sentences: {dict(counts)}; by statement: {dict(kinds)}"
+    print(summary)
+    assert len(outcomes) >= EXAMPLES, summary
+    assert answered >= MIN_ANSWERED * len(outcomes), f"too few generated sentences are answered: {summary}"
+    queries_answered = kinds["select:answered"] + kinds["explain:answered"]
+    assert queries_answered >= MIN_ANSWERED * (sum(kinds.values()) - kinds["set:answered"] - kinds["set:refused"]), summary
