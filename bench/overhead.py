@@ -16,6 +16,7 @@ this process, with time.perf_counter:
               is the fair baseline for dpsql's warm runs, which read a cached in-memory table.
    dpsql      a fresh dpsql.connect(policy=...) per query: the FIRST query (it also materialises
               the session's bounded relation from the file), then the median of --runs warm runs.
+   Warm runs of the three are interleaved, so load from other processes hits them alike.
    Ratios: warm dpsql / warm raw (view and table); first dpsql / first raw on the view.
 3. Stage breakdown of dpsql runs (compile, ledger charge, bounded relation, engine query, noise
    release, post-processing SQL, result assembly), by wrapping the session's objects in this
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
 
 
 # --- stage timing of dpsql ---------------------------------------------------------------------
-STAGES = ("compile", "charge", "bounded", "engine", "release", "post", "assemble")
+STAGES = ("compile", "dry_run", "charge", "bounded", "engine", "release", "post", "assemble")
 
 
 class StageProbe:
@@ -187,6 +188,8 @@ class StageProbe:
         session._ledger.charge = self._wrap(session._ledger.charge, "charge")
         engine = session._engine
         engine.ensure_bounded = self._wrap(engine.ensure_bounded, "bounded")
+        if hasattr(engine, "dry_run"):  # the pre-charge check on an empty table (once per plan)
+            engine.dry_run = self._wrap(engine.dry_run, "dry_run")
         engine.run = self._wrap(engine.run, "engine")
         engine.postprocess = self._wrap_post(engine.postprocess)
 
@@ -218,7 +221,6 @@ class RawTiming:
     setup: float
     first: float
     warm: float
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -230,46 +232,81 @@ class DpTiming:
     warm_stages: dict[str, float]
 
 
-def time_raw(parquet: Path, sql: str, mode: str, runs: int) -> RawTiming:
-    con = duckdb.connect(":memory:")
-    try:
+class RawRunner:
+    """Raw DuckDB: a fresh in-memory connection with `people` as a VIEW over the file or a TABLE."""
+
+    def __init__(self, parquet: Path, mode: str) -> None:
+        self.con = duckdb.connect(":memory:")
         kind = "VIEW" if mode == "view" else "TABLE"
         started = time.perf_counter()
-        con.execute(f"CREATE {kind} people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
-        setup = time.perf_counter() - started
+        self.con.execute(f"CREATE {kind} people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
+        self.setup = time.perf_counter() - started
+        self.first = 0.0
+        self.warm: list[float] = []
+
+    def run(self, sql: str) -> float:
         started = time.perf_counter()
-        rows = con.execute(sql).fetchall()
-        first = time.perf_counter() - started
-        con.execute(sql).fetchall()  # warm-up
-        warm = []
-        for _ in range(runs):
-            started = time.perf_counter()
-            con.execute(sql).fetchall()
-            warm.append(time.perf_counter() - started)
-        return RawTiming(setup, first, statistics.median(warm), rows)
-    finally:
-        con.close()
+        self.con.execute(sql).fetchall()
+        return time.perf_counter() - started
+
+    def result(self) -> RawTiming:
+        return RawTiming(self.setup, self.first, statistics.median(self.warm))
+
+    def close(self) -> None:
+        self.con.close()
 
 
-def time_dpsql(policy: Path, sql: str, runs: int) -> DpTiming:
-    started = time.perf_counter()
-    con = dpsql.connect(policy=str(policy))
-    connect = time.perf_counter() - started
-    try:
-        PROBE.attach(con.session)
-        cursor = con.cursor()
+class DpRunner:
+    """dpsql: a fresh connection; every run is a charged query with secure noise, stages timed."""
 
+    def __init__(self, policy: Path) -> None:
+        started = time.perf_counter()
+        self.con = dpsql.connect(policy=str(policy))
+        self.connect = time.perf_counter() - started
+        PROBE.attach(self.con.session)
+        self.cursor = self.con.cursor()
+        self.first = 0.0
+        self.first_stages: dict[str, float] = {}
+        self.samples: list[tuple[float, dict[str, float]]] = []
+
+    def run(self, sql: str) -> tuple[float, dict[str, float]]:
         def once() -> None:
-            cursor.execute(sql)
-            cursor.fetchall()
+            self.cursor.execute(sql)
+            self.cursor.fetchall()
+        return PROBE.measure(once)
 
-        first, first_stages = PROBE.measure(once)
-        once()  # warm-up
-        samples = [PROBE.measure(once) for _ in range(runs)]
-        warm = statistics.median(t for t, _ in samples)
-        return DpTiming(connect, first, warm, first_stages, median_stages([s for _, s in samples]))
+    def result(self) -> DpTiming:
+        warm = statistics.median(t for t, _ in self.samples)
+        return DpTiming(self.connect, self.first, warm, self.first_stages, median_stages([s for _, s in self.samples]))
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def measure(parquet: Path, policy: Path, query: Query, runs: int, modes: tuple[str, ...] = ("view", "table")) -> tuple[dict[str, RawTiming], DpTiming]:
+    """First runs, one warm-up each, then `runs` warm runs interleaved (raw view, raw table, dpsql),
+    so that load from other processes hits all of them alike."""
+    raws: dict[str, RawRunner] = {}
+    dp: DpRunner | None = None
+    try:
+        for mode in modes:
+            raws[mode] = RawRunner(parquet, mode)
+            raws[mode].first = raws[mode].run(query.raw)
+        dp = DpRunner(policy)
+        dp.first, dp.first_stages = dp.run(query.dp)
+        for runner in raws.values():
+            runner.run(query.raw)  # warm-up
+        dp.run(query.dp)  # warm-up
+        for _ in range(runs):
+            for runner in raws.values():
+                runner.warm.append(runner.run(query.raw))
+            dp.samples.append(dp.run(query.dp))
+        return {mode: runner.result() for mode, runner in raws.items()}, dp.result()
     finally:
-        con.close()
+        for runner in raws.values():
+            runner.close()
+        if dp is not None:
+            dp.close()
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -291,12 +328,9 @@ def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int)
         parquet, policy = data[rows]
         size = size_label(rows)
         for query in QUERIES:
-            log(f"  {size} {query.label}: raw view...")
-            view = time_raw(parquet, query.raw, "view", runs)
-            log(f"  {size} {query.label}: raw table...")
-            tab = time_raw(parquet, query.raw, "table", runs)
-            log(f"  {size} {query.label}: dpsql...")
-            dp = time_dpsql(policy, query.dp, runs)
+            log(f"  {size} {query.label}...")
+            raw, dp = measure(parquet, policy, query, runs)
+            view, tab = raw["view"], raw["table"]
             main_rows.append([
                 size, query.label, ms(view.warm), ms(tab.warm), ms(dp.first), ms(dp.warm),
                 f"{dp.warm / view.warm:.2f}x", f"{dp.warm / tab.warm:.2f}x",
@@ -319,9 +353,12 @@ def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int)
     log(table(["size", "query", "raw view first", "raw table load", "raw table first", "dpsql connect",
                "dpsql first", "cold ratio", "dpsql warm outside engine"], detail_rows))
     log()
-    log("dpsql stage breakdown (ms; warm = per-stage medians). bounded = ensure_bounded (materialises the")
-    log("bounded relation on the first query); engine = the aggregate query; post = post-processing SQL;")
-    log("outside = total - engine - bounded.")
+    log("dpsql stage breakdown (ms; warm = per-stage medians). compile = session.compile (a plan cache may")
+    log("answer repeats); dry_run = the plan checked on an empty table before the charge (once per plan);")
+    log("charge = ledger; bounded = ensure_bounded (materialises the bounded relation on the first query);")
+    log("engine = the aggregate query in DuckDB; release = noise; post = post-processing SQL (when used);")
+    log("assemble = result rows; other = the rest (e.g. plan hash and ledger params rendered for the charge);")
+    log("outside = total - engine - bounded: time not spent in DuckDB's bounding or aggregate work.")
     log(table(STAGE_HEADER, stage_rows))
 
 
@@ -352,13 +389,13 @@ def bench_fixed(parquet: Path, policy: Path, runs: int) -> None:
     rows = []
     stage_rows = []
     for query in QUERIES:
-        raw = time_raw(parquet, query.raw, "table", compile_runs)
         con = dpsql.connect(policy=str(policy))
         try:
             compile_cold, compile_warm = time_compile(con.session, query.dp, compile_runs)
         finally:
             con.close()
-        dp = time_dpsql(policy, query.dp, compile_runs)
+        raws, dp = measure(parquet, policy, query, compile_runs, modes=("table",))
+        raw = raws["table"]
         stages = dp.warm_stages
         rows.append([
             size_label(TINY_ROWS), query.label, ms(compile_cold), ms(compile_warm), ms(dp.first), ms(dp.warm), ms(stages["engine"]),

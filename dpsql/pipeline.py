@@ -118,6 +118,28 @@ def release_rows(compiled: CompiledQuery, raw: EngineResult, rng: RandomSource) 
     return columns, types
 
 
+def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Names and engine types of the noisy table's columns (simple queries: of the outputs), from the plan.
+
+    The same types `release_rows` and `simple_rows` produce, known before anything runs.
+    """
+    plan = compiled.plan
+    query = plan.query
+    if compiled.simple_outputs:
+        out = []
+        for output in query.outputs:
+            if output.key is not None:
+                out.append(key_type(query.keys[output.key].column.type))
+                continue
+            estimate = plan.estimates[int(output.expr.name[3:])]
+            doubles = estimate.kind == "avg" or any(plan.releases[r].unit != 1 for r in estimate.releases)
+            out.append("DOUBLE" if doubles else "BIGINT")
+        return tuple(o.name for o in query.outputs), tuple(out)
+    names = [key_name(i) for i in range(len(query.keys))] + [release_name(r) for r in range(len(plan.releases))]
+    types = [key_type(k.column.type) for k in query.keys] + ["BIGINT" if r.unit == 1 else "DOUBLE" for r in plan.releases]
+    return tuple(names), tuple(types)
+
+
 def noise_info(compiled: CompiledQuery) -> list[dict[str, Any] | None]:
     """One dict per output column (None for group keys): mechanism, scale, epsilon, delta."""
     plan = compiled.plan

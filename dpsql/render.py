@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dpsql.result import NoisyResult
+
+NUMERIC_TYPES = frozenset({"BIGINT", "DOUBLE", "HUGEINT", "INTEGER", "DECIMAL"})
+REFUSED = "⊥"
+# Said of a cell a mechanism refused to release (PTR, A_samp). Public words only: never data.
+DEFAULT_REFUSAL = "not released: the answer was not stable enough on this data; the budget was still spent"
 
 
 def format_value(value: Any) -> str:
@@ -24,22 +30,46 @@ def format_cell(value: Any, half_width: float | None) -> str:
     return f"{text} ± {format_value(float(half_width))}"
 
 
+def refusal(info: dict[str, Any] | None) -> str | None:
+    """The public reason a column's cells may be ⊥, when its mechanism says it can refuse.
+
+    A mechanism marks this in the column's noise_info: `refusal` holds its (data-free) sentence,
+    or `refused` is true for the generic one. A None cell of such a column is a ⊥, not a NULL.
+    """
+    if not info:
+        return None
+    reason = info.get("refusal")
+    if isinstance(reason, str) and reason:
+        return reason
+    return DEFAULT_REFUSAL if info.get("refused") else None
+
+
+def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] | None = None) -> list[str]:
+    """Text rows under their headers, columns padded to one width; `right` columns right-aligned."""
+    sizes = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    flags = list(right) if right is not None else [False] * len(headers)
+
+    def line(parts: Sequence[str]) -> str:
+        return " | ".join(p.rjust(s) if r else p.ljust(s) for p, s, r in zip(parts, sizes, flags)).rstrip()
+
+    return [line(headers), "-+-".join("-" * s for s in sizes), *(line(r) for r in rows)]
+
+
 def render_table(result: NoisyResult) -> str:
-    """Rows as an aligned table; numbers right-aligned."""
+    """Rows as an aligned table; numbers right-aligned; ⊥ (with a note) where a mechanism refused."""
     if result.message and not result.columns:
         return result.message
-    headers = [c.name for c in result.columns]
-    cells = [[format_cell(v, w) for v, w in zip(row, widths)] for row, widths in zip(result.rows, result.cell_ci95)]
-    sizes = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    numeric = [c.type_name in ("BIGINT", "DOUBLE", "HUGEINT", "INTEGER", "DECIMAL") for c in result.columns]
-
-    def line(parts: list[str]) -> str:
-        return " | ".join(p.rjust(s) if n else p.ljust(s) for p, s, n in zip(parts, sizes, numeric)).rstrip()
-
-    out = [line(headers), "-+-".join("-" * s for s in sizes)]
-    out.extend(line(r) for r in cells)
+    reasons = [refusal(info) for info in result.noise_info] + [None] * (len(result.columns) - len(result.noise_info))
+    cells = [
+        [REFUSED if v is None and reason else format_cell(v, w) for v, w, reason in zip(row, widths, reasons)]
+        for row, widths in zip(result.rows, result.cell_ci95)
+    ]
+    out = aligned([c.name for c in result.columns], cells, [c.type_name in NUMERIC_TYPES for c in result.columns])
     footer = f"({len(cells)} row{'s' if len(cells) != 1 else ''})"
     if result.kind == "query":
         footer += f"  cost: epsilon {float(result.cost.epsilon):.4g}, delta {float(result.cost.delta):.3g}; ± is a 95% interval"
     out.append(footer)
+    for i, (column, reason) in enumerate(zip(result.columns, reasons)):
+        if reason and any(row[i] is None for row in result.rows):
+            out.append(f"{REFUSED} in {column.name}: {reason}")
     return "\n".join(out)

@@ -17,14 +17,16 @@ from typing import Any, Mapping, Sequence
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry
 from dpsql.analysis.context import AnalysisContext
+from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
 from dpsql.errors import BudgetExhaustedError, InterfaceError
+from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
-from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, release_rows, simple_rows
+from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, noisy_types, release_rows, simple_rows
 from dpsql.result import NoisyResult, ResultColumn
 
 DEFAULT_ANALYST = "analyst"
@@ -39,6 +41,17 @@ class SessionConfig:
     database: Path | None = None
     analyst: str = DEFAULT_ANALYST
     ledger: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Description:
+    """What a statement returns and takes, known without data or budget (pgwire Describe).
+
+    `parameter_types` holds policy type names ("int", "float", "text", "bool", "date") or None.
+    """
+
+    columns: tuple[ResultColumn, ...]
+    parameter_types: tuple[str | None, ...]
 
 
 class Session:
@@ -56,7 +69,8 @@ class Session:
         self._default = policy.budget.default_query
         self._session_seeds: dict[str, int] = {}
         self._plans: dict[tuple[Any, ...], Any] = {}
-        self._dry_run_ok: set[int] = set()  # ids of cached plans (kept alive by the cache)
+        # Plans whose dry run passed, held strongly so an id is never reused while recorded.
+        self._dry_run_ok: dict[int, CompiledQuery] = {}
         self.closed = False
 
     # --- budget -----------------------------------------------------------------------------
@@ -79,6 +93,29 @@ class Session:
         """This analyst's charges, oldest first."""
         return self._ledger.entries(self.analyst)
 
+    @property
+    def spent(self) -> PrivacyCost:
+        """What the analyst has spent so far (all sessions of the ledger)."""
+        return self._ledger.spent(self.analyst)
+
+    def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
+        """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
+        statement, compiled = self.compile(sql, parameters)
+        if statement.kind == "explain" or not isinstance(compiled, CompiledQuery):
+            return PrivacyCost.zero()
+        return compiled.plan.cost
+
+    def explain(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
+        """The plan of a statement (with or without a leading EXPLAIN): no data, no budget."""
+        self._check_open()
+        _, compiled = self.compile(sql, parameters)
+        return self._explain(compiled)
+
+    @staticmethod
+    def sql_functions() -> Mapping[str, str]:
+        """Function names an analyst may call, upper-case, to their kind ("aggregate" or "scalar")."""
+        return allowed_function_names()
+
     # --- statements ---------------------------------------------------------------------------
     def compile(self, sql: str, parameters: Sequence[object] | None = None) -> Any:
         """Parse, analyse and plan without data or budget.
@@ -98,6 +135,41 @@ class Session:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = compiled
         return compiled
+
+    def parameter_types(self, sql: str) -> tuple[str | None, ...]:
+        """Policy type names of a statement's parameters (None when unknown), from the policy alone."""
+        return parameter_types(sql, self.policy)
+
+    def describe(self, sql: str, parameters: Sequence[object] | None = None) -> Description:
+        """The output columns and parameter types of a statement. Never runs it, never charges.
+
+        Without parameters, the statement is planned with neutral stand-ins of the inferred
+        parameter types (output types do not depend on parameter values).
+        """
+        self._check_open()
+        types = parameter_types(sql, self.policy)
+        with self._lock:
+            statement, compiled = self.compile(sql, parameters if parameters is not None else stand_ins(types))
+            if statement.kind == "explain":
+                columns: tuple[ResultColumn, ...] = (ResultColumn("QUERY PLAN", "VARCHAR"),)
+            elif isinstance(compiled, SetStatement):
+                columns = ()
+            elif isinstance(compiled, PublicQuery):
+                result = self._engine.describe_public(compiled.tree, compiled.tables)
+                columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
+            else:
+                columns = self._describe_private(compiled)
+        return Description(columns, types)
+
+    def _describe_private(self, compiled: CompiledQuery) -> tuple[ResultColumn, ...]:
+        outputs = compiled.plan.query.outputs
+        names, types = noisy_types(compiled)
+        if compiled.simple_outputs:
+            return tuple(ResultColumn(o.name, t) for o, t in zip(outputs, types))
+        # Post-processing over an EMPTY noisy table: its output types, no data, no release.
+        post = self._engine.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+        position = {name: i for i, name in enumerate(post.names)}
+        return tuple(ResultColumn(o.name, post.types[position[f"__o{i}"]]) for i, o in enumerate(outputs))
 
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
@@ -151,7 +223,9 @@ class Session:
         if id(compiled) not in self._dry_run_ok:
             # Refuses query-only errors before the charge (no data is present in the dry run).
             self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if plan.selection else None)
-            self._dry_run_ok.add(id(compiled))
+            if len(self._dry_run_ok) >= 2 * PLAN_CACHE_SIZE:
+                self._dry_run_ok.clear()
+            self._dry_run_ok[id(compiled)] = compiled
         self._ledger.charge(
             analyst=self.analyst,
             session=self.id,

@@ -45,6 +45,9 @@ SCALAR_NAMES = frozenset(
         "instr", "position", "strlen", "len", "char_length", "bit_length", "regexp_full_match",
     }
 )
+# sqlglot's names, once parsed, for allowlisted functions (dayofyear, isinf, isnan, lpad/rpad,
+# strftime, and DuckDB's date_trunc, a TimestampTrunc node): not names an analyst writes.
+_PARSED_NAMES = frozenset({"day_of_year", "is_inf", "is_nan", "pad", "time_to_str", "timestamp_trunc"})
 # Functions that must never appear: they read files, the network, the catalog or the environment,
 # raise on purpose, or are random. Listed so the refusal can name the reason (DP113).
 FORBIDDEN_NAMES = frozenset(
@@ -74,4 +77,25 @@ def scalar_allowed(node: exp.Func) -> bool:
     """Whether a non-aggregate function may appear in analyst SQL."""
     if isinstance(node, SCALAR_CLASSES):
         return True
-    return isinstance(node, exp.Anonymous) and function_name(node) in SCALAR_NAMES
+    # By name for typed nodes too: sqlglot parses many listed names (pi, hour, repeat...) into classes.
+    return function_name(node) in SCALAR_NAMES or function_name(node) in _PARSED_NAMES
+
+
+# Names that read as SQL syntax rather than calls (sqlglot models them as functions).
+_NOT_CALLS = frozenset({"AND", "OR", "CASE"})
+
+
+def allowed_function_names() -> dict[str, str]:
+    """Every function name analyst SQL may call, upper-case, to "aggregate" or "scalar".
+
+    For completion and help in the front ends; the analysis rules above stay the authority.
+
+    Example:
+        >>> allowed_function_names()["COUNT"], allowed_function_names()["ABS"]
+        ('aggregate', 'scalar')
+    """
+    names = {name: "aggregate" for cls in AGGREGATES for name in cls.sql_names()}
+    for cls in SCALAR_CLASSES:
+        names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})
+    names.update({name.upper(): "scalar" for name in SCALAR_NAMES})
+    return names

@@ -227,6 +227,10 @@ class DuckDBEngine:
                 node.replace(exp.Table(this=exp.to_identifier(self.ensure_source(table), quoted=True), alias=alias))
             return self.run(rewritten)
 
+    def describe_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
+        """Column names and types of a public query, with no rows (LIMIT 0)."""
+        return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
+
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
         """Evaluate post-processing SQL over the noisy table (released values only)."""
         with self._lock:

@@ -23,6 +23,18 @@ class PrivacyOptions(exp.Expression):
 class DpsqlParser(DuckDBParser):
     """DuckDB's parser with the privacy options clause after SELECT."""
 
+    # Each `?` keeps its offset in the text: qmark parameters bind in text order, and sqlglot's
+    # tree order is not text order (a Select holds LIMIT before WHERE).
+    PLACEHOLDER_PARSERS = {
+        **DuckDBParser.PLACEHOLDER_PARSERS,
+        TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
+    }
+
+    def _positioned_placeholder(self) -> exp.Expr:
+        node = self.expression(exp.Placeholder())
+        node.meta["start"] = self._prev.start
+        return node
+
     def _parse_hint(self) -> exp.Expr | None:
         if self._match_text_seq("WITH", "DIFFERENTIAL_PRIVACY"):
             if not self._match_text_seq("OPTIONS"):

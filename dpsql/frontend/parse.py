@@ -60,6 +60,15 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
     return ParsedStatement(kind=kind, tree=tree, sql=sql)
 
 
+def parse_tree(sql: str) -> exp.Expr | None:
+    """The tree of a one-statement SQL text without binding parameters; None if it does not parse."""
+    try:
+        trees = _parse_all(sql, sql)
+    except SqlSyntaxError:
+        return None
+    return trees[0] if len(trees) == 1 else None
+
+
 def _parse_all(text: str, original: str) -> list[exp.Expr]:
     logger = logging.getLogger("sqlglot")
     level = logger.level
@@ -95,13 +104,28 @@ def _second_statement_span(sql: str) -> Span | None:
 
 
 def bind_parameters(tree: exp.Expr, parameters: Sequence[object] | None, sql: str) -> exp.Expr:
-    """Replace each `?` placeholder, in order, by a literal of the matching parameter."""
-    # A depth-first pre-order walk visits placeholders in text order, which is qmark order.
-    placeholders = [p for p in tree.find_all(exp.Placeholder, bfs=False) if not p.this]
+    """Replace each `?` placeholder, in order, by a literal of the matching parameter.
+
+    Numbered placeholders (`$1`, `$2`, ..., PostgreSQL's style, sent by pgwire clients) take
+    parameters[n - 1]; one statement uses one style.
+    """
+    # qmarks bind in text order: the parser records each one's offset (tree order differs).
+    placeholders = sorted(
+        (p for p in tree.find_all(exp.Placeholder) if not p.this), key=lambda p: p.meta.get("start", 0)
+    )
     named = [p for p in tree.find_all(exp.Placeholder) if p.this]
-    if named:
-        raise ParameterError("only qmark (?) parameters are accepted", code="DP118", sql=sql)
     params = list(parameters or [])
+    if named:
+        if placeholders or not all(str(p.this).isdigit() and int(str(p.this)) >= 1 for p in named):
+            raise ParameterError("only qmark (?) or numbered ($1) parameters are accepted", code="DP118", sql=sql)
+        count = max(int(str(p.this)) for p in named)
+        if count != len(params):
+            raise ParameterError(
+                f"the statement has {count} parameter(s) but {len(params)} were given", code="DP118", sql=sql
+            )
+        for placeholder in named:
+            placeholder.replace(literal(params[int(str(placeholder.this)) - 1]))
+        return tree
     if len(params) != len(placeholders):
         raise ParameterError(
             f"the statement has {len(placeholders)} parameter(s) but {len(params)} were given",

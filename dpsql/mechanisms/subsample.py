@@ -1,0 +1,88 @@
+"""MODE by A_samp (Dwork-Roth Alg. 14), capped by construction (design/ptr-and-asamp.md section 5).
+
+The engine assigns each person, by a keyed hash of the person id, to at most T of B subsamples
+(default: a disjoint partition, T = 1); a person's rows all go where the person goes, so the
+cap holds whatever the number of rows. Each non-empty subsample votes for its mode (ties broken
+by a keyed random hash, so tiny subsamples do not all vote for the smallest label); empty
+subsamples abstain. Adding or removing one person changes at most T votes, so the gap
+c_(1) - c_(2) between the two largest vote counts moves by at most 2T, and
+
+    d = max(0, floor((gap - 1) / (2T)))
+
+satisfies (L) |d(x) - d(y)| <= 1 and (S) d >= 1 implies gap >= 2T + 1, so every neighbour has
+the same winner. The generic PTR test of `ptr` then releases the winner or ⊥: (eps, delta).
+The normaliser must be 2T for the T actually enforced; normalising by T leaks (the negative
+control in tests/unit/mechanisms catches it). B, T and the hash seeds never depend on the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Mapping
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, passes
+from dpsql.mechanisms.rng import RandomSource
+
+DEFAULT_BLOCKS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ASampSpec:
+    """A_samp with each person in at most `copies` (T) of `blocks` (B) subsamples."""
+
+    test: PTRTest
+    blocks: int = DEFAULT_BLOCKS
+    copies: int = 1
+
+    def __post_init__(self) -> None:
+        if self.blocks < 1 or self.copies < 1:
+            raise ValueError("A_samp needs at least one block and T >= 1")
+
+    @property
+    def normaliser(self) -> int:
+        """2T: how far one person can move the vote gap (add/remove adjacency)."""
+        return 2 * self.copies
+
+
+def vote_gap(votes: Mapping[Hashable, int]) -> int:
+    """c_(1) - c_(2): the winner's lead over the runner-up (0 without votes)."""
+    counts = sorted((int(c) for c in votes.values() if c > 0), reverse=True)
+    if not counts:
+        return 0
+    return counts[0] - (counts[1] if len(counts) > 1 else 0)
+
+
+def vote_distance(votes: Mapping[Hashable, int], normaliser: int, cap: int) -> int:
+    """max(0, floor((gap - 1) / 2T)), capped."""
+    return min(max(0, (vote_gap(votes) - 1) // normaliser), cap)
+
+
+def winner(votes: Mapping[Hashable, int]) -> Hashable | None:
+    """The value with the most votes (ties: the smallest value, a data-independent rule)."""
+    best = None
+    for value, count in votes.items():
+        if count <= 0:
+            continue
+        if best is None or count > votes[best] or (count == votes[best] and _order(value) < _order(best)):
+            best = value
+    return best
+
+
+def _order(value: Hashable) -> tuple[str, object]:
+    return (type(value).__name__, value)
+
+
+def cost(spec: ASampSpec) -> PrivacyCost:
+    """(eps, delta), whether the answer is a value or ⊥."""
+    return PrivacyCost(spec.test.epsilon, spec.test.delta)
+
+
+def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -> Hashable | _Refused:
+    """The subsample-mode winner if its noisy stability passes, else REFUSED (no votes: REFUSED)."""
+    distance = vote_distance(votes, spec.normaliser, spec.test.cap)
+    ok = passes(spec.test, distance, rng)
+    top = winner(votes)
+    if not ok or top is None:
+        return REFUSED
+    return top

@@ -1,0 +1,202 @@
+"""The asyncio transport of `dpsql serve`: sockets, TLS and threads around PgConnection.
+
+Each authenticated connection gets one Session (`open_session(..., analyst=<user>,
+ledger=<the server's ledger file>)`), so every answer is charged to that analyst's budget in one
+shared SQLite ledger. Protocol work (and so the Session's blocking engine calls) runs in a thread
+pool; the event loop only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import ssl
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpsql.catalog.loader import load_policy
+from dpsql.catalog.model import Policy
+from dpsql.server.catalog_emulation import CatalogEmulation
+from dpsql.server.protocol import PgConnection, ServerContext
+from dpsql.session import Session, open_session
+
+log = logging.getLogger("dpsql.server")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5433
+READ_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Where the policy, data and ledger are, and where to listen."""
+
+    policy: Path
+    database: Path | None = None
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    ledger: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    workers: int = 32
+
+    @property
+    def ledger_path(self) -> Path:
+        """The shared ledger: --ledger, else `<policy stem>.ledger.sqlite` beside the policy.
+
+        Never in-memory: a per-connection ledger would hand out a fresh budget on every login.
+        """
+        if self.ledger is not None:
+            return self.ledger
+        return self.policy.with_name(self.policy.stem + ".ledger.sqlite")
+
+
+def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerContext:
+    """Load the policy once and wire the per-analyst Session factory."""
+    loaded = policy if policy is not None else load_policy(config.policy)
+    ledger = config.ledger_path
+
+    def session_for(analyst: str) -> Session:
+        return open_session(config.database, loaded, analyst=analyst, ledger=ledger)
+
+    return ServerContext(loaded, CatalogEmulation(loaded), session_for, tls=config.tls_cert is not None)
+
+
+def _tls_context(config: ServerConfig) -> ssl.SSLContext | None:
+    if config.tls_cert is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(config.tls_cert), str(config.tls_key) if config.tls_key else None)
+    return context
+
+
+class PgServer:
+    """A running server: `await start()`, then `port`; `await stop()` closes it."""
+
+    def __init__(self, config: ServerConfig, context: ServerContext | None = None) -> None:
+        self.config = config
+        self.context = context if context is not None else build_context(config)
+        self._tls = _tls_context(config)
+        self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="dpsql-conn")
+        self._pids = itertools.count(os.getpid() * 1000 % 2**30 + 1)
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = config.port
+
+    async def start(self) -> None:
+        """Listen (port 0 picks a free port; `port` holds the one bound)."""
+        self._server = await asyncio.start_server(self._handle, self.config.host, self.config.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def serve_forever(self) -> None:
+        """Serve until cancelled."""
+        assert self._server is not None
+        async with self._server:
+            await self._server.serve_forever()
+
+    async def stop(self) -> None:
+        """Stop listening, end open connections and release their Sessions."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._pool.shutdown(wait=True)
+        self.context.emulation.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        loop = asyncio.get_running_loop()
+        connection = PgConnection(self.context, next(self._pids))
+        try:
+            while True:
+                data = await reader.read(READ_SIZE)
+                if not data:
+                    break
+                out = await loop.run_in_executor(self._pool, connection.receive, data)
+                writer.write(bytes(out.data))
+                await writer.drain()
+                if out.start_tls and self._tls is not None:
+                    await writer.start_tls(self._tls)
+                if out.close:
+                    break
+        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._tasks.discard(task)
+            await loop.run_in_executor(self._pool, connection.close)
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, ssl.SSLError):
+                pass
+
+
+class ServerThread:
+    """A server on its own event loop in a background thread (tests, benchmarks, embedding)."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.server = PgServer(config)
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="dpsql-server", daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return self.server.port
+
+    def start(self) -> ServerThread:
+        """Start and wait until the server listens."""
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.server.start())
+        except BaseException as err:  # noqa: BLE001 - reported to the starting thread
+            self._error = err
+            self._started.set()
+            return
+        self._started.set()
+        self._loop.run_forever()
+
+    def stop(self) -> None:
+        """Stop the server and its thread."""
+        if not self._thread.is_alive():
+            return
+        future = asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop)
+        future.result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def run(config: ServerConfig) -> None:
+    """Serve until interrupted, logging where."""
+    server = PgServer(config)
+    await server.start()
+    tls = "TLS available" if config.tls_cert else "no TLS"
+    log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls, config.ledger_path)
+    try:
+        await server.serve_forever()
+    finally:
+        await server.stop()

@@ -1,0 +1,67 @@
+"""`dpsql serve ...` and `dpsql hash-password`: argument parsing for the server's subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+from pathlib import Path
+
+from dpsql import errors
+from dpsql.server.app import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
+from dpsql.server.scram import DEFAULT_ITERATIONS, make_verifier
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """Options of `dpsql serve`."""
+    parser = argparse.ArgumentParser(prog="dpsql serve", description="PostgreSQL wire-protocol server over a dpsql policy.")
+    parser.add_argument("--policy", required=True, type=Path, help="policy TOML file (declares [analysts.<name>])")
+    parser.add_argument("--database", type=Path, help="DuckDB database file with the policy's tables")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--ledger", type=Path, help="budget ledger SQLite file (default: <policy>.ledger.sqlite beside the policy)")
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate: enables TLS (SSLRequest answered 'S')")
+    parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    return parser
+
+
+def serve_main(argv: list[str]) -> int:
+    """Run the server until interrupted."""
+    args = serve_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    config = ServerConfig(
+        policy=args.policy.expanduser().resolve(), database=args.database, host=args.host, port=args.port,
+        ledger=args.ledger, tls_cert=args.tls_cert, tls_key=args.tls_key,
+    )  # fmt: skip
+    try:
+        asyncio.run(run(config))
+    except errors.Error as error:
+        print(f"ERROR: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except OSError as error:
+        print(f"ERROR: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def hash_password_main(argv: list[str]) -> int:
+    """Print the SCRAM-SHA-256 verifier of a password read from stdin (a prompt on a terminal)."""
+    parser = argparse.ArgumentParser(
+        prog="dpsql hash-password",
+        description="Read a password from stdin and print its SCRAM-SHA-256 verifier for [analysts.<name>] password = ...",
+    )
+    parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help=f"PBKDF2 iterations (default {DEFAULT_ITERATIONS})")
+    args = parser.parse_args(argv)
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        print("ERROR: empty password", file=sys.stderr)
+        return 1
+    print(make_verifier(password, iterations=args.iterations))
+    return 0

@@ -1,0 +1,463 @@
+"""One pgwire connection as a sans-IO state machine: bytes in, bytes out, a Session behind it.
+
+Startup -> SCRAM-SHA-256 -> ready. Statements go to the catalog emulation (probes, SET/SHOW,
+transaction no-ops) or to the analyst's Session; this module holds no privacy logic, rewrites no
+analyst SQL and does no budget arithmetic. Describe answers from `Session.describe` (plan only:
+it never runs a private query or charges). Blocking work (the Session) happens inside
+`receive`, so the caller runs it off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from dpsql import errors
+from dpsql.catalog.model import Policy
+from dpsql.result import NoisyResult
+from dpsql.server import codec, pgtypes, scram
+from dpsql.server import pg_catalog as pgc
+from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState
+from dpsql.server.statements import Utility, is_empty, split_statements, utility
+from dpsql.session import Session
+
+log = logging.getLogger("dpsql.server")
+NO_DATA = "NO_DATA"
+
+
+@dataclass
+class ServerContext:
+    """What every connection of one server shares."""
+
+    policy: Policy
+    emulation: CatalogEmulation
+    open_session: Callable[[str], Session]
+    tls: bool = False
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+
+@dataclass
+class Output:
+    """What `receive` asks the transport to do: send bytes, then maybe start TLS or close."""
+
+    data: bytearray = field(default_factory=bytearray)
+    start_tls: bool = False
+    close: bool = False
+
+
+class ServerError(errors.DatabaseError):
+    """A protocol-level error of the server itself (its SQLSTATE is given per instance)."""
+
+    def __init__(self, sqlstate: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.sqlstate = sqlstate
+
+
+@dataclass
+class Prepared:
+    """A Parse'd statement."""
+
+    sql: str
+    param_types: tuple[int, ...]
+
+
+@dataclass
+class Portal:
+    """A Bind'ed statement: parameters, result formats, and once run, its answer."""
+
+    statement: Prepared
+    params: list[Any]
+    formats: tuple[int, ...]
+    columns: tuple[tuple[str, int], ...] | None = None
+    answer: Answer | None = None
+    sent: int = 0
+
+
+class PgConnection:
+    """The protocol state of one client connection."""
+
+    def __init__(self, context: ServerContext, pid: int) -> None:
+        self.ctx = context
+        self.pid = pid
+        self.key = secrets.randbits(31)
+        self.decoder = codec.Decoder()
+        self.state = "startup"
+        self.client: ClientState | None = None
+        self.session: Session | None = None
+        self.tx = "I"
+        self._scram: scram.ScramServer | None = None
+        self._known_user = False
+        self._skip_to_sync = False
+        self._statements: dict[str, Prepared] = {}
+        self._portals: dict[str, Portal] = {}
+
+    # --- input ------------------------------------------------------------------------------------
+    def receive(self, data: bytes) -> Output:
+        """Handle received bytes; return what to send and what to do next."""
+        out = Output()
+        self.decoder.feed(data)
+        try:
+            for message in self.decoder.messages():
+                self._dispatch(message, out)
+                if out.close or out.start_tls:
+                    break
+        except codec.ProtocolViolation as err:
+            self._fatal(out, "08P01", str(err))
+        return out
+
+    def close(self) -> None:
+        """Release the Session (idempotent)."""
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def _dispatch(self, message: codec.FrontendMessage, out: Output) -> None:
+        if self.state == "startup":
+            self._startup(message, out)
+        elif self.state in ("sasl_first", "sasl_final"):
+            self._authenticate(message, out)
+        elif isinstance(message, codec.Terminate):
+            out.close = True
+        elif self._skip_to_sync and not isinstance(message, codec.Sync):
+            return
+        else:
+            self._ready(message, out)
+
+    # --- startup and authentication -------------------------------------------------------------
+    def _startup(self, message: codec.FrontendMessage, out: Output) -> None:
+        if isinstance(message, codec.SSLRequest):
+            out.data += b"S" if self.ctx.tls else b"N"
+            out.start_tls = self.ctx.tls
+            self.decoder.expect_startup()
+            return
+        if isinstance(message, codec.GSSEncRequest):
+            out.data += b"N"
+            self.decoder.expect_startup()
+            return
+        if not isinstance(message, codec.Startup):
+            out.close = True  # CancelRequest (not supported) or garbage
+            return
+        user = message.parameters.get("user", "")
+        if not user:
+            self._fatal(out, "28000", "no user name specified in the startup packet")
+            return
+        self.client = ClientState(user=user, database=message.parameters.get("database") or user, pid=self.pid)
+        try:
+            self._apply_startup_settings(message.parameters)
+        except errors.Error as err:
+            self._fatal(out, err.sqlstate, _message(err))
+            return
+        analyst = self.ctx.policy.analysts.get(user)
+        verifier = None
+        if analyst is not None and analyst.password:
+            try:
+                verifier = scram.parse_verifier(analyst.password)
+            except scram.ScramError:
+                log.warning("analyst %r has an invalid SCRAM verifier in the policy; login refused", user)
+        self._known_user = verifier is not None
+        # Unknown users get a mock exchange: a failed login looks the same whether or not the user exists.
+        self._scram = scram.ScramServer(verifier or scram.mock_verifier(self.ctx.secret, user))
+        out.data += codec.auth_sasl([scram.MECHANISM])
+        self.state = "sasl_first"
+
+    def _apply_startup_settings(self, parameters: dict[str, str]) -> None:
+        assert self.client is not None
+        for name, value in parameters.items():
+            if name in ("user", "database", "replication"):
+                continue
+            if name == "options":
+                for item in _startup_options(value):
+                    self.client.set(*item)
+                continue
+            self.client.set(name, value)
+
+    def _authenticate(self, message: codec.FrontendMessage, out: Output) -> None:
+        assert self._scram is not None and self.client is not None
+        if not isinstance(message, codec.PasswordData):
+            self._fatal(out, "08P01", "expected a SASL response")
+            return
+        try:
+            if self.state == "sasl_first":
+                mechanism, initial = codec.parse_sasl_initial(message.payload)
+                if mechanism != scram.MECHANISM:
+                    self._fatal(out, "28000", f"SASL mechanism {mechanism!r} is not supported; use SCRAM-SHA-256")
+                    return
+                out.data += codec.auth_sasl_continue(self._scram.first(initial))
+                self.state = "sasl_final"
+                return
+            final = self._scram.final(message.payload)
+        except (scram.ScramError, codec.ProtocolViolation):
+            final = None
+        if final is None or not self._known_user:
+            self._fatal(out, "28P01", f'password authentication failed for user "{self.client.user}"')
+            return
+        self._login(final, out)
+
+    def _login(self, server_final: bytes, out: Output) -> None:
+        assert self.client is not None
+        try:
+            self.session = self.ctx.open_session(self.client.user)
+        except errors.Error as err:
+            self._fatal(out, err.sqlstate, _message(err))
+            return
+        out.data += codec.auth_sasl_final(server_final) + codec.auth_ok()
+        self.client.settings["session_authorization"] = self.client.user
+        for name in pgc.REPORTED_SETTINGS:
+            value = self.client.setting(name)
+            if value is not None:
+                out.data += codec.parameter_status(name, value)
+        out.data += codec.backend_key_data(self.pid, self.key) + codec.ready_for_query("I")
+        self.state = "ready"
+
+    def _fatal(self, out: Output, sqlstate: str, text: str) -> None:
+        out.data += codec.error_response(sqlstate, text, severity="FATAL")
+        out.close = True
+
+    # --- ready: simple and extended query -------------------------------------------------------
+    def _ready(self, message: codec.FrontendMessage, out: Output) -> None:
+        handlers: dict[type, Callable[[Any, Output], None]] = {
+            codec.Query: self._simple_query, codec.Parse: self._parse, codec.Bind: self._bind,
+            codec.Describe: self._describe, codec.Execute: self._execute, codec.Close: self._close,
+            codec.Sync: self._sync, codec.Flush: lambda m, o: None,
+        }  # fmt: skip
+        handler = handlers.get(type(message))
+        try:
+            if handler is None:
+                kind = getattr(message, "type", type(message).__name__)
+                raise ServerError("0A000", f"protocol message {kind!r} is not supported by dpsql (COPY and function calls are not)")
+            handler(message, out)
+        except Exception as err:  # noqa: BLE001 - every failure becomes an ErrorResponse, never a dropped connection
+            self._error(out, err)
+            if not isinstance(message, codec.Query):
+                self._skip_to_sync = True
+
+    def _error(self, out: Output, err: BaseException, offset: int = 0) -> None:
+        if self.tx == "T":
+            self.tx = "E"
+        if isinstance(err, errors.Error):
+            position = err.span.start + 1 + offset if err.span is not None else None
+            out.data += codec.error_response(err.sqlstate, _message(err), hint=err.hint, position=position)
+            return
+        log.exception("internal error while answering a client")
+        out.data += codec.error_response("XX000", f"internal error ({type(err).__name__}); see the server log")
+
+    def _simple_query(self, message: codec.Query, out: Output) -> None:
+        statements = list(split_statements(message.sql))
+        if not statements:
+            out.data += codec.empty_query_response()
+        for offset, sql in statements:
+            try:
+                answer = self._run(sql, [])
+            except Exception as err:  # noqa: BLE001
+                self._error(out, err, offset)
+                break
+            if answer.columns:
+                out.data += codec.row_description([_field(n, oid, 0) for n, oid in answer.columns])
+            self._send_rows(out, answer, answer.columns, (0,), 0, len(answer.rows))
+            out.data += codec.command_complete(answer.tag)
+        out.data += codec.ready_for_query(self.tx)
+
+    def _parse(self, message: codec.Parse, out: Output) -> None:
+        if message.name and message.name in self._statements:
+            raise ServerError("42P05", f'prepared statement "{message.name}" already exists')
+        self._statements[message.name] = Prepared(message.sql, message.param_types)
+        out.data += codec.parse_complete()
+
+    def _bind(self, message: codec.Bind, out: Output) -> None:
+        statement = self._statement(message.statement)
+        types = self._param_types(statement, len(message.params))
+        formats = _expand(message.param_formats, len(message.params))
+        try:
+            params = [pgtypes.decode_parameter(oid, value, fmt) for oid, value, fmt in zip(types, message.params, formats)]
+        except ValueError as err:
+            raise errors.ParameterError(f"invalid parameter value: {err}", code="DP118") from None
+        self._portals[message.portal] = Portal(statement, params, message.result_formats)
+        out.data += codec.bind_complete()
+
+    def _describe(self, message: codec.Describe, out: Output) -> None:
+        if message.kind == "S":
+            statement = self._statement(message.name)
+            count = max(len(statement.param_types), _placeholder_count(statement.sql))
+            types = self._param_types(statement, count)
+            out.data += codec.parameter_description(types)
+            columns = self._columns(statement.sql, None, count)
+            formats: tuple[int, ...] = (0,)
+        else:
+            portal = self._portal(message.name)
+            if portal.columns is None:
+                portal.columns = self._columns(portal.statement.sql, portal.params, len(portal.params))
+            columns, formats = portal.columns, portal.formats
+        if not columns:
+            out.data += codec.no_data()
+            return
+        out.data += codec.row_description([_field(n, oid, f) for (n, oid), f in zip(columns, _expand(formats, len(columns)))])
+
+    def _execute(self, message: codec.Execute, out: Output) -> None:
+        portal = self._portal(message.portal)
+        if portal.answer is None:
+            if is_empty(portal.statement.sql):
+                out.data += codec.empty_query_response()
+                return
+            portal.answer = self._run(portal.statement.sql, portal.params)
+        answer = portal.answer
+        columns = portal.columns if portal.columns else answer.columns
+        end = len(answer.rows) if message.max_rows <= 0 else min(len(answer.rows), portal.sent + message.max_rows)
+        self._send_rows(out, answer, columns, portal.formats, portal.sent, end)
+        portal.sent = end
+        if end < len(answer.rows):
+            out.data += codec.portal_suspended()
+        else:
+            out.data += codec.command_complete(answer.tag)
+
+    def _close(self, message: codec.Close, out: Output) -> None:
+        (self._statements if message.kind == "S" else self._portals).pop(message.name, None)
+        out.data += codec.close_complete()
+
+    def _sync(self, message: codec.Sync, out: Output) -> None:
+        self._skip_to_sync = False
+        self._portals.pop("", None)
+        out.data += codec.ready_for_query(self.tx)
+
+    def _statement(self, name: str) -> Prepared:
+        statement = self._statements.get(name)
+        if statement is None:
+            raise ServerError("26000", f'prepared statement "{name}" does not exist')
+        return statement
+
+    def _portal(self, name: str) -> Portal:
+        portal = self._portals.get(name)
+        if portal is None:
+            raise ServerError("34000", f'portal "{name}" does not exist')
+        return portal
+
+    # --- statements ---------------------------------------------------------------------------------
+    def _run(self, sql: str, params: Sequence[Any]) -> Answer:
+        """Answer one statement: a utility, a catalog probe, or the Session's."""
+        assert self.client is not None and self.session is not None
+        if is_empty(sql):
+            return Answer((), [], "EMPTY")
+        command = utility(sql)
+        if self.tx == "E" and (command is None or command.kind not in ("commit", "rollback")):
+            raise ServerError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        if command is not None and not _is_session_setting(command):
+            return self._utility(command)
+        route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
+        if route == "catalog" and tree is not None:
+            return self.ctx.emulation.query(tree, self.client, params)
+        return _answer(self.session.execute(sql, list(params)))
+
+    def _utility(self, command: Utility) -> Answer:
+        assert self.client is not None
+        if command.kind == "begin":
+            self.tx = "T"
+        elif command.kind in ("commit", "rollback"):
+            tag = "ROLLBACK" if self.tx == "E" else command.tag
+            self.tx = "I"
+            return Answer((), [], tag)
+        elif command.kind == "set" and command.name is not None and command.value is not None:
+            value = pgc.DEFAULT_SETTINGS.get(command.name, "") if command.value.upper() == "DEFAULT" else command.value
+            self.client.set(command.name, value)
+        elif command.kind == "reset" and command.name is not None:
+            if command.name.upper() == "ALL":
+                self.client.settings.update(pgc.DEFAULT_SETTINGS)
+            elif command.name in pgc.DEFAULT_SETTINGS:
+                self.client.set(command.name, pgc.DEFAULT_SETTINGS[command.name])
+        elif command.kind == "show" and command.name is not None:
+            return self.ctx.emulation.show(command.name, self.client)
+        elif command.kind == "deallocate" and command.name is not None:
+            if command.name.upper() == "ALL":
+                self._statements.clear()
+            else:
+                self._statements.pop(command.name, None)
+        return Answer((), [], command.tag)
+
+    def _columns(self, sql: str, params: Sequence[Any] | None, count: int) -> tuple[tuple[str, int], ...]:
+        """The columns a statement returns, without running a private query or charging."""
+        assert self.client is not None and self.session is not None
+        if is_empty(sql):
+            return ()
+        command = utility(sql)
+        if command is not None and not _is_session_setting(command):
+            return self._utility_columns(command)
+        route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
+        if route == "catalog" and tree is not None:
+            # Metadata only: running the probe is harmless (no data, no budget).
+            return self.ctx.emulation.query(tree, self.client, params if params is not None else [None] * count).columns
+        description = self.session.describe(sql, list(params) if params is not None else None)
+        return tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in description.columns)
+
+    def _utility_columns(self, command: Utility) -> tuple[tuple[str, int], ...]:
+        assert self.client is not None
+        if command.kind == "show" and command.name is not None:
+            return self.ctx.emulation.show(command.name, self.client).columns
+        return ()
+
+    def _param_types(self, statement: Prepared, count: int) -> list[int]:
+        """Parameter OIDs: as the client declared them, else inferred from the policy, else text."""
+        assert self.session is not None
+        declared = list(statement.param_types) + [0] * (count - len(statement.param_types))
+        if all(declared):
+            return declared
+        inferred: Sequence[str | None] = ()
+        if utility(statement.sql) is None and self.ctx.emulation.route(statement.sql)[0] == "session":
+            inferred = self.session.parameter_types(statement.sql)
+        guesses = [pgtypes.POLICY_TYPES.get(t or "", pgtypes.TEXT) for t in inferred] + [pgtypes.TEXT] * count
+        return [oid or guesses[i] for i, oid in enumerate(declared)]
+
+    def _send_rows(self, out: Output, answer: Answer, columns: Sequence[tuple[str, int]], formats: Sequence[int],
+                   start: int, end: int) -> None:  # fmt: skip
+        oids = [oid for _, oid in columns]
+        fmts = _expand(formats, len(oids))
+        for row in answer.rows[start:end]:
+            out.data += codec.data_row([pgtypes.encode(oid, value, fmt) for oid, value, fmt in zip(oids, row, fmts)])
+
+
+def _field(name: str, oid: int, fmt: int) -> codec.FieldDescription:
+    return codec.FieldDescription(name, oid, pgtypes.type_size(oid), -1, fmt)
+
+
+def _expand(formats: Sequence[int], count: int) -> list[int]:
+    if not formats:
+        return [0] * count
+    if len(formats) == 1:
+        return [formats[0]] * count
+    return list(formats)[:count] + [0] * (count - len(formats))
+
+
+def _message(err: errors.Error) -> str:
+    return f"{err.code}: {err.message}" if err.code else err.message
+
+
+def _is_session_setting(command: Utility) -> bool:
+    """`SET dpsql.<name> = ...` belongs to the Session (its privacy settings)."""
+    name = (command.name or "").lower()
+    return command.kind == "set" and name.startswith("dpsql.") and name not in ("dpsql.random_seed", "dpsql.seed")
+
+
+def _answer(result: NoisyResult) -> Answer:
+    columns = tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in result.columns)
+    tag = "SET" if result.kind == "set" else f"SELECT {len(result.rows)}"
+    return Answer(columns, result.rows, tag)
+
+
+def _placeholder_count(sql: str) -> int:
+    numbers = [int(m) for m in re.findall(r"\$(\d+)", sql)]
+    return max(numbers, default=0)
+
+
+def _startup_options(options: str) -> list[tuple[str, str]]:
+    """`-c name=value` and `--name=value` items of the startup `options` parameter."""
+    items, words = [], options.replace("\\ ", "\0").split()
+    index = 0
+    while index < len(words):
+        word = words[index].replace("\0", " ")
+        if word == "-c" and index + 1 < len(words):
+            word, index = "--" + words[index + 1].replace("\0", " "), index + 1
+        if word.startswith("--") and "=" in word:
+            name, value = word[2:].split("=", 1)
+            items.append((name.replace("-", "_"), value))
+        index += 1
+    return items
