@@ -170,6 +170,22 @@ class BudgetExhaustedError(OperationalError):
         self.remaining = remaining
 
 
+class MedianMechanismHaltedError(OperationalError):
+    """The Median Mechanism layer used all its hard slots and the policy refuses further counting
+    queries on the table (`after_halt = "refuse"`). Nothing was read or charged; the condition is
+    public (the number of hard answers is part of what was released)."""
+
+    sqlstate = "53400"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="DP201",
+                         hint="ask the data owner to set after_halt = \"laplace\", or open a new session with new budget")
+
+
+class MedianMechanismWarning(UserWarning):
+    """The Median Mechanism layer is configured but not used (too few hard slots, or budget short)."""
+
+
 class EngineError(OperationalError):
     """The engine failed while running a charged query. The text is fixed: never the engine's."""
 
@@ -200,6 +216,8 @@ __all__ = [
     "InternalError",
     "InvalidOptionError",
     "LedgerError",
+    "MedianMechanismHaltedError",
+    "MedianMechanismWarning",
     "NotSupportedError",
     "OperationalError",
     "ParameterError",

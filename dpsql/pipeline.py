@@ -1,7 +1,9 @@
 """The pure data path: compile (parse -> analyse -> plan -> engine SQL) and release (noise).
 
 `compile_statement` reads no data and spends no budget: EXPLAIN stops there. `release_rows`
-runs after the charge, on exact raw aggregates, with the injected random source.
+runs after the charge, on exact raw aggregates, with the injected random source;
+`release_robust_rows` then runs the robust aggregates' raw requests and releases them
+(MEDIAN/QUANTILE, IQR, MODE: dpsql/robust.py).
 """
 
 from __future__ import annotations
@@ -11,22 +13,24 @@ import hashlib
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from sqlglot import exp
 
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.duckdb_engine import EngineResult, bounded_name, empty_name, key_type, render, source_name
-from dpsql.backend.postsql import post_select, release_deps, release_width
+from dpsql.backend.postsql import post_select, release_deps, release_width, robust_deps
+from dpsql.backend.robust import RobustQuery, robust_queries
 from dpsql.backend.sqlgen import UNITS, bounded_select, engine_select
 from dpsql.frontend.parse import ParsedStatement, parse_statement
-from dpsql.ir.plan import Estimate, Plan, release_name
+from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
 from dpsql.ir.printer import plan_text
 from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement, key_name
 from dpsql.mechanisms import laplace, partition
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.planner.plan import plan_query
+from dpsql.robust import describe, mark_refusals, release_robust, robust_type
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,39 @@ class CompiledQuery:
         bare = all(o.key is not None or (isinstance(o.expr, exp.Column) and o.expr.name.startswith("__a")) for o in query.outputs)
         return bare and query.having is None and not query.order and query.limit is None and query.offset is None
 
+    @functools.cached_property
+    def robust_queries(self) -> tuple[RobustQuery, ...]:
+        """The robust aggregates' raw requests over the bounded relation (run after the charge)."""
+        return robust_queries(self.plan, bounded_name(self.plan.query.table))
+
+    @functools.cached_property
+    def robust_dry_runs(self) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
+        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
+        return tuple((q, {"mode_seed": 0, "tie_seed": 0} if query.seeded else {})
+                     for query in robust_queries(self.plan, empty_name(self.plan.query.table))
+                     for q in (query.main, query.fallback) if q is not None)
+
+    @functools.cached_property
+    def _rendered(self) -> dict[int, str]:
+        return {}
+
+    def render_once(self, select: exp.Expr) -> str:
+        """Engine SQL text of one of this query's statements, rendered once."""
+        text = self._rendered.get(id(select))
+        if text is None:
+            text = self._rendered[id(select)] = render(select)
+        return text
+
     def explain_lines(self) -> list[str]:
         """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL."""
         table = self.plan.query.table
         lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), "Engine SQL:"]
         lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)))}")
         lines.append(f"  {render(self.engine)}")
+        for index, query in enumerate(self.robust_queries):
+            lines.append(f"  request {index}: {self.render_once(query.main)}")
+            if query.fallback is not None:
+                lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback)}")
         return lines
 
     @functools.cached_property
@@ -132,20 +163,33 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
                 out.append(key_type(query.keys[output.key].column.type))
                 continue
             estimate = plan.estimates[int(output.expr.name[3:])]
+            if estimate.kind == "robust":
+                out.append(robust_type(plan, plan.robust[estimate.robust]))  # type: ignore[index]
+                continue
             doubles = estimate.kind == "avg" or any(plan.releases[r].unit != 1 for r in estimate.releases)
             out.append("DOUBLE" if doubles else "BIGINT")
         return tuple(o.name for o in query.outputs), tuple(out)
     names = [key_name(i) for i in range(len(query.keys))] + [release_name(r) for r in range(len(plan.releases))]
     types = [key_type(k.column.type) for k in query.keys] + ["BIGINT" if r.unit == 1 else "DOUBLE" for r in plan.releases]
+    names += [robust_name(r) for r in range(len(plan.robust))]
+    types += [robust_type(plan, r) for r in plan.robust]
     return tuple(names), tuple(types)
 
 
-def noise_info(compiled: CompiledQuery) -> list[dict[str, Any] | None]:
-    """One dict per output column (None for group keys): mechanism, scale, epsilon, delta."""
+def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None) -> list[dict[str, Any] | None]:
+    """One dict per output column (None for group keys): mechanism, scale, epsilon, delta.
+
+    Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
+    and, given the answer's rows, which cells were (`refused`: a bool, or one flag per row).
+    """
     plan = compiled.plan
     infos: list[dict[str, Any] | None] = []
     for output in plan.query.outputs:
         deps = release_deps(output.expr, plan)
+        robust = robust_deps(output.expr, plan)
+        if robust:
+            infos.append(_robust_info(plan, output.expr, deps, robust))
+            continue
         if not deps:
             infos.append(None)
             continue
@@ -162,7 +206,43 @@ def noise_info(compiled: CompiledQuery) -> list[dict[str, Any] | None]:
                 "delta": 0.0,
             }
         )
+    if rows is not None:
+        mark_refusals(infos, rows)
     return infos
+
+
+def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> dict[str, Any]:
+    infos = [describe(plan, plan.robust[r]) for r in robust]
+    if len(robust) == 1 and not deps and expr.find(exp.Column) == expr:
+        return infos[0]
+    refusals = [i["refusal"] for i in infos if "refusal" in i]
+    info: dict[str, Any] = {
+        "mechanism": ", ".join([i["mechanism"] for i in infos] + (["laplace"] if deps else [])) + " (post-processed)",
+        "scale": None,
+        "ci95": None,
+        "epsilon": sum(i["epsilon"] for i in infos) + float(sum(plan.releases[r].spec.epsilon for r in deps)),
+        "delta": sum(i["delta"] for i in infos),
+    }
+    if refusals:
+        info.update({"refusal": " ".join(refusals), "refused": False})
+    return info
+
+
+def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
+                        run: Callable[[str, Mapping[str, Any]], EngineResult], rng: RandomSource) -> None:
+    """Run the robust requests (after the charge) and add their released columns (None = ⊥)."""
+    plan = compiled.plan
+    if not plan.robust:
+        return
+    nkeys = len(plan.query.keys)
+    nrows = len(columns[key_name(0)]) if nkeys else 1
+    groups = [tuple(columns[key_name(i)][row] for i in range(nkeys)) for row in range(nrows)]
+
+    def runner(select: exp.Select, params: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        result = run(compiled.render_once(select), params)
+        return result.names, result.rows
+
+    release_robust(plan, compiled.robust_queries, groups, columns, types, runner, rng)
 
 
 def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
@@ -194,6 +274,12 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
             getters.append((output.key, None))
             continue
         estimate = plan.estimates[int(output.expr.name[3:])]
+        if estimate.kind == "robust":
+            name = robust_name(estimate.robust)  # type: ignore[arg-type]
+            out_types.append(types[name])
+            width = describe(plan, plan.robust[estimate.robust]).get("ci95")  # type: ignore[index]
+            getters.append((None, (name, width)))
+            continue
         release_types = {types[release_name(r)] for r in estimate.releases}
         out_types.append("DOUBLE" if estimate.kind == "avg" or "DOUBLE" in release_types else "BIGINT")
         widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
@@ -205,6 +291,11 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
             if spec is None:
                 row.append(columns[key_name(key)][i])
                 cell.append(None)
+                continue
+            if isinstance(spec[0], str):  # a robust release: exact-or-refused, or PTR-Laplace's interval
+                value = columns[spec[0]][i]
+                row.append(value)
+                cell.append(spec[1] if value is not None else None)
                 continue
             estimate, widths = spec
             values = [columns[release_name(r)][i] for r in estimate.releases]

@@ -20,14 +20,24 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.model import Policy, Table
 from dpsql.demo.people import ensure_demo
 from dpsql.errors import BudgetExhaustedError, InterfaceError
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
-from dpsql.pipeline import CompiledQuery, compile_statement, noise_info, noisy_types, release_rows, simple_rows
+from dpsql.mmlayer.layer import MedianMechanismLayers
+from dpsql.pipeline import (
+    CompiledQuery,
+    compile_statement,
+    noise_info,
+    noisy_types,
+    release_robust_rows,
+    release_rows,
+    simple_rows,
+)
 from dpsql.result import NoisyResult, ResultColumn
+from dpsql.robust import robust_params
 
 DEFAULT_ANALYST = "analyst"
 PLAN_CACHE_SIZE = 256
@@ -71,6 +81,9 @@ class Session:
         self._plans: dict[tuple[Any, ...], Any] = {}
         # Plans whose dry run passed, held strongly so an id is never reused while recorded.
         self._dry_run_ok: dict[int, CompiledQuery] = {}
+        # Counting queries on tables with a [median_mechanism] policy go to the layer first (DESIGN 6.6).
+        self.median_mechanism = MedianMechanismLayers(policy, engine, self._rng, reserve=self._reserve_layer,
+                                                      bounded=self._bounded_relation)
         self.closed = False
 
     # --- budget -----------------------------------------------------------------------------
@@ -182,11 +195,14 @@ class Session:
                 return self._set(compiled)
             if isinstance(compiled, PublicQuery):
                 return self._public(compiled)
+            taken = self.median_mechanism.take(compiled)
+            if taken is not None:
+                return taken
             return self._answer(compiled)
 
     def _explain(self, compiled: CompiledQuery | PublicQuery | SetStatement) -> NoisyResult:
         if isinstance(compiled, CompiledQuery):
-            lines = compiled.explain_lines()
+            lines = compiled.explain_lines() + self.median_mechanism.explain_lines(compiled)
         elif isinstance(compiled, PublicQuery):
             lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
         else:
@@ -209,6 +225,17 @@ class Session:
         return NoisyResult("public", columns, result.rows, tuple(None for _ in columns),
                            [tuple(None for _ in columns) for _ in result.rows])
 
+    def _reserve_layer(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
+        """Charge a Median Mechanism layer's whole reservation: one ledger entry, before any data."""
+        self._ledger.charge(analyst=self.analyst, session=self.id, query=query, plan_hash="median-mechanism",
+                            mechanism="median_mechanism", params=params, cost=cost, budget=self.total_budget)
+
+    def _bounded_relation(self, table: Table) -> str:
+        """The session's bounded relation of a table (its secret seed drawn once per session)."""
+        if table.name not in self._session_seeds:
+            self._session_seeds[table.name] = self._rng.randbelow(2**62)
+        return self._engine.ensure_bounded(table, self._session_seeds[table.name])
+
     def _answer(self, compiled: CompiledQuery) -> NoisyResult:
         plan = compiled.plan
         table = plan.query.table
@@ -223,6 +250,8 @@ class Session:
         if id(compiled) not in self._dry_run_ok:
             # Refuses query-only errors before the charge (no data is present in the dry run).
             self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if plan.selection else None)
+            for select, params in compiled.robust_dry_runs:  # MEDIAN/IQR/MODE requests, on the empty table too
+                self._engine.dry_run(table, select, params)
             if len(self._dry_run_ok) >= 2 * PLAN_CACHE_SIZE:
                 self._dry_run_ok.clear()
             self._dry_run_ok[id(compiled)] = compiled
@@ -231,7 +260,8 @@ class Session:
             session=self.id,
             query=compiled.statement.sql,
             plan_hash=compiled.plan_hash,
-            mechanism="laplace" + ("+partition_selection" if plan.selection else ""),
+            mechanism="+".join((["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust]
+                               + (["partition_selection"] if plan.selection else [])) or "laplace",
             params=_ledger_params(compiled),
             cost=plan.cost,
             budget=self.total_budget,
@@ -244,10 +274,11 @@ class Session:
         assert bounded
         raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)
         columns, types = release_rows(compiled, raw, self._rng)
+        release_robust_rows(compiled, columns, types, self._engine.run, self._rng)  # MEDIAN/IQR/MODE: value or ⊥
         if compiled.simple_outputs:
             names, out_types, rows, cells = simple_rows(compiled, columns, types)
             result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-            infos = _fill_ci(noise_info(compiled), cells)
+            infos = _fill_ci(noise_info(compiled, rows), cells)
             return NoisyResult("query", result_columns, rows, tuple(infos), cells, plan.cost)
         post = self._engine.postprocess(columns, types, compiled.post)
         return _assemble(compiled, post.names, post.types, post.rows)
@@ -275,6 +306,8 @@ def _ledger_params(compiled: CompiledQuery) -> dict[str, Any]:
         ],
         "max_rows": plan.bounding.max_rows,
     }
+    if plan.robust:
+        params["robust"] = [robust_params(plan, r) for r in plan.robust]
     if plan.selection is not None:
         params["partition_selection"] = {"scale": str(plan.selection.scale), "threshold": plan.selection.threshold,
                                          "epsilon": str(plan.selection.epsilon), "delta": str(plan.selection.delta)}
@@ -289,7 +322,7 @@ def _assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str,
     for row in rows:
         values.append(tuple(row[position[f"__o{i}"]] for i in range(len(outputs))))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
-    infos = _fill_ci(noise_info(compiled), cells)
+    infos = _fill_ci(noise_info(compiled, values), cells)
     return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
 
 

@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
+from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span, span_of
+from dpsql.ir.plan import median_grid
 from dpsql.ir.query import AggregateCall, BoundQuery, GroupKey, OrderItem, OutputColumn, agg_name, key_name
 
-QUERY_OPTIONS = frozenset({"epsilon", "delta"})
+QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
+QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
+                       "exponential": "exponential", "em": "exponential"}
+MAX_MODE_BLOCKS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class RobustOptions:
+    """The robust-aggregate settings of OPTIONS (...): public, part of the plan."""
+
+    quantile_mechanism: str | None = None
+    median_bound: Fraction | None = None
+    mode_blocks: int | None = None
 
 
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext, sql: str) -> BoundQuery:
     """Turn a SELECT that passed the rules into a BoundQuery."""
-    budget, explicit = _options(select, ctx, sql)
+    budget, explicit, robust = _options(select, ctx, sql)
     keys = _group_keys(select, scope, sql)
     aggregates: list[AggregateCall] = []
-    outputs = tuple(_output(item, keys, aggregates, scope, sql) for item in select.expressions)
+    outputs = tuple(_output(item, keys, aggregates, scope, sql, robust) for item in select.expressions)
     if not aggregates and not keys:
         raise refuse("DP105", "a query over a private table must aggregate", select.expressions[0], sql,
                      "wrap columns in COUNT, SUM or AVG, or GROUP BY them")
     having = select.args.get("having")
-    having_expr = _post_expr(having.this, keys, aggregates, outputs, scope, sql) if having else None
-    order = _order(select, keys, aggregates, outputs, scope, sql)
+    having_expr = _post_expr(having.this, keys, aggregates, outputs, scope, sql, robust) if having else None
+    order = _order(select, keys, aggregates, outputs, scope, sql, robust)
     where = select.args.get("where")
     return BoundQuery(
         sql=sql,
@@ -43,21 +58,55 @@ def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext, sql: str
         offset=_int_clause(select, "offset", sql),
         budget=budget,
         explicit_budget=explicit,
+        quantile_mechanism=robust.quantile_mechanism,
+        mode_blocks=robust.mode_blocks,
     )
 
 
-def _options(select: exp.Select, ctx: AnalysisContext, sql: str) -> tuple[PrivacyCost, bool]:
+def _options(select: exp.Select, ctx: AnalysisContext, sql: str) -> tuple[PrivacyCost, bool, RobustOptions]:
     hint = select.args.get("hint")
     if not isinstance(hint, PrivacyOptions):
-        return ctx.default_budget, False
+        return ctx.default_budget, False, RobustOptions()
     values = {"epsilon": ctx.default_budget.epsilon, "delta": ctx.default_budget.delta}
+    robust: dict[str, object] = {}
     for item in hint.expressions:
         name = item.this.name.lower()
         if name not in QUERY_OPTIONS:
             raise InvalidOptionError(f"unknown privacy option '{name}'", code="DP120", span=span_of(item, sql), sql=sql,
                                      hint=f"options: {', '.join(sorted(QUERY_OPTIONS))}")
-        values[name] = option_number(item.expression, name, sql)
-    return check_budget_values(values["epsilon"], values["delta"], sql), True
+        if name == "quantile_mechanism":
+            robust[name] = _mechanism_option(item.expression, sql)
+        elif name in ("median_bound", "mode_blocks"):
+            robust[name] = _robust_number(item.expression, name, sql)
+        else:
+            values[name] = option_number(item.expression, name, sql)
+    options = RobustOptions(**robust)  # type: ignore[arg-type]
+    if options.median_bound is not None and options.quantile_mechanism in ("smed", "exponential"):
+        raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
+                                 f"'{options.quantile_mechanism}' takes none", code="DP120", sql=sql,
+                                 hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
+    return check_budget_values(values["epsilon"], values["delta"], sql), True, options
+
+
+def _mechanism_option(node: exp.Expr, sql: str) -> str:
+    text = node.name.lower() if isinstance(node, (exp.Literal, exp.Column, exp.Identifier, exp.Var)) else ""
+    if text not in QUANTILE_MECHANISMS:
+        raise InvalidOptionError("quantile_mechanism must be 'smed', 'ptr_laplace' or 'exponential'", code="DP120",
+                                 span=span_of(node, sql), sql=sql, hint="e.g. quantile_mechanism = 'exponential'")
+    return QUANTILE_MECHANISMS[text]
+
+
+def _robust_number(node: exp.Expr, name: str, sql: str) -> Fraction | int:
+    value = option_number(node, name, sql)
+    if name == "median_bound":
+        if value <= 0:
+            raise InvalidOptionError("median_bound must be greater than 0", code="DP120", span=span_of(node, sql), sql=sql,
+                                     hint="the proposed bound b on how far one person can move the median, e.g. median_bound = 100")
+        return value
+    if value.denominator != 1 or not 1 <= value <= MAX_MODE_BLOCKS:
+        raise InvalidOptionError(f"mode_blocks must be an integer from 1 to {MAX_MODE_BLOCKS}", code="DP120",
+                                 span=span_of(node, sql), sql=sql, hint="e.g. mode_blocks = 200")
+    return int(value)
 
 
 def option_number(node: exp.Expr, name: str, sql: str) -> Fraction:
@@ -115,7 +164,9 @@ def _key_column(item: exp.Expr, select: exp.Select, scope: Scope, sql: str) -> C
     return column
 
 
-def _aggregate(node: exp.AggFunc, scope: Scope, sql: str) -> AggregateCall:
+def _aggregate(node: exp.Expr, scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> AggregateCall:
+    if _robust_kind(node) is not None:
+        return _robust_aggregate(node, scope, sql, robust)
     text = node.sql(dialect=Dpsql)
     arg = node.this
     if isinstance(node, exp.Count):
@@ -140,6 +191,112 @@ def _aggregate(node: exp.AggFunc, scope: Scope, sql: str) -> AggregateCall:
     return AggregateCall(kind=kind, column=column, text=text)
 
 
+def _robust_kind(node: exp.Expr) -> str | None:
+    """"quantile", "iqr" or "mode" for a robust aggregate call (WITHIN GROUP forms too), else None."""
+    if isinstance(node, exp.WithinGroup):
+        node = node.this
+    if isinstance(node, exp.Anonymous):
+        return ANONYMOUS_AGGREGATES.get(function_name(node))
+    kind = AGGREGATES.get(type(node))
+    return kind if kind in ("quantile", "mode") else None
+
+
+def _robust_aggregate(node: exp.Expr, scope: Scope, sql: str, robust: RobustOptions) -> AggregateCall:
+    """MEDIAN / QUANTILE / PERCENTILE_DISC / quantile_disc, IQR and MODE: their column and parameters."""
+    kind = _robust_kind(node)
+    text = node.sql(dialect=Dpsql)
+    p: Fraction | None = Fraction(1, 2) if kind == "quantile" else None
+    bound: Fraction | None = None
+    if isinstance(node, exp.WithinGroup):
+        order = node.expression
+        items = order.expressions if isinstance(order, exp.Order) else []
+        if len(items) != 1 or items[0].args.get("desc"):
+            raise refuse("DP124", f"{function_name(node.this).upper()} WITHIN GROUP needs ORDER BY one column, ascending",
+                         node, sql, "write PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY income)")
+        arg = items[0].this
+        if kind == "quantile":
+            p = _quantile_literal(node.this.this, node, sql)
+    elif isinstance(node, exp.Anonymous):
+        args = node.expressions
+        if not args or len(args) > (2 if kind == "quantile" else 1):
+            usage = "MEDIAN(col) or MEDIAN(col, b)" if kind == "quantile" else "IQR(col)"
+            raise refuse("DP124", f"{function_name(node).upper()} takes {usage}", node, sql, f"write {usage}")
+        arg = args[0]
+        if len(args) == 2:
+            bound = _bound_literal(args[1], node, sql)
+    else:
+        arg = node.this
+        if isinstance(node, exp.Quantile):
+            p = _quantile_literal(node.args.get("quantile"), node, sql)
+        elif isinstance(node, exp.PercentileDisc):
+            p = _quantile_literal(node.args.get("expression"), node, sql)
+    column = _plain_column(arg, node, scope, sql)
+    if kind == "mode":
+        return AggregateCall(kind="mode", column=column, text=text)
+    name = "IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "QUANTILE"
+    if column.type not in ("int", "float", "date"):
+        raise refuse("DP117", f"{name} needs an int, float or date column; '{column.name}' is {column.type}", node, sql,
+                     "rank a numeric or date column (MODE works on any column)")
+    if kind == "iqr":
+        return AggregateCall(kind="iqr", column=column, text=text)
+    bound = bound if bound is not None else robust.median_bound
+    _check_quantile_mechanism(name, column, bound, robust, node, scope, sql)
+    return AggregateCall(kind="quantile", column=column, text=text, quantile=p, bound=bound)
+
+
+def quantile_mechanism(bound: Fraction | None, option: str | None) -> str:
+    """The mechanism of a quantile: PTR-Laplace with a proposed bound, else the option, else SMed."""
+    if bound is not None:
+        return "ptr-laplace"
+    return option or "smed"
+
+
+def _check_quantile_mechanism(name: str, column: Column, bound: Fraction | None, robust: RobustOptions, node: exp.Expr,
+                              scope: Scope, sql: str) -> None:
+    option = robust.quantile_mechanism
+    if bound is not None and option in ("smed", "exponential"):
+        raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
+                                 code="DP120", span=span_of(node, sql), sql=sql, hint="drop the bound or the option")
+    mechanism = quantile_mechanism(bound, option)
+    where = f"under [tables.{scope.table.name}.columns] in the policy"
+    if mechanism == "ptr-laplace" and bound is None:
+        raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
+                                 code="DP120", span=span_of(node, sql), sql=sql,
+                                 hint=f"write {name}({column.name}, b) or add median_bound = b to OPTIONS")
+    if mechanism == "exponential" and not column.bounded:
+        raise refuse("DP106", f"the exponential-mechanism {name}({column.name}) needs public bounds for '{column.name}'",
+                     node, sql, f"declare lower and upper for {column.name} {where}")
+    if mechanism == "smed" and median_grid(column) is None:
+        raise refuse("DP106", f"{name}({column.name}) ranks a float column on a public grid: declare 'precision' "
+                     f"(or lower and upper) for '{column.name}'", node, sql,
+                     f"e.g. precision = 100 for {column.name} {where}, or propose a bound: {name}({column.name}, b)")
+
+
+def _quantile_literal(node: exp.Expr | None, call: exp.Expr, sql: str) -> Fraction:
+    value = _number_literal(node)
+    if value is None or not 0 < value < 1:
+        raise refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1", call, sql,
+                      "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
+    return value
+
+
+def _bound_literal(node: exp.Expr, call: exp.Expr, sql: str) -> Fraction:
+    value = _number_literal(node)
+    if value is None or value <= 0:
+        raise refuse("DP124", "the proposed bound b of MEDIAN(col, b) must be a number literal greater than 0", call, sql,
+                     "write MEDIAN(income, 100): b bounds how far one person may move the median")
+    return value
+
+
+def _number_literal(node: exp.Expr | None) -> Fraction | None:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return to_fraction(node.this)
+        except (ValueError, ZeroDivisionError):
+            return None
+    return None
+
+
 def _plain_column(arg: exp.Expr | None, node: exp.Expr, scope: Scope, sql: str) -> Column:
     if isinstance(arg, exp.Distinct):
         raise refuse("DP116", "DISTINCT inside SUM/AVG is not accepted", node, sql, "aggregate the column without DISTINCT")
@@ -152,12 +309,12 @@ def _plain_column(arg: exp.Expr | None, node: exp.Expr, scope: Scope, sql: str) 
 
 
 def _replace(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str,
-             outputs: tuple[OutputColumn, ...] = ()) -> exp.Expr:
+             outputs: tuple[OutputColumn, ...] = (), robust: RobustOptions = RobustOptions()) -> exp.Expr:
     """Copy `node` with aggregates -> __a<j>, key columns -> __k<i>; other columns are refused."""
 
     def visit(sub: exp.Expr) -> exp.Expr:
-        if isinstance(sub, exp.AggFunc):
-            call = _aggregate(sub, scope, sql)
+        if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None:
+            call = _aggregate(sub, scope, sql, robust)
             if call not in aggregates:
                 aggregates.append(call)
             return exp.column(agg_name(aggregates.index(call)))
@@ -175,9 +332,10 @@ def _replace(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall]
     return node.copy().transform(visit)
 
 
-def _output(item: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str) -> OutputColumn:
+def _output(item: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str,
+            robust: RobustOptions = RobustOptions()) -> OutputColumn:
     body = item.this if isinstance(item, exp.Alias) else item
-    expr = _replace(body, keys, aggregates, scope, sql)
+    expr = _replace(body, keys, aggregates, scope, sql, robust=robust)
     if isinstance(item, exp.Alias):
         name = item.alias
     elif isinstance(body, exp.Column):
@@ -190,12 +348,12 @@ def _output(item: exp.Expr, keys: list[Column], aggregates: list[AggregateCall],
 
 
 def _post_expr(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], outputs: tuple[OutputColumn, ...],
-               scope: Scope, sql: str) -> exp.Expr:
-    return _replace(node, keys, aggregates, scope, sql, outputs)
+               scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> exp.Expr:
+    return _replace(node, keys, aggregates, scope, sql, outputs, robust)
 
 
 def _order(select: exp.Select, keys: list[Column], aggregates: list[AggregateCall], outputs: tuple[OutputColumn, ...],
-           scope: Scope, sql: str) -> tuple[OrderItem, ...]:
+           scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> tuple[OrderItem, ...]:
     order = select.args.get("order")
     if order is None:
         return ()
@@ -209,7 +367,7 @@ def _order(select: exp.Select, keys: list[Column], aggregates: list[AggregateCal
                              "number select items from 1", span=keyword_span(sql, "ORDER"))
             expr = outputs[position - 1].expr.copy()
         else:
-            expr = _post_expr(target, keys, aggregates, outputs, scope, sql)
+            expr = _post_expr(target, keys, aggregates, outputs, scope, sql, robust)
         nulls_first = ordered.args.get("nulls_first")
         items.append(OrderItem(expr=expr, descending=bool(ordered.args.get("desc")), nulls_first=nulls_first))
     return tuple(items)

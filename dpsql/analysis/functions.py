@@ -11,7 +11,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 # sqlglot class -> dpsql aggregate kind. COUNT is refined by its argument (star, column, DISTINCT unit).
-AGGREGATES: dict[type[exp.Expr], str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
+# MEDIAN, QUANTILE, quantile_disc and PERCENTILE_DISC(p) WITHIN GROUP (ORDER BY col) are quantiles
+# (PTR or the exponential mechanism); MODE is A_samp. MEDIAN is the *lower* median (quantile_disc).
+AGGREGATES: dict[type[exp.Expr], str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
+    exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.Mode: "mode",
+}
+# Aggregates sqlglot parses as anonymous calls: IQR(col), and MEDIAN(col, b) with a proposed bound.
+ANONYMOUS_AGGREGATES: dict[str, str] = {"iqr": "iqr", "median": "quantile"}
 
 # Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
 REFUSED_AGGREGATE_NAMES = frozenset(
@@ -20,9 +27,8 @@ REFUSED_AGGREGATE_NAMES = frozenset(
         "any_value", "list", "array_agg", "string_agg", "group_concat", "listagg", "histogram",
         "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "stddev", "stddev_pop",
         "stddev_samp", "variance", "var_pop", "var_samp", "corr", "covar_pop", "covar_samp",
-        "approx_count_distinct", "approx_quantile", "quantile", "quantile_cont", "quantile_disc",
-        "median", "mode", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
-        "fsum", "kahan_sum", "favg", "percentile_cont", "percentile_disc", "regr_slope", "bitstring_agg",
+        "approx_count_distinct", "approx_quantile", "quantile_cont", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
+        "fsum", "kahan_sum", "favg", "percentile_cont", "regr_slope", "bitstring_agg",
         "reservoir_quantile", "approx_top_k", "arbitrary", "geomean", "geometric_mean", "weighted_avg",
     }
 )
@@ -70,7 +76,15 @@ def is_aggregate(node: exp.Expr) -> bool:
     """Whether the node is an aggregate call (allowed or not)."""
     if isinstance(node, exp.AggFunc):
         return True
-    return isinstance(node, exp.Anonymous) and function_name(node) in REFUSED_AGGREGATE_NAMES
+    name = function_name(node) if isinstance(node, exp.Anonymous) else ""
+    return name in REFUSED_AGGREGATE_NAMES or name in ANONYMOUS_AGGREGATES
+
+
+def allowed_aggregate(node: exp.Expr) -> bool:
+    """Whether an aggregate call has a mechanism in dpsql."""
+    if isinstance(node, exp.Anonymous):
+        return function_name(node) in ANONYMOUS_AGGREGATES
+    return type(node) in AGGREGATES
 
 
 def scalar_allowed(node: exp.Func) -> bool:
@@ -95,6 +109,7 @@ def allowed_function_names() -> dict[str, str]:
         ('aggregate', 'scalar')
     """
     names = {name: "aggregate" for cls in AGGREGATES for name in cls.sql_names()}
+    names.update({name.upper(): "aggregate" for name in ANONYMOUS_AGGREGATES})
     for cls in SCALAR_CLASSES:
         names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})
     names.update({name.upper(): "scalar" for name in SCALAR_NAMES})

@@ -11,8 +11,8 @@ from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
 from dpsql.analysis.functions import (
-    AGGREGATES,
     FORBIDDEN_NAMES,
+    allowed_aggregate,
     function_name,
     is_aggregate,
     scalar_allowed,
@@ -126,7 +126,7 @@ def _alias_use(column: exp.Column, aliases: set[str]) -> bool:
 def check_DP113_functions(select: exp.Select, scope: Scope, sql: str) -> None:
     """DP113: only allowlisted deterministic scalar functions; no I/O, randomness or error()."""
     for func in select.find_all(exp.Func):
-        if is_aggregate(func) or isinstance(func, (exp.Count, exp.Sum, exp.Avg)):
+        if is_aggregate(func):
             continue
         name = function_name(func)
         if name in FORBIDDEN_NAMES:
@@ -138,12 +138,15 @@ def check_DP113_functions(select: exp.Select, scope: Scope, sql: str) -> None:
 
 
 def check_DP109_aggregates(select: exp.Select, scope: Scope, sql: str) -> None:
-    """DP109: only COUNT, SUM and AVG have a mechanism; MIN, MAX and the rest are refused."""
+    """DP109: COUNT, SUM, AVG, MEDIAN/QUANTILE/PERCENTILE_DISC, IQR and MODE have mechanisms; MIN, MAX and the rest are refused."""
     for node in select.find_all(exp.Func):
-        if is_aggregate(node) and type(node) not in AGGREGATES:
+        if is_aggregate(node) and not allowed_aggregate(node):
             name = function_name(node).upper()
-            raise refuse("DP109", f"{name} has no differentially private mechanism in dpsql", node, sql,
-                         "use COUNT, SUM or AVG (a MIN/MAX of private values cannot be released with noise)")
+            hint = ("use MEDIAN, QUANTILE(col, p) or PERCENTILE_DISC(p) WITHIN GROUP (ORDER BY col): dpsql releases "
+                    "a value of the data (the lower median), never an interpolation"
+                    if name.lower() in ("quantile_cont", "percentile_cont", "approx_quantile", "reservoir_quantile") else
+                    "use COUNT, SUM, AVG, MEDIAN, QUANTILE, IQR or MODE (a MIN/MAX of private values cannot be released with noise)")
+            raise refuse("DP109", f"{name} has no differentially private mechanism in dpsql", node, sql, hint)
 
 
 def check_DP112_aggregate_placement(select: exp.Select, scope: Scope, sql: str) -> None:
@@ -155,8 +158,10 @@ def check_DP112_aggregate_placement(select: exp.Select, scope: Scope, sql: str) 
             if agg is not None:
                 raise refuse("DP112", f"aggregates are not allowed in {clause.upper()}", agg, sql,
                              "filter aggregates with HAVING, after noise")
-    for agg in select.find_all(exp.AggFunc):
-        inner = next((f for f in agg.this.find_all(exp.Func) if is_aggregate(f)), None) if agg.this else None
+    for agg in select.find_all(exp.Func):
+        if not is_aggregate(agg):
+            continue
+        inner = next((f for a in agg.iter_expressions() for f in a.find_all(exp.Func) if is_aggregate(f)), None)
         if inner is not None:
             raise refuse("DP112", "an aggregate inside another aggregate is not accepted", inner, sql,
                          "aggregate the column directly")

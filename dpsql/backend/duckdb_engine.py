@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import duckdb
+import numpy
 import pandas
 from sqlglot import exp
 
@@ -230,6 +231,40 @@ class DuckDBEngine:
     def describe_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
         """Column names and types of a public query, with no rows (LIMIT 0)."""
         return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
+
+    def ensure_public_table(self, name: str, create: exp.Create) -> str:
+        """Create a session table that holds public rows only (the Median Mechanism domain), once."""
+        with self._lock:
+            if name not in self._bounded:
+                self._execute_setup(render(create))
+                self._bounded.add(name)
+            return name
+
+    def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
+        """Columns of a query over public session tables as arrays; None when the engine rejects it.
+
+        Only for queries that read no private relation (the Median Mechanism domain table), so
+        a rejection depends on the query alone and can route the query elsewhere.
+        """
+        with self._lock:
+            try:
+                fetched = self._con.execute(render(select)).fetchnumpy()
+            except duckdb.Error:
+                return None
+            return {name: numpy.asarray(values) for name, values in fetched.items()}
+
+    def private_arrays(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> dict[str, numpy.ndarray]:
+        """Columns of a query over private data as arrays; engine errors come back sanitized."""
+        with self._lock:
+            cursor = self._run(render(select), params)
+            fetched = None
+            try:
+                fetched = cursor.fetchnumpy()
+            except duckdb.Error:
+                pass  # raised below, outside the except block (no __context__, see _run)
+            if fetched is None:
+                raise EngineError(ENGINE_FAILED, code="DP300")
+            return {name: numpy.asarray(values) for name, values in fetched.items()}
 
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
         """Evaluate post-processing SQL over the noisy table (released values only)."""

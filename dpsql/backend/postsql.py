@@ -16,7 +16,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.backend.sqlgen import number
-from dpsql.ir.plan import Estimate, Plan, release_name
+from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
 from dpsql.ir.query import agg_name
 from dpsql.mechanisms.laplace import LaplaceSpec, half_width
 
@@ -32,6 +32,9 @@ def estimate_sql(estimate: Estimate, shift: dict[int, exp.Expr] | None = None) -
         offset = (shift or {}).get(index)
         return exp.paren(exp.Add(this=column, expression=offset)) if offset is not None else column
 
+    if estimate.kind == "robust":
+        assert estimate.robust is not None
+        return exp.column(robust_name(estimate.robust))  # a value, or NULL for ⊥
     if estimate.kind in ("count", "sum"):
         return release(estimate.releases[0])
     total, count = (release(i) for i in estimate.releases)
@@ -51,6 +54,12 @@ def _substitute(expr: exp.Expr, plan: Plan, shift: dict[int, exp.Expr] | None = 
         return node
 
     return expr.copy().transform(visit)
+
+
+def robust_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
+    """The robust releases an output expression depends on."""
+    used = {int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}
+    return tuple(sorted({plan.estimates[a].robust for a in used if plan.estimates[a].kind == "robust"}))  # type: ignore[misc]
 
 
 def release_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
@@ -79,7 +88,7 @@ def post_select(plan: Plan) -> exp.Select:
         value = _substitute(output.expr, plan)
         columns.append(exp.alias_(value, f"__o{index}"))
         deps = release_deps(output.expr, plan)
-        if deps and len(deps) <= MAX_CORNER_RELEASES:
+        if deps and len(deps) <= MAX_CORNER_RELEASES and not robust_deps(output.expr, plan):
             corners = [_corner(output.expr, plan, deps, signs) for signs in itertools.product((-1, 1), repeat=len(deps))]
             columns.append(exp.alias_(exp.func("least", value.copy(), *corners), f"__lo{index}"))
             columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), f"__hi{index}"))

@@ -82,6 +82,11 @@ def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
     return _with_selection(plan, base, keys, aggregate)
 
 
+def row_filter(plan: Plan) -> exp.Expr | None:
+    """The query's row filter: the analyst's WHERE inside TRY, and public key domains."""
+    return _row_filter(plan)
+
+
 def _row_filter(plan: Plan) -> exp.Expr | None:
     conditions = []
     if plan.query.where is not None:

@@ -11,7 +11,16 @@ from types import MappingProxyType
 from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost, to_fraction
-from dpsql.catalog.model import COLUMN_TYPES, Analyst, Budget, Column, Policy, Table
+from dpsql.catalog.model import (
+    COLUMN_TYPES,
+    Analyst,
+    Budget,
+    Column,
+    MedianMechanismConfig,
+    MMColumnDomain,
+    Policy,
+    Table,
+)
 from dpsql.errors import CatalogError
 
 TOP_KEYS = frozenset({"budget", "tables", "analysts"})
@@ -20,8 +29,15 @@ PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "sourc
 PUBLIC_TABLE_KEYS = frozenset({"public", "source", "columns"})
 COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision"})
 ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
-# Sub-tables owned by later capabilities; kept verbatim in Policy.extra for them to check.
+# Sub-tables owned by later capabilities; also kept verbatim in Policy.extra.
 EXTENSION_KEYS = frozenset({"median_mechanism"})
+MM_KEYS = frozenset({
+    "columns", "bins", "epsilon", "accuracy", "mode", "delta", "beta", "candidates", "expected_queries",
+    "min_hard_slots", "after_halt", "public_seed",
+})
+MM_MAX_CELLS = 2_000_000  # |X|: dense candidates cost candidates * |X| * 8 bytes
+MM_MAX_CANDIDATE_CELLS = 20_000_000
+MM_MAX_RANGE = 100_000  # an int column without bins: at most this many values
 
 
 class _Where:
@@ -131,6 +147,8 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise where.error(f"{prefix}.{key}", "must be an integer >= 1")
         limits[key] = value
+    mm = _median_mechanism(spec["median_mechanism"], columns, unit.lower(), f"{prefix}.median_mechanism", where) \
+        if "median_mechanism" in spec else None
     return Table(
         name=name.lower(),
         columns=MappingProxyType(columns),
@@ -138,7 +156,107 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         max_rows=limits["max_rows"],
         max_groups=limits["max_groups"],
         source=source_path,
+        median_mechanism=mm,
     )
+
+
+def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: str, where: _Where) -> MedianMechanismConfig:
+    """`[tables.<t>.median_mechanism]`: the Median Mechanism layer's domain and budget."""
+    if not isinstance(spec, dict):
+        raise where.error(prefix, "must be a table")
+    _no_unknown(spec, MM_KEYS, prefix + ".", where)
+    names = spec.get("columns")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise where.error(f"{prefix}.columns", "must be a non-empty list of column names")
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        raise where.error(f"{prefix}.columns", "lists a column twice")
+    bins = spec.get("bins", {})
+    if not isinstance(bins, dict):
+        raise where.error(f"{prefix}.bins", "must be a table of column = [edges]")
+    for col in bins:
+        if col.lower() not in lowered:
+            raise where.error(f"{prefix}.bins.{col}", "names a column that is not in columns")
+    bins_by_name = {col.lower(): (col, edges) for col, edges in bins.items()}
+    domains = []
+    for name in lowered:
+        if name not in columns:
+            raise where.error(f"{prefix}.columns", f"names '{name}', which is not a declared column")
+        if name == unit:
+            raise where.error(f"{prefix}.columns", f"names the privacy unit '{name}'", "the layer counts rows, not persons")
+        domains.append(_mm_domain(columns[name], bins_by_name.get(name), prefix, where))
+    epsilon = _number(spec.get("epsilon"), f"{prefix}.epsilon", where) if "epsilon" in spec else None
+    if epsilon is None or epsilon <= 0:
+        raise where.error(f"{prefix}.epsilon", "must be a number > 0 (the layer's whole reservation)")
+    accuracy = _number(spec.get("accuracy"), f"{prefix}.accuracy", where) if "accuracy" in spec else None
+    if accuracy is None or accuracy < 2:
+        raise where.error(f"{prefix}.accuracy", "must be a number >= 2 (the target absolute error, in rows, at 95%)")
+    mode = spec.get("mode", "pure")
+    if mode not in ("pure", "zcdp"):
+        raise where.error(f"{prefix}.mode", "must be \"pure\" or \"zcdp\"")
+    delta = Fraction(0)
+    if mode == "zcdp":
+        if "delta" not in spec:
+            raise where.error(f"{prefix}.delta", "missing", "mode = \"zcdp\" reports (epsilon, delta)-DP: declare delta, e.g. 1e-6")
+        delta = _number(spec["delta"], f"{prefix}.delta", where)
+        if not 0 < delta < 1:
+            raise where.error(f"{prefix}.delta", "must be in (0, 1)")
+    elif "delta" in spec:
+        raise where.error(f"{prefix}.delta", "applies to mode = \"zcdp\" only", "remove it, or set mode = \"zcdp\"")
+    beta = _number(spec.get("beta", Decimal("0.05")), f"{prefix}.beta", where)
+    if not 0 < beta < Fraction(1, 2):
+        raise where.error(f"{prefix}.beta", "must be in (0, 0.5)")
+    ints = {key: spec[key] for key in ("candidates", "expected_queries", "min_hard_slots", "public_seed") if key in spec}
+    for key, value in ints.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "public_seed" else 1):
+            raise where.error(f"{prefix}.{key}", "must be an integer >= " + ("0" if key == "public_seed" else "1"))
+    candidates = ints.get("candidates", 9)
+    if candidates > 64:
+        raise where.error(f"{prefix}.candidates", "must be at most 64")
+    after_halt = spec.get("after_halt", "laplace")
+    if after_halt not in ("laplace", "refuse"):
+        raise where.error(f"{prefix}.after_halt", "must be \"laplace\" or \"refuse\"")
+    config = MedianMechanismConfig(
+        domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
+        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),
+        after_halt=after_halt, public_seed=ints.get("public_seed"),
+    )
+    if config.domain_size > MM_MAX_CELLS or config.domain_size * candidates > MM_MAX_CANDIDATE_CELLS:
+        raise where.error(f"{prefix}.columns", f"the domain X has {config.domain_size} cells, too many for {candidates} candidates",
+                          f"keep |X| <= {MM_MAX_CELLS} and candidates * |X| <= {MM_MAX_CANDIDATE_CELLS}: "
+                          "enable fewer columns or coarsen bins")
+    return config
+
+
+def _mm_domain(column: Column, binned: tuple[str, Any] | None, prefix: str, where: _Where) -> MMColumnDomain:
+    key = f"{prefix}.columns"
+    if binned is not None:
+        label, edges_raw = binned
+        bkey = f"{prefix}.bins.{label}"
+        if column.type not in ("int", "float"):
+            raise where.error(bkey, f"bins apply to int and float columns, not {column.type}")
+        if column.values is not None:
+            raise where.error(bkey, f"'{column.name}' declares values: use them, or bins, not both")
+        if not isinstance(edges_raw, list) or len(edges_raw) < 2:
+            raise where.error(bkey, "must be a list of at least two edges")
+        edges = tuple(_number(e, bkey, where) for e in edges_raw)
+        if any(b <= a for a, b in zip(edges, edges[1:])):
+            raise where.error(bkey, "edges must be strictly increasing")
+        if column.type == "int" and any(e.denominator != 1 for e in edges):
+            raise where.error(bkey, "edges of an int column must be integers")
+        return MMColumnDomain(column.name, column.type, "bins", edges=edges)
+    if column.values is not None:
+        return MMColumnDomain(column.name, column.type, "values", values=column.values)
+    if column.type == "bool":
+        return MMColumnDomain(column.name, column.type, "values", values=(False, True))
+    if column.type == "int" and column.lower is not None and column.upper is not None:
+        lower, upper = int(column.lower), int(column.upper)
+        if upper - lower + 1 > MM_MAX_RANGE:
+            raise where.error(key, f"'{column.name}' has {upper - lower + 1} integer values",
+                              f"declare bins for it under {prefix}.bins")
+        return MMColumnDomain(column.name, column.type, "range", values=tuple(range(lower, upper + 1)))
+    raise where.error(key, f"'{column.name}' has no finite domain",
+                      f"declare its values, or (int/float) bins under {prefix}.bins, or (int) lower and upper bounds")
 
 
 def _column(name: str, spec: Any, key: str, where: _Where) -> Column:

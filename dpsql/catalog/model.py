@@ -61,6 +61,72 @@ class Column:
         return Fraction(2) ** exponent
 
 
+MMMode = Literal["pure", "zcdp"]
+MMDomainKind = Literal["values", "bins", "range"]
+
+
+@dataclass(frozen=True, slots=True)
+class MMColumnDomain:
+    """The finite domain of one column enabled for the Median Mechanism layer (public).
+
+    `values`: the declared values (or false/true for a bool column); `bins`: half-open numeric
+    bins [e_i, e_(i+1)) from the declared edges, values below the first edge counted in the first
+    bin and values at or above the last edge in the last bin; `range`: every integer of the
+    declared [lower, upper], values outside clamped to the nearest bound. Every domain has one
+    more cell, code `size - 1`, for NULL (and NaN, and text values outside the declared list).
+    """
+
+    column: str
+    type: ColumnType
+    kind: MMDomainKind
+    values: tuple[Scalar, ...] = ()
+    edges: tuple[Fraction, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Number of cells, the NULL cell included."""
+        return (len(self.edges) - 1 if self.kind == "bins" else len(self.values)) + 1
+
+    @property
+    def null_code(self) -> int:
+        """The code of the NULL cell (the last one)."""
+        return self.size - 1
+
+
+@dataclass(frozen=True, slots=True)
+class MedianMechanismConfig:
+    """`[tables.<t>.median_mechanism]`: the layer's domain X, budget and behaviour (all public)."""
+
+    domains: tuple[MMColumnDomain, ...]
+    epsilon: Fraction
+    accuracy: Fraction
+    mode: MMMode = "pure"
+    delta: Fraction = Fraction(0)
+    beta: Fraction = Fraction(1, 20)
+    candidates: int = 9
+    expected_queries: int | None = None
+    min_hard_slots: int = 100
+    after_halt: Literal["laplace", "refuse"] = "laplace"
+    public_seed: int | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The enabled columns, in domain order (the first is the most significant digit of x)."""
+        return tuple(d.column for d in self.domains)
+
+    @property
+    def domain_size(self) -> int:
+        """|X|: the product of the column domain sizes."""
+        size = 1
+        for domain in self.domains:
+            size *= domain.size
+        return size
+
+    def domain(self, column: str) -> MMColumnDomain | None:
+        """The domain of an enabled column, or None."""
+        return next((d for d in self.domains if d.column == column.lower()), None)
+
+
 @dataclass(frozen=True, slots=True)
 class Table:
     """One declared table: private (with a privacy unit and contribution limits) or public."""
@@ -72,6 +138,7 @@ class Table:
     max_rows: int = 1
     max_groups: int = 1
     source: Path | None = None
+    median_mechanism: MedianMechanismConfig | None = None
 
     def column(self, name: str) -> Column | None:
         """The declared column of that name (case-insensitive), or None."""

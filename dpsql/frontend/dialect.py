@@ -20,8 +20,18 @@ class PrivacyOptions(exp.Expression):
     arg_types = {"expressions": True}
 
 
+def _median(args: list[exp.Expr]) -> exp.Expr:
+    # MEDIAN(col) is sqlglot's Median; MEDIAN(col, b) proposes a bound for PTR-Laplace, which
+    # sqlglot's one-argument Median cannot hold: keep it as an anonymous call for the analysis.
+    if len(args) == 1:
+        return exp.Median(this=args[0])
+    return exp.Anonymous(this="MEDIAN", expressions=args)
+
+
 class DpsqlParser(DuckDBParser):
-    """DuckDB's parser with the privacy options clause after SELECT."""
+    """DuckDB's parser with the privacy options clause after SELECT, and MEDIAN(col, b)."""
+
+    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median}
 
     # Each `?` keeps its offset in the text: qmark parameters bind in text order, and sqlglot's
     # tree order is not text order (a Select holds LIMIT before WHERE).
@@ -57,10 +67,19 @@ def _privacy_options_sql(generator: DuckDBGenerator, expression: PrivacyOptions)
     return f" WITH DIFFERENTIAL_PRIVACY OPTIONS ({items})"
 
 
+def _within_group_sql(generator: DuckDBGenerator, expression: exp.WithinGroup) -> str:
+    # Standard SQL, as the analyst wrote it (DuckDB's generator folds it into QUANTILE_DISC(x, p ORDER BY x)).
+    inner = expression.this
+    name = "PERCENTILE_DISC" if isinstance(inner, exp.PercentileDisc) else "PERCENTILE_CONT" if isinstance(inner, exp.PercentileCont) \
+        else inner.sql_name() if isinstance(inner, exp.Func) else generator.sql(inner)
+    args = generator.sql(inner, "this") if isinstance(inner, exp.Func) else ""
+    return f"{name}({args}) WITHIN GROUP ({generator.sql(expression, 'expression').strip()})"
+
+
 class DpsqlGenerator(DuckDBGenerator):
     """DuckDB's generator, printing the options clause back as written (EXPLAIN, messages)."""
 
-    TRANSFORMS = {**DuckDBGenerator.TRANSFORMS, PrivacyOptions: _privacy_options_sql}
+    TRANSFORMS = {**DuckDBGenerator.TRANSFORMS, PrivacyOptions: _privacy_options_sql, exp.WithinGroup: _within_group_sql}
 
 
 class Dpsql(DuckDB):

@@ -61,7 +61,8 @@ def parameter_types(sql: str, policy: Policy) -> tuple[str | None, ...]:
             number = int(str(placeholder.this)) if str(placeholder.this).isdigit() else 0
             types[number] = types.get(number) or _placeholder_type(placeholder, columns)
         return tuple(types.get(n) for n in range(1, max(types) + 1))
-    return tuple(_placeholder_type(p, columns) for p in found if not p.this)
+    qmarks = sorted((p for p in found if not p.this), key=lambda p: p.meta.get("start", 0))  # text order, as bound
+    return tuple(_placeholder_type(p, columns) for p in qmarks)
 
 
 def stand_ins(types: Sequence[str | None]) -> list[object]:

@@ -2,6 +2,10 @@
 
 Scan -> Filter -> BoundContribution -> Clamp (on a public grid) -> GroupBy -> RawAggregate(s)
 -> Release (mechanism spec) -> Estimate (post-processing) -> outputs.
+
+Robust aggregates (MEDIAN/QUANTILE, IQR, MODE) add raw *requests* the engine answers exactly
+(rank windows or histograms of a mapped column, subsample-mode votes) and RobustRelease nodes
+that turn them into a value or ⊥ with a PTR, Scale, A_samp or exponential-mechanism spec.
 """
 
 from __future__ import annotations
@@ -13,16 +17,26 @@ from typing import Literal
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import BoundQuery
+from dpsql.mechanisms.exponential import ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
+from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
+from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
-EstimateKind = Literal["count", "sum", "avg"]
+EstimateKind = Literal["count", "sum", "avg", "robust"]
+RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "scale", "asamp"]
+RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ScaleSpec | ASampSpec
 
 
 def release_name(index: int) -> str:
     """The column name of release `index` in the engine result and the noisy table."""
     return f"__r{index}"
+
+
+def robust_name(index: int) -> str:
+    """The column name of robust release `index` in the noisy table."""
+    return f"__q{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +77,99 @@ class Estimate:
     releases: tuple[int, ...]
     column: Column | None = None
     center: Fraction = Fraction(0)
+    robust: int | None = None  # index into Plan.robust when kind == "robust"
+
+
+def median_grid(column: Column) -> Fraction | None:
+    """The public grid SMed ranks a column on (ties need a grid; policy only, never data).
+
+    The column's declared `precision`; else 1 for int and date (days) columns; else, for a
+    float column with bounds, the 1-2-5 step at or above (upper - lower) / 1000 (500 for
+    [0, 500000]); else None (SMed cannot run: declare a precision or propose a bound).
+    """
+    if column.precision is not None:
+        return Fraction(column.precision)
+    if column.type in ("int", "date"):
+        return Fraction(1)
+    if column.lower is None or column.upper is None or column.upper <= column.lower:
+        return None
+    target = (column.upper - column.lower) / 1000
+    step = Fraction(1)
+    while step > target:
+        step /= 10
+    while step * 10 <= target:
+        step *= 10
+    return next(step * f for f in (1, 2, 5, 10) if step * f >= target)
+
+
+def _round_half_away(value: Fraction) -> int:
+    # DuckDB's round() on a DOUBLE rounds half away from zero.
+    magnitude = (abs(value) * 2 + 1) // 2
+    return int(magnitude if value >= 0 else -magnitude)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueMap:
+    """How the engine maps one column's values to the numbers a rank mechanism reads.
+
+    A per-row map, so it keeps neighbouring tables neighbours: NULL and NaN (and +-inf on
+    floats) are dropped, dates become day ordinals (date.toordinal), values are clamped to the
+    declared bounds when there are any, and with a grid g each value becomes the integer index
+    round(value / g) (clamped to the index range). Everything here is public (policy only).
+    """
+
+    column: Column
+    grid: Fraction | None = None
+    lower: Fraction | None = None
+    upper: Fraction | None = None
+
+    @property
+    def index_range(self) -> tuple[int, int] | None:
+        """The smallest and largest mapped value when finitely many are possible, else None."""
+        if self.lower is None or self.upper is None:
+            return None
+        if self.grid is not None:
+            return _round_half_away(self.lower / self.grid), _round_half_away(self.upper / self.grid)
+        if self.column.type in ("int", "date"):
+            return int(self.lower), int(self.upper)
+        return None
+
+    @property
+    def domain_size(self) -> int | None:
+        """How many distinct mapped values there can be (public), or None when unbounded."""
+        span = self.index_range
+        return None if span is None else span[1] - span[0] + 1
+
+
+@dataclass(frozen=True, slots=True)
+class RankRequest:
+    """Exact order statistics of a mapped column per group: n, and the ranks within `reach` of
+    rho_p(n) for each (p, reach) window; or, with `histogram`, every distinct value's count."""
+
+    values: ValueMap
+    windows: tuple[tuple[Fraction, int], ...]
+    histogram: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModeRequest:
+    """Votes of subsample modes per group: each person hashed (keyed, secret seed) into one of
+    `blocks` subsamples; each non-empty subsample votes for its most frequent value."""
+
+    column: Column
+    blocks: int
+
+
+@dataclass(frozen=True, slots=True)
+class RobustRelease:
+    """One robust aggregate: its mechanism, spec, the engine request it reads, and its decoding."""
+
+    mechanism: RobustMechanism
+    aggregate: int
+    spec: RobustSpec
+    request: int
+    values: ValueMap | None = None
+    n_hat: int | None = None  # the Laplace release whose noisy value is Scale's n_hat
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +192,8 @@ class Plan:
     selection: PartitionSelectionSpec | None
     cost: PrivacyCost
     notes: tuple[str, ...] = ()
+    requests: tuple[RankRequest | ModeRequest, ...] = ()
+    robust: tuple[RobustRelease, ...] = ()
 
     @property
     def public_keys(self) -> bool:

@@ -8,6 +8,7 @@ references are rewritten to plain names: policy columns in `where`, and the plac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from sqlglot import exp
@@ -15,7 +16,8 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column, Table
 
-AggKind = Literal["count_rows", "count", "count_units", "sum", "avg"]
+AggKind = Literal["count_rows", "count", "count_units", "sum", "avg", "quantile", "iqr", "mode"]
+ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
 
 
 def key_name(index: int) -> str:
@@ -35,6 +37,13 @@ class AggregateCall:
     kind: AggKind
     column: Column | None
     text: str
+    quantile: Fraction | None = None  # p of QUANTILE / PERCENTILE_DISC (1/2 for MEDIAN)
+    bound: Fraction | None = None  # b proposed by MEDIAN(col, b) or OPTIONS (median_bound = b)
+
+    @property
+    def robust(self) -> bool:
+        """Whether the aggregate is released by PTR, Scale, A_samp or the EM (not by Laplace)."""
+        return self.kind in ROBUST_KINDS
 
     @property
     def label(self) -> str:
@@ -89,6 +98,8 @@ class BoundQuery:
     offset: int | None
     budget: PrivacyCost
     explicit_budget: bool
+    quantile_mechanism: str | None = None  # OPTIONS (quantile_mechanism = 'smed' | 'ptr_laplace' | 'exponential')
+    mode_blocks: int | None = None  # OPTIONS (mode_blocks = B): subsamples of MODE (public)
 
 
 @dataclass(frozen=True, slots=True)

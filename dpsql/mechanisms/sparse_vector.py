@@ -113,8 +113,9 @@ def rho_from_epsilon_delta(epsilon: Fraction, delta: Fraction) -> Fraction:
         raise ValueError("zCDP conversion needs epsilon > 0 and 0 < delta < 1")
     log_inv = -(math.log(delta.numerator) - math.log(delta.denominator))
     rho = (math.sqrt(log_inv + float(epsilon)) - math.sqrt(log_inv)) ** 2
-    exact = Fraction(rho) * (1 - Fraction(1, 10**9))
-    return exact.limit_denominator(10**12) if exact.limit_denominator(10**12) <= exact else exact
+    bound = Fraction(rho) * (1 - Fraction(1, 10**9))
+    simple = bound.limit_denominator(10**12)
+    return simple if simple <= bound else bound
 
 
 def _rational_below(value: float) -> Fraction:
@@ -180,13 +181,17 @@ class SVTCalibration:
             "mode": self.mode, "epsilon": str(self.epsilon), "delta": str(self.delta), "sensitivity": self.sensitivity,
             "accuracy": self.accuracy, "beta": str(self.beta), "cap": self.cap, "threshold": self.threshold,
             "threshold_scale": str(self.threshold_scale), "query_scale": str(self.query_scale),
-            "epsilon_size": str(self.epsilon_size), "epsilon_svt": str(self.epsilon_svt),
-            "epsilon_answers": str(self.epsilon_answers),
         }
         if self.mode == "pure":
+            params.update({"epsilon_size": str(self.epsilon_size), "epsilon_svt": str(self.epsilon_svt),
+                           "epsilon_answers": str(self.epsilon_answers)})
             params["answer_scale"] = str(self.answer_scale)
             params["size_scale"] = str(self.size_scale)
         else:
+            assert self.rho is not None
+            rho_size = self.rho * SIZE_SHARE
+            rho_svt = (self.rho - rho_size) * SVT_SHARE
+            params.update({"rho_size": str(rho_size), "rho_svt": str(rho_svt), "rho_answers": str(self.rho - rho_size - rho_svt)})
             params["rho"] = str(self.rho)
             params["round_epsilon"] = str(self.round_epsilon)
             params["answer_sigma2"] = str(self.answer_sigma2)

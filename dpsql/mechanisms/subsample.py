@@ -17,6 +17,7 @@ control in tests/unit/mechanisms catches it). B, T and the hash seeds never depe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Hashable, Mapping
 
@@ -25,6 +26,16 @@ from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, passes
 from dpsql.mechanisms.rng import RandomSource
 
 DEFAULT_BLOCKS = 200
+
+
+def default_blocks(test: PTRTest) -> int:
+    """B from public facts only: max(200, 8 (tau + 4 G/eps)).
+
+    The distance can never exceed (B - 1) / 2T, and a release is reliable once d >= tau + 4/eps,
+    so B must leave room for it: this B passes when the top value leads the runner-up by a
+    quarter of the subsamples. 200 is the design note's choice without an estimate of n (5.4).
+    """
+    return max(DEFAULT_BLOCKS, 8 * (test.threshold + math.ceil(4 * test.scale)))
 
 
 @dataclass(frozen=True, slots=True)

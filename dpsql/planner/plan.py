@@ -6,8 +6,10 @@ Sensitivities come from the policy only (bounds, max_rows, max_groups), never fr
 - AVG(col): a centered sum, max_rows * max(|lower - mid|, |upper - mid|), plus a count.
 - COUNT(DISTINCT unit): 1 without GROUP BY; max_rows with it (a person is in at most
   max_rows groups, since they keep at most max_rows rows).
-The query's epsilon is split equally over its releases (and partition selection, when a key
-has no public domain); delta goes to partition selection, the only part that uses it.
+The query's epsilon is split equally over its Laplace releases, its robust aggregates (MEDIAN,
+QUANTILE, IQR, MODE: planner/robust.py) and partition selection (when a key has no public
+domain); delta is split equally over the parts that spend it (partition selection and every
+robust aggregate but the exponential-mechanism quantile).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
 from dpsql.ir.query import AggregateCall, BoundQuery
-from dpsql.mechanisms import laplace, partition
+from dpsql.mechanisms import exponential, laplace, partition, ptr, subsample
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
+from dpsql.planner.robust import RobustPlanner, needs_delta, person_groups
 
 
 def plan_query(query: BoundQuery) -> Plan:
@@ -31,26 +34,53 @@ def plan_query(query: BoundQuery) -> Plan:
     assert table.privacy_unit is not None
     bounding = Bounding(unit=table.privacy_unit, max_rows=table.max_rows, max_groups=table.max_groups)
     raws: list[tuple[RawAggregate, Fraction]] = []
-    estimates = tuple(_estimate(call, query, bounding, raws) for call in query.aggregates)
+    robust_calls = [i for i, call in enumerate(query.aggregates) if call.robust]
+    estimates = [None if call.robust else _estimate(call, query, bounding, raws) for call in query.aggregates]
     needs_selection = any(not key.public for key in query.keys)
-    shares = len(raws) + (1 if needs_selection else 0)
+    shares = len(raws) + len(robust_calls) + (1 if needs_selection else 0)
     if shares == 0:  # GROUP BY public keys only, no aggregate: the keys are public, nothing is released
-        return Plan(query, bounding, (), estimates, None, PrivacyCost.zero(), ("only public keys are released: no cost",))
+        return Plan(query, bounding, (), tuple(estimates), None, PrivacyCost.zero(), ("only public keys are released: no cost",))  # type: ignore[arg-type]
     share = query.budget.epsilon / shares
-    releases = tuple(Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws)
+    releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
+    delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0)
+    if delta_users and query.budget.delta <= 0:
+        raise InvalidOptionError(
+            "GROUP BY a column without a public domain needs delta > 0 for partition selection" if needs_selection else
+            f"{query.aggregates[robust_calls[0]].label} needs delta > 0: its stability test passes an unstable answer with probability delta",
+            code="DP122", sql=query.sql,
+            hint="set delta in OPTIONS (e.g. delta = 1e-8)" + (", or declare the column's values in the policy" if needs_selection else
+                                                               ", or use quantile_mechanism = 'exponential' for a quantile"),
+        )
+    delta_share = query.budget.delta / delta_users if delta_users else Fraction(0)
+    planner = RobustPlanner(query, bounding, releases, person_groups(query, bounding))
+    robust = []
+    for position, index in enumerate(robust_calls):
+        call = query.aggregates[index]
+        robust.append(planner.plan(index, call, share, delta_share if needs_delta(call, query) else Fraction(0)))
+        estimates[index] = Estimate("robust", (), call.column, robust=position)
     selection = None
     if needs_selection:
-        if query.budget.delta <= 0:
-            raise InvalidOptionError(
-                "GROUP BY a column without a public domain needs delta > 0 for partition selection",
-                code="DP122", sql=query.sql,
-                hint="set delta in OPTIONS (e.g. delta = 1e-8), or declare the column's values in the policy",
-            )
-        selection = PartitionSelectionSpec(max_groups=bounding.max_groups, epsilon=share, delta=query.budget.delta)
+        selection = PartitionSelectionSpec(max_groups=bounding.max_groups, epsilon=share, delta=delta_share)
     cost = sum((laplace.cost(r.spec) for r in releases), PrivacyCost.zero())
+    cost = sum((robust_cost(r.spec) for r in robust), cost)
     if selection is not None:
         cost = cost + partition.cost(selection)
-    return Plan(query, bounding, releases, estimates, selection, cost, _notes(query, bounding))
+    return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost, _notes(query, bounding),  # type: ignore[arg-type]
+                planner.finish(), tuple(robust))
+
+
+def robust_cost(spec: object) -> PrivacyCost:
+    """The cost of a robust release's spec, computed apart from running it."""
+    if isinstance(spec, ptr.SMedSpec):
+        return ptr.smed_cost(spec)
+    if isinstance(spec, ptr.PTRLaplaceSpec):
+        return ptr.ptr_laplace_cost(spec)
+    if isinstance(spec, ptr.ScaleSpec):
+        return ptr.scale_cost(spec)
+    if isinstance(spec, exponential.ExponentialQuantileSpec):
+        return exponential.cost(spec)
+    assert isinstance(spec, subsample.ASampSpec)
+    return subsample.cost(spec)
 
 
 def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:
@@ -97,6 +127,8 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
         else:
             notes.append(f"GROUP BY {key.column.name}: keys chosen by partition selection "
                          f"(each {bounding.unit} counts in at most {bounding.max_groups} key(s))")
+    if any(call.robust for call in query.aggregates):
+        notes.append("MEDIAN/QUANTILE, IQR and MODE may answer NULL (⊥: not stable enough); their budget is charged either way")
     return tuple(notes)
 
 

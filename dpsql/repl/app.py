@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -27,7 +28,7 @@ PROMPT = "dpsql> "
 CONTINUATION = "   ..> "
 
 
-def history_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+def history_path(environ: Mapping[str, str] = os.environ) -> Path:
     """$DPSQL_HISTORY, else `history` in $DPSQL_CACHE_DIR, else in the user's data directory."""
     if environ.get("DPSQL_HISTORY"):
         return Path(environ["DPSQL_HISTORY"]).expanduser()
@@ -121,7 +122,10 @@ def _run(runner: Runner, item: str) -> Output:
     try:
         return runner.run(item)
     except KeyboardInterrupt:
-        return Output(error="Cancelled.", ok=False)
+        return Output(error="Cancelled (a query charged before the interrupt stays charged).", ok=False)
+    except Exception as error:  # noqa: BLE001 - keep the prompt alive; dpsql errors are handled by the runner
+        # Only the class name: the text of an unexpected exception could quote data.
+        return Output(error=f"INTERNAL ERROR ({type(error).__name__}): a dpsql bug, please report it.", ok=False)
 
 
 def _ask(asker: PromptSession[str], question: str) -> bool:

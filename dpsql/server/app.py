@@ -131,13 +131,14 @@ class PgServer:
         except asyncio.CancelledError:
             pass
         finally:
-            self._tasks.discard(task)
-            await loop.run_in_executor(self._pool, connection.close)
-            writer.close()
             try:
+                await loop.run_in_executor(self._pool, connection.close)
+                writer.close()
                 await writer.wait_closed()
-            except (ConnectionError, ssl.SSLError):
+            except (ConnectionError, ssl.SSLError, RuntimeError, asyncio.CancelledError):
                 pass
+            finally:
+                self._tasks.discard(task)  # last: stop() waits for every task still in the set
 
 
 class ServerThread:

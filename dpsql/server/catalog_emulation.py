@@ -31,6 +31,7 @@ PG_SCHEMA, INFO_SCHEMA = "pgc", "pgi"
 VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private SQL; catalog emulation)"
 Route = Literal["catalog", "session"]
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
+_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode"})  # sqlglot may read unnest as explode
 _USER_FUNCTIONS = frozenset({"current_user", "session_user", "user", "current_role"})
 
 
@@ -160,16 +161,22 @@ class CatalogEmulation:
             return "session", None
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
-            if isinstance(table.this, exp.Func) or table.name.lower() in ctes and not table.db:
+            if isinstance(table.this, exp.Func):
+                if _function_name(table.this) not in _TABLE_FUNCTIONS:
+                    return "session", None  # read_csv(...) and friends: the Session refuses them with a rule code
+                continue
+            if table.name.lower() in ctes and not table.db:
                 continue
             if not _is_catalog_table(table):
                 return "session", None
         return "catalog", tree
 
     # --- answers ---------------------------------------------------------------------------------
-    def query(self, tree: exp.Expr, client: ClientState, params: Sequence[Any] = ()) -> Answer:
-        """Run a catalog probe; the answer holds metadata only."""
+    def query(self, tree: exp.Expr, client: ClientState, params: Sequence[Any] = (), *, describe_only: bool = False) -> Answer:
+        """Run a catalog probe; the answer holds metadata only. `describe_only`: no rows (LIMIT 0)."""
         rewritten = rewrite(tree.copy(), client)
+        if describe_only:
+            rewritten = rewritten.limit(0) if isinstance(rewritten, exp.Select) else exp.select("*").from_(rewritten.subquery("__d")).limit(0)
         try:
             result = self._db.query(rewritten, list(params))
         except CatalogQueryError as err:
@@ -204,6 +211,11 @@ def _parse(sql: str) -> exp.Expr | None:
     return trees[0] if len(trees) == 1 else None
 
 
+def _function_name(node: exp.Expr) -> str:
+    match = re.match(r"[A-Za-z_]\w*", node.sql(dialect="postgres"))
+    return match.group(0).lower() if match else ""
+
+
 def _is_catalog_table(table: exp.Table) -> bool:
     schema, name = table.db.lower(), table.name.lower()
     if schema == "pg_catalog":
@@ -234,7 +246,7 @@ def _literal_name(node: exp.Expr, keep_schema: bool = False) -> exp.Expr:
 def _cast(node: exp.Cast) -> exp.Expr:
     target = _type_name(node.to)
     arg = node.this
-    literal = isinstance(arg, (exp.Literal, exp.Placeholder))
+    literal = isinstance(arg, (exp.Literal, exp.Placeholder, exp.Parameter))
     reg = {"regclass": "regclass", "regtype": "regtype", "regnamespace": "regnamespace"}
     if target in reg:
         kind = reg[target]

@@ -329,6 +329,11 @@ def backend_key_data(pid: int, key: int) -> bytes:
     return message(b"K", struct.pack("!ii", pid, key))
 
 
+def negotiate_protocol_version(minor: int, unsupported: Sequence[str]) -> bytes:
+    """NegotiateProtocolVersion: the newest 3.x minor version served and the options not recognised."""
+    return message(b"v", struct.pack("!ii", minor, len(unsupported)) + b"".join(_cstr(o) for o in unsupported))
+
+
 def ready_for_query(status: str) -> bytes:
     """ReadyForQuery with transaction status 'I', 'T' or 'E'."""
     return message(b"Z", status.encode("ascii"))

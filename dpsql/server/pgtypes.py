@@ -242,7 +242,7 @@ def _numeric_from_binary(data: bytes) -> decimal.Decimal:
     if sign == 0xC000:
         return decimal.Decimal("NaN")
     digits = struct.unpack_from(f"!{ndigits}H", data, 8)
-    value = sum(decimal.Decimal(d) * decimal.Decimal(10000) ** (weight - i) for i, d in enumerate(digits))
+    value = sum((decimal.Decimal(d) * decimal.Decimal(10000) ** (weight - i) for i, d in enumerate(digits)), decimal.Decimal(0))
     value = -value if sign == 0x4000 else value
     return value.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else value
 

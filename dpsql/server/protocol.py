@@ -150,6 +150,9 @@ class PgConnection:
         except errors.Error as err:
             self._fatal(out, err.sqlstate, _message(err))
             return
+        unsupported = [name for name in message.parameters if name.startswith("_pq_.")]
+        if message.version & 0xFFFF or unsupported:  # a newer 3.x or protocol options: answer in 3.0
+            out.data += codec.negotiate_protocol_version(0, unsupported)
         analyst = self.ctx.policy.analysts.get(user)
         verifier = None
         if analyst is not None and analyst.password:
@@ -166,7 +169,7 @@ class PgConnection:
     def _apply_startup_settings(self, parameters: dict[str, str]) -> None:
         assert self.client is not None
         for name, value in parameters.items():
-            if name in ("user", "database", "replication"):
+            if name in ("user", "database", "replication") or name.startswith("_pq_."):
                 continue
             if name == "options":
                 for item in _startup_options(value):
@@ -282,8 +285,8 @@ class PgConnection:
             statement = self._statement(message.name)
             count = max(len(statement.param_types), _placeholder_count(statement.sql))
             types = self._param_types(statement, count)
+            columns = self._columns(statement.sql, None, count)  # first: a failure sends no partial answer
             out.data += codec.parameter_description(types)
-            columns = self._columns(statement.sql, None, count)
             formats: tuple[int, ...] = (0,)
         else:
             portal = self._portal(message.name)
@@ -385,7 +388,9 @@ class PgConnection:
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
         if route == "catalog" and tree is not None:
             # Metadata only: running the probe is harmless (no data, no budget).
-            return self.ctx.emulation.query(tree, self.client, params if params is not None else [None] * count).columns
+            if params is None:
+                return self.ctx.emulation.query(tree, self.client, [None] * count, describe_only=True).columns
+            return self.ctx.emulation.query(tree, self.client, params).columns
         description = self.session.describe(sql, list(params) if params is not None else None)
         return tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in description.columns)
 
@@ -439,7 +444,7 @@ def _is_session_setting(command: Utility) -> bool:
 
 def _answer(result: NoisyResult) -> Answer:
     columns = tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in result.columns)
-    tag = "SET" if result.kind == "set" else f"SELECT {len(result.rows)}"
+    tag = {"set": "SET", "explain": "EXPLAIN"}.get(result.kind, f"SELECT {len(result.rows)}")
     return Answer(columns, result.rows, tag)
 
 

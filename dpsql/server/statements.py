@@ -39,7 +39,10 @@ def strip_leading_comments(sql: str) -> str:
 
 def is_empty(sql: str) -> bool:
     """Whether the text holds no statement (only whitespace, comments and semicolons)."""
-    return not strip_leading_comments(sql).strip().strip(";").strip()
+    text = strip_leading_comments(sql)
+    while text.startswith(";"):
+        text = strip_leading_comments(text[1:])
+    return not text
 
 
 def _words(text: str, count: int) -> list[str]:

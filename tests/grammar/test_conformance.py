@@ -6,6 +6,7 @@
    session on a small in-memory table, are answered, or refused with a dpsql error whose code is
    a *semantic* rule (grammar/semantic_rules.md); a syntax error (DP100), another code, or any
    other exception is a disagreement between the grammar and the engine and fails the test.
+4. Every rule code raised in dpsql/ has a section in grammar/semantic_rules.md, and back.
 
 Generation notes. from_lark emits an ignored terminal (whitespace, comments) only now and then,
 so every terminal is drawn through an `explicit` strategy that pads it with spaces: tokens never
@@ -41,6 +42,7 @@ from dpsql.pipeline import compile_statement
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAMMAR = ROOT / "grammar" / "dpsql.lark"
+RULES = ROOT / "grammar" / "semantic_rules.md"
 GOLDEN = ROOT / "tests" / "golden" / "analysis"
 ACCEPT = sorted((GOLDEN / "accept").glob("*.sql"))
 REJECT = sorted((GOLDEN / "reject").glob("*.sql"))
@@ -53,7 +55,7 @@ SEMANTIC_CODES = frozenset({"DP105", "DP111", "DP114", "DP120", "DP122"})
 EXAMPLES = 200
 MIN_ANSWERED = 0.30
 # Consistent names for two terminals (see the module docstring); each must match its terminal.
-CONSISTENT_NAMES = {"QUALIFIER": ["people", "PEOPLE"], "ALIAS": ["n", "N"]}
+CONSISTENT_NAMES = {"QUALIFIER": ["people", "PEOPLE"], "ALIAS": ["n", "N"], "POSITION": ["1"]}
 
 
 @cache
@@ -100,6 +102,16 @@ def test_grammar_level_reject_does_not_parse(path: Path) -> None:
 def test_some_semantic_rejects_are_sentences() -> None:
     # The semantic rules exist because the grammar cannot say them: some rejects must parse.
     assert any(parses(reject_file(p)[1]) for p in SEMANTIC_REJECTS)
+
+
+def test_every_rule_code_is_documented() -> None:
+    """Each code dpsql raises has a section in grammar/semantic_rules.md, and each section a raiser."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "dpsql").rglob("*.py"))
+    raised = set(re.findall(r"""(?:code=|refuse\()["'](DP\d{3})["']""", source))
+    documented = set(re.findall(r"^### (DP\d{3}) ", RULES.read_text(encoding="utf-8"), re.MULTILINE))
+    assert raised, "no rule code found in dpsql/"
+    assert raised - documented == set(), f"codes raised but not documented in {RULES.name}"
+    assert documented - raised == set(), f"codes documented in {RULES.name} but raised nowhere"
 
 
 # --- 3: generated sentences -----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,7 @@ def test_history_file_from_the_environment(session: Session, tmp_path: Path, mon
     assert (tmp_path / "h" / "history").stat().st_mode & 0o077 == 0, "the history file is private to its owner"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG paths are for Linux")
 def test_history_path_precedence(tmp_path: Path) -> None:
     assert history_path({"DPSQL_HISTORY": str(tmp_path / "x"), "DPSQL_CACHE_DIR": "/c"}) == tmp_path / "x"
     assert history_path({"DPSQL_CACHE_DIR": str(tmp_path)}) == tmp_path / "history"

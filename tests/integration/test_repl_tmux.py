@@ -40,7 +40,8 @@ class Tmux:
         self("new-session", "-d", "-s", self.target, "-x", "150", "-y", "45", command)
 
     def type(self, text: str) -> None:
-        self("send-keys", "-t", self.target, "-l", text)
+        # tmux reads an argument ending in ';' as a command separator; '\\;' is a literal one.
+        self("send-keys", "-t", self.target, "-l", text[:-1] + "\\;" if text.endswith(";") else text)
 
     def key(self, name: str) -> None:
         self("send-keys", "-t", self.target, name)

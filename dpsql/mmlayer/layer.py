@@ -1,0 +1,324 @@
+"""The session's Median Mechanism layers: one per enabled table, asked before the ordinary path.
+
+`MedianMechanismLayers.take(compiled)` returns a NoisyResult when the layer answers the query,
+or None when the ordinary per-query path should (the table has no layer, the query is not
+measurable over X, the calibration gives too few hard slots, the reservation does not fit the
+budget, or the layer has halted with `after_halt = "laplace"`). Every one of these decisions
+depends on the query, the policy, the budget and the released transcript only.
+
+On the first query it takes in a session, a table's layer charges its whole reservation to the
+ledger in one entry (mode and parameters recorded), then reads the bounded data once into a
+histogram over X. Easy, hard and repeated answers cost nothing more.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.duckdb_engine import DuckDBEngine, key_type
+from dpsql.backend.mmsql import COUNT, X_ID, domain_create, domain_name, histogram_select, mask_select
+from dpsql.catalog.model import MedianMechanismConfig, Policy, Table
+from dpsql.errors import BudgetExhaustedError, MedianMechanismHaltedError, MedianMechanismWarning
+from dpsql.ir.plan import release_name
+from dpsql.ir.query import key_name
+from dpsql.mechanisms.rng import RandomSource
+from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
+from dpsql.mmlayer.core import LayerCore, Release, SecretHistogram
+from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mmlayer.query import MMQuery, measurable
+from dpsql.pipeline import CompiledQuery
+from dpsql.result import NoisyResult, ResultColumn
+
+Reserve = Callable[[str, dict[str, Any], PrivacyCost], None]
+Bounded = Callable[[Table], str]
+MASK_CACHE_BYTES = 64 * 2**20
+MECHANISM = "median_mechanism"
+
+
+@functools.lru_cache(maxsize=64)
+def calibration_for(config: MedianMechanismConfig, max_rows: int) -> SVTCalibration:
+    """The layer's public calibration (cached: it depends on the policy only)."""
+    return calibrate(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
+                     sensitivity=max_rows, beta=config.beta, expected_queries=config.expected_queries)
+
+
+def _fmt(value: object) -> str:
+    return f"{float(value):.6g}"  # type: ignore[arg-type]
+
+
+class TableLayer:
+    """The Median Mechanism layer of one table in one session."""
+
+    def __init__(self, table: Table, config: MedianMechanismConfig, engine: DuckDBEngine, rng: RandomSource,
+                 reserve: Reserve, bounded: Bounded) -> None:
+        self.table = table
+        self.config = config
+        self.domain = DomainIndex(config)
+        self.calibration = calibration_for(config, table.max_rows)
+        self.enabled = self.calibration.cap >= config.min_hard_slots
+        self.core: LayerCore | None = None
+        self.unaffordable = False
+        self.data_reads = 0  # engine queries over private data (the histogram, once per session)
+        self._engine = engine
+        self._rng = rng
+        self._reserve = reserve
+        self._bounded = bounded
+        self._masks: dict[str, np.ndarray | None] = {}
+        self._warned = False
+        self._domain_ready = False
+        # Public: seeds the candidates' post-processing stream; recorded in the ledger.
+        self.public_seed = config.public_seed if config.public_seed is not None else rng.randbelow(2**63)
+
+    # --- public state ---------------------------------------------------------------------------
+    @property
+    def halted(self) -> bool:
+        """Whether the session's layer used all its hard slots (public)."""
+        return self.core is not None and self.core.halted
+
+    @property
+    def slots_left(self) -> int:
+        """Hard answers still allowed in this session (public)."""
+        return self.core.slots_left if self.core is not None else self.calibration.cap
+
+    def status(self) -> str:
+        """disabled | unaffordable | ready (not reserved yet) | active | halted."""
+        if not self.enabled:
+            return "disabled"
+        if self.unaffordable:
+            return "unaffordable"
+        if self.core is None:
+            return "ready"
+        return "halted" if self.core.halted else "active"
+
+    # --- masks (public: the predicate over the domain table, no data) ---------------------------
+    def shape(self, query: MMQuery) -> QueryShape | None:
+        """The query's shape over X, or None when the engine rejects the predicate."""
+        mask = self._mask(query)
+        if mask is None:
+            return None
+        return self.domain.shape(mask, query.keys)
+
+    def _mask(self, query: MMQuery) -> np.ndarray | None:
+        text = query.text
+        if text in self._masks:
+            return self._masks[text]
+        if not self._domain_ready:
+            self._engine.ensure_public_table(domain_name(self.table), domain_create(self.table, self.config))
+            self._domain_ready = True
+        fetched = self._engine.public_arrays(mask_select(self.table, query.predicate, query.not_null))
+        mask = self.domain.mask_from_ids(fetched[X_ID]) if fetched is not None else None
+        if len(self._masks) * self.domain.cells >= MASK_CACHE_BYTES:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[text] = mask
+        return mask
+
+    # --- answering ----------------------------------------------------------------------------
+    def warn_disabled(self) -> None:
+        """Warn once per session that the layer is configured but not used."""
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(self.disabled_reason(), MedianMechanismWarning, stacklevel=4)
+
+    def disabled_reason(self) -> str:
+        """Why the layer does not answer (public)."""
+        cal = self.calibration
+        if not self.enabled:
+            return (f"the Median Mechanism layer of '{self.table.name}' is off: its calibration gives {cal.cap} hard "
+                    f"slot(s), fewer than min_hard_slots = {self.config.min_hard_slots} (epsilon {_fmt(cal.epsilon)}, "
+                    f"accuracy {cal.accuracy}, mode {cal.mode}); per-query noise answers its counting queries")
+        return (f"the Median Mechanism layer of '{self.table.name}' is off for this session: its reservation "
+                f"(epsilon {_fmt(cal.cost.epsilon)}, delta {float(cal.cost.delta):.3g}) does not fit the remaining "
+                "budget; per-query noise answers its counting queries")
+
+    def answer(self, compiled: CompiledQuery, query: MMQuery, shape: QueryShape) -> NoisyResult | None:
+        """Answer through the layer, reserving on first use; None to fall back to the ordinary path."""
+        cost = PrivacyCost.zero()
+        if self.core is None:
+            try:
+                self._reserve(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
+            except BudgetExhaustedError:
+                self.unaffordable = True
+                self.warn_disabled()
+                return None
+            cost = self.calibration.cost
+            self.core = self._start()
+        release = self.core.answer(shape)
+        if release is None:
+            if self.config.after_halt == "refuse":
+                raise MedianMechanismHaltedError(
+                    f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
+                    "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
+            return None
+        return build_result(compiled, query, release, self, cost)
+
+    def _start(self) -> LayerCore:
+        """After the charge: read the bounded data once into the secret histogram over X."""
+        bounded = self._bounded(self.table)
+        self.data_reads += 1
+        fetched = self._engine.private_arrays(histogram_select(self.config, bounded))
+        counts = np.zeros(self.domain.cells, dtype=np.int64)
+        ids = np.asarray(fetched[X_ID], dtype=np.int64)
+        counts[ids] = np.asarray(fetched[COUNT], dtype=np.int64)
+        return LayerCore(self.calibration, self.domain, SecretHistogram(counts), self._rng,
+                         candidates=self.config.candidates, public_seed=self.public_seed)
+
+    def _ledger_params(self) -> dict[str, Any]:
+        params = self.calibration.ledger_params()
+        params.update({"table": self.table.name, "columns": list(self.config.columns), "cells": self.domain.cells,
+                       "candidates": self.config.candidates, "public_seed": self.public_seed,
+                       "after_halt": self.config.after_halt})
+        return params
+
+    # --- EXPLAIN ------------------------------------------------------------------------------
+    def explain(self, query: MMQuery | str) -> list[str]:
+        """EXPLAIN lines for a query on this table (public state only)."""
+        head = f"Median Mechanism layer ({self.table.name}, {self.calibration.mode} mode): "
+        if isinstance(query, str):
+            return [head + f"not used: {query}; the plan above answers it"]
+        if self.status() in ("disabled", "unaffordable"):
+            return [head + self.disabled_reason()]
+        shape = self.shape(query)
+        if shape is None:
+            return [head + "not used: the predicate does not run over the domain table; the plan above answers it"]
+        repeat = self.core is not None and self.core.cached(shape) is not None
+        if self.halted and not repeat:
+            after = ("refused (after_halt = \"refuse\")" if self.config.after_halt == "refuse"
+                     else "answered by the plan above, charged as shown")
+            return [head + f"halted after {self.calibration.cap} hard answers; this query is {after}"]
+        cal = self.calibration
+        lines = [head + "answers this query instead of the plan above; no cost beyond the reservation"]
+        lines.append("  Domain X: " + " x ".join(_domain_text(d) for d in self.config.domains) + f" = {self.domain.cells} cells "
+                     "(values outside a range or bins clamped; NULL, NaN and undeclared values in the NULL cell)")
+        charged = "charged in this session" if self.core is not None else "charged on the first answer"
+        budget = f"epsilon {_fmt(cal.epsilon)}" + (f", delta {float(cal.delta):.3g} (rho {_fmt(cal.rho)})" if cal.mode == "zcdp" else "")
+        lines.append(f"  Reservation: {budget}, once per session ({charged})")
+        noise = (f"threshold noise discrete Laplace scale {_fmt(cal.threshold_scale)}"
+                 + (" (redrawn after each hard answer)" if cal.mode == "zcdp" else " (drawn once)")
+                 + f", query noise discrete Laplace scale {_fmt(cal.query_scale)}")
+        lines.append(f"  Test: e = max |COUNT - median of {self.config.candidates} candidate(s)| (sensitivity {cal.sensitivity}), "
+                     f"hard when e + noise >= {cal.threshold} + noise; {noise}")
+        answer = (f"discrete Laplace scale {_fmt(cal.answer_scale)}" if cal.mode == "pure"
+                  else f"discrete Gaussian sigma {_fmt(math.sqrt(cal.answer_sigma2 or 0))}")
+        lines.append(f"  Answers: easy = the median (free, +-{cal.accuracy} at 95%); hard = COUNT + fresh {answer} "
+                     f"(+-{cal.answer_ci95}); repeat = the released answer again")
+        lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left")
+        lines.append("  This query: " + ("a repeat: the released answer, no data read" if repeat
+                                          else "tested by the sparse vector (easy or hard)"))
+        return lines
+
+
+def _domain_text(domain: Any) -> str:
+    if domain.kind == "bins":
+        return f"{domain.column} ({domain.size - 1} bins + NULL)"
+    if domain.kind == "range":
+        return f"{domain.column} ({domain.values[0]}..{domain.values[-1]} + NULL)"
+    return f"{domain.column} ({domain.size - 1} values + NULL)"
+
+
+def build_result(compiled: CompiledQuery, query: MMQuery, release: Release, layer: TableLayer, cost: PrivacyCost) -> NoisyResult:
+    """A NoisyResult from a layer release: keys in public-domain order, the count per group."""
+    plan = compiled.plan
+    bound = plan.query
+    cal = layer.calibration
+    groups = list(itertools.product(*[k.column.values or () for k in bound.keys])) if bound.keys else [()]
+    columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(len(bound.keys))}
+    types = {key_name(i): key_type(k.column.type) for i, k in enumerate(bound.keys)}
+    columns[release_name(0)] = [int(v) for v in release.values]
+    types[release_name(0)] = "BIGINT"
+    scale = None
+    if release.origin == "hard":
+        scale = float(cal.answer_scale) if cal.mode == "pure" else math.sqrt(float(cal.answer_sigma2 or 0))
+    outputs = bound.outputs
+    bare = [o.key is None and isinstance(o.expr, exp.Column) and o.expr.name == "__a0" for o in outputs]
+    infos: list[dict[str, Any] | None] = []
+    for output, is_bare in zip(outputs, bare):
+        if output.key is not None or not output.aggregates:
+            infos.append(None)
+            continue
+        infos.append({
+            "mechanism": MECHANISM if is_bare else f"{MECHANISM} (post-processed)",
+            "kind": release.kind, "scale": scale, "ci95": float(release.error) if is_bare else None,
+            "epsilon": 0.0, "delta": 0.0, "hard_slots_left": release.slots_left, "mode": cal.mode,
+        })
+    if compiled.simple_outputs:
+        names = tuple(o.name for o in outputs)
+        out_types = tuple(types[key_name(o.key)] if o.key is not None else "BIGINT" for o in outputs)
+        rows, cells = [], []
+        for i in range(len(groups)):
+            rows.append(tuple(columns[key_name(o.key)][i] if o.key is not None else columns[release_name(0)][i] for o in outputs))
+            cells.append(tuple(None if o.key is not None else float(release.error) for o in outputs))
+    else:
+        post = layer._engine.postprocess(columns, types, compiled.post)  # released values only
+        position = {name: i for i, name in enumerate(post.names)}
+        names = tuple(o.name for o in outputs)
+        out_types = tuple(post.types[position[f"__o{i}"]] for i in range(len(outputs)))
+        rows = [tuple(row[position[f"__o{i}"]] for i in range(len(outputs))) for row in post.rows]
+        cells = [tuple(float(release.error) if b else None for b in bare) for _ in post.rows]
+    result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, cost)
+
+
+class MedianMechanismLayers:
+    """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
+
+    def __init__(self, policy: Policy, engine: DuckDBEngine, rng: RandomSource, *, reserve: Reserve, bounded: Bounded) -> None:
+        self._policy = policy
+        self._engine = engine
+        self._rng = rng
+        self._reserve = reserve
+        self._bounded = bounded
+        self._layers: dict[str, TableLayer] = {}
+
+    def layer(self, table: str) -> TableLayer | None:
+        """The layer of a table in this session (created on first use), or None."""
+        declared = self._policy.table(table)
+        if declared is None or declared.median_mechanism is None:
+            return None
+        if declared.name not in self._layers:
+            self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
+                                                     self._reserve, self._bounded)
+        return self._layers[declared.name]
+
+    def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:
+        if not isinstance(compiled, CompiledQuery):
+            return None
+        bound = compiled.plan.query
+        layer = self.layer(bound.table.name)
+        if layer is None:
+            return None
+        return layer, measurable(bound, layer.config)
+
+    def take(self, compiled: object) -> NoisyResult | None:
+        """The layer's answer to a compiled query, or None for the ordinary per-query path."""
+        routed = self._route(compiled)
+        if routed is None:
+            return None
+        layer, query = routed
+        if isinstance(query, str):
+            return None
+        if layer.status() in ("disabled", "unaffordable"):
+            layer.warn_disabled()
+            return None
+        shape = layer.shape(query)
+        if shape is None:
+            return None
+        assert isinstance(compiled, CompiledQuery)
+        return layer.answer(compiled, query, shape)
+
+    def explain_lines(self, compiled: object) -> list[str]:
+        """EXPLAIN lines about the layer for this query (none for tables without a layer)."""
+        routed = self._route(compiled)
+        if routed is None:
+            return []
+        layer, query = routed
+        return layer.explain(query)

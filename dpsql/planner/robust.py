@@ -1,0 +1,173 @@
+"""Plan MEDIAN/QUANTILE (SMed, PTR-Laplace, exponential mechanism), IQR (Scale) and MODE (A_samp).
+
+Every parameter comes from the policy, the query and its budget share, never from data:
+- k = max_rows (rows one person keeps); the rank shift s = ceil(k max(p, 1 - p));
+- G = groups one person can touch: 1 without GROUP BY, else min(k, product of public domain
+  sizes) (a person keeps at most k rows, each in one group); the PTR tests use DLap(G/eps)
+  and delta/G per group (see dpsql/mechanisms/ptr.py);
+- the SMed grid is the column's `precision` (else 1 for int/date, else a 1-2-5 step from the
+  bounds: ir.plan.median_grid); the EM grid is that grid coarsened by powers of two until the
+  candidates fit in 2^16;
+- Scale's base beta uses n_hat, a DP count: a COUNT the query already releases, else a count of
+  the column's rows that the IQR pays for with a tenth of its share;
+- MODE's B is OPTIONS (mode_blocks = B), else max(200, 8 (tau + 4 G/eps)): 200 is the design
+  note's choice without n_hat (5.4), raised when tau is so large that 200 votes could never pass.
+A rank request reads a histogram when the mapped column has at most 2^16 possible values
+(public: bounds and grid), else rank windows of +-(C + 1) s around each quantile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from dpsql.analysis.bind import quantile_mechanism
+from dpsql.ir.plan import (
+    Bounding,
+    ModeRequest,
+    RankRequest,
+    RawAggregate,
+    Release,
+    RobustRelease,
+    ValueMap,
+    median_grid,
+)
+from dpsql.ir.query import AggregateCall, BoundQuery
+from dpsql.mechanisms.exponential import ExponentialQuantileSpec
+from dpsql.mechanisms.laplace import LaplaceSpec
+from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleSpec, SMedSpec
+from dpsql.mechanisms.ranks import rank_shift
+from dpsql.mechanisms.subsample import ASampSpec, default_blocks
+
+HISTOGRAM_MAX_VALUES = 1 << 16
+EM_MAX_CANDIDATES = 1 << 16
+NHAT_SHARE = Fraction(1, 10)
+QUARTILES = (Fraction(1, 4), Fraction(3, 4))
+
+
+def needs_delta(call: AggregateCall, query: BoundQuery) -> bool:
+    """Whether the aggregate's mechanism spends delta (every one but the exponential mechanism)."""
+    return not (call.kind == "quantile" and quantile_mechanism(call.bound, query.quantile_mechanism) == "exponential")
+
+
+def person_groups(query: BoundQuery, bounding: Bounding) -> int:
+    """G: how many groups one person's rows can fall in."""
+    if not query.keys:
+        return 1
+    groups = bounding.max_rows
+    if all(key.public for key in query.keys):
+        domain = 1
+        for key in query.keys:
+            domain *= len(key.column.values or ())
+        groups = min(groups, max(domain, 1))
+    return groups
+
+
+@dataclass
+class RobustPlanner:
+    """Builds RobustRelease nodes, their engine requests, and any n_hat count they need."""
+
+    query: BoundQuery
+    bounding: Bounding
+    releases: list[Release]
+    groups: int
+    requests: list[RankRequest | ModeRequest] = field(default_factory=list)
+    _windows: dict[ValueMap, dict[Fraction, int]] = field(default_factory=dict)
+    _order: list[object] = field(default_factory=list)
+
+    def plan(self, index: int, call: AggregateCall, epsilon: Fraction, delta: Fraction) -> RobustRelease:
+        """The robust release of aggregate `index` with its (epsilon, delta) share."""
+        if call.kind == "mode":
+            return self._mode(index, call, epsilon, delta)
+        if call.kind == "iqr":
+            return self._iqr(index, call, epsilon, delta)
+        return self._quantile(index, call, epsilon, delta)
+
+    def finish(self) -> tuple[RankRequest | ModeRequest, ...]:
+        """The engine requests, windows of one mapped column merged into one request."""
+        out: list[RankRequest | ModeRequest] = []
+        for item in self._order:
+            if isinstance(item, ValueMap):
+                windows = tuple(sorted(self._windows[item].items()))
+                size = item.domain_size
+                out.append(RankRequest(item, windows, histogram=size is not None and size <= HISTOGRAM_MAX_VALUES))
+            else:
+                out.append(item)  # type: ignore[arg-type]
+        return tuple(out)
+
+    # --- requests ---------------------------------------------------------------------------
+    def _rank_request(self, values: ValueMap, windows: dict[Fraction, int]) -> int:
+        if values not in self._windows:
+            self._windows[values] = {}
+            self._order.append(values)
+        merged = self._windows[values]
+        for p, reach in windows.items():
+            merged[p] = max(merged.get(p, 0), reach)
+        return self._order.index(values)
+
+    def _value_map(self, call: AggregateCall, grid: Fraction | None) -> ValueMap:
+        column = call.column
+        assert column is not None
+        return ValueMap(column, grid, column.lower, column.upper)
+
+    # --- mechanisms ---------------------------------------------------------------------------
+    def _quantile(self, index: int, call: AggregateCall, epsilon: Fraction, delta: Fraction) -> RobustRelease:
+        p = call.quantile
+        assert p is not None and call.column is not None
+        k = self.bounding.max_rows
+        mechanism = quantile_mechanism(call.bound, self.query.quantile_mechanism)
+        if mechanism == "exponential":
+            values = self._em_values(call)
+            span = values.index_range
+            assert span is not None
+            spec = ExponentialQuantileSpec(epsilon, p, k, span[0], span[1])
+            return RobustRelease("exponential", index, spec, self._rank_request(values, {p: 0}), values)
+        shift = rank_shift(k, p)
+        if mechanism == "ptr-laplace":
+            assert call.bound is not None
+            test = PTRTest(epsilon / 2, delta, self.groups)
+            ptr_spec = PTRLaplaceSpec(test, epsilon / 2, p, shift, call.bound)
+            values = self._value_map(call, None)
+            return RobustRelease("ptr-laplace", index, ptr_spec, self._rank_request(values, {p: ptr_spec.reach}), values)
+        smed = SMedSpec(PTRTest(epsilon, delta, self.groups), p, shift)
+        values = self._value_map(call, median_grid(call.column))
+        return RobustRelease("smed", index, smed, self._rank_request(values, {p: smed.reach}), values)
+
+    def _em_values(self, call: AggregateCall) -> ValueMap:
+        grid = median_grid(call.column)  # type: ignore[arg-type]
+        assert grid is not None
+        values = self._value_map(call, grid)
+        while (values.domain_size or 0) > EM_MAX_CANDIDATES:
+            grid *= 2
+            values = self._value_map(call, grid)
+        return values
+
+    def _iqr(self, index: int, call: AggregateCall, epsilon: Fraction, delta: Fraction) -> RobustRelease:
+        column = call.column
+        assert column is not None
+        k = self.bounding.max_rows
+        n_hat = self._reusable_count(column.name)
+        if n_hat is None:
+            kind = "count_finite" if column.type == "float" else "count_values"
+            self.releases.append(Release(RawAggregate(kind, column), LaplaceSpec(Fraction(k), epsilon * NHAT_SHARE)))
+            n_hat, epsilon = len(self.releases) - 1, epsilon * (1 - NHAT_SHARE)
+        spec = ScaleSpec(epsilon / 4, delta, self.groups, rank_shift(k, QUARTILES[1]))
+        values = self._value_map(call, None)
+        request = self._rank_request(values, {q: spec.reach for q in QUARTILES})
+        return RobustRelease("scale", index, spec, request, values, n_hat=n_hat)
+
+    def _reusable_count(self, column: str) -> int | None:
+        for position, release in enumerate(self.releases):
+            raw = release.raw
+            if raw.kind == "count_rows" or (raw.kind in ("count_values", "count_finite") and raw.column is not None
+                                            and raw.column.name == column):
+                return position
+        return None
+
+    def _mode(self, index: int, call: AggregateCall, epsilon: Fraction, delta: Fraction) -> RobustRelease:
+        assert call.column is not None
+        test = PTRTest(epsilon, delta, self.groups)
+        spec = ASampSpec(test, blocks=self.query.mode_blocks or default_blocks(test))
+        request = ModeRequest(call.column, blocks)
+        self._order.append(request)
+        return RobustRelease("asamp", index, spec, len(self._order) - 1)

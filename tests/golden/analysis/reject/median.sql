@@ -1,2 +1,0 @@
--- expect: DP109
-SELECT MEDIAN(income) FROM people

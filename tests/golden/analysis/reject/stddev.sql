@@ -1,0 +1,2 @@
+-- expect: DP109
+SELECT STDDEV(income) FROM people

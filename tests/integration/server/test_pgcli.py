@@ -1,0 +1,32 @@
+"""pgcli -c against `dpsql serve`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.integration.server.conftest import PASSWORDS, PgServer, executable
+
+PGCLI = executable("pgcli")
+
+
+def _has_command_option() -> bool:
+    if PGCLI is None:
+        return False
+    result = subprocess.run([PGCLI, "--help"], capture_output=True, text=True, timeout=60, check=False)
+    return "--command" in result.stdout
+
+
+pytestmark = pytest.mark.skipif(not _has_command_option(), reason="pgcli >= 4.1 (with -c) is not installed (pip install -e '.[test]')")
+
+
+def test_pgcli_runs_a_query(pg_server: PgServer, tmp_path: os.PathLike[str]) -> None:
+    assert PGCLI is not None
+    env = {**os.environ, "PGPASSWORD": PASSWORDS["alice"], "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    command = [PGCLI, "-h", pg_server.host, "-p", str(pg_server.port), "-U", "alice", "-d", "anydb",
+               "-c", "SELECT dept, COUNT(*) AS n FROM people GROUP BY dept"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "engineering" in result.stdout and "SELECT 12" in result.stdout
