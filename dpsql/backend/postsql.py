@@ -80,24 +80,32 @@ def _width(spec: LaplaceSpec, parts: int) -> int:
     return half_width(spec, 1 - 0.05 / parts)
 
 
+def _safe(expr: exp.Expr) -> exp.Expr:
+    """TRY(expr): arithmetic on released values that overflows yields NULL instead of failing
+    after the charge. Only noisy values are here, so the NULL reveals nothing private."""
+    if isinstance(expr, exp.Column):
+        return expr
+    return exp.func("try", expr)
+
+
 def post_select(plan: Plan) -> exp.Select:
     """SELECT outputs (and interval corners) FROM the noisy table, with HAVING/ORDER/LIMIT."""
     query = plan.query
     columns: list[exp.Expr] = []
     for index, output in enumerate(query.outputs):
-        value = _substitute(output.expr, plan)
+        value = _safe(_substitute(output.expr, plan))
         columns.append(exp.alias_(value, f"__o{index}"))
         deps = release_deps(output.expr, plan)
         if deps and len(deps) <= MAX_CORNER_RELEASES and not robust_deps(output.expr, plan):
-            corners = [_corner(output.expr, plan, deps, signs) for signs in itertools.product((-1, 1), repeat=len(deps))]
+            corners = [_safe(_corner(output.expr, plan, deps, signs)) for signs in itertools.product((-1, 1), repeat=len(deps))]
             columns.append(exp.alias_(exp.func("least", value.copy(), *corners), f"__lo{index}"))
             columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), f"__hi{index}"))
     select = exp.select(*columns).from_(exp.to_identifier(NOISY))
     if query.having is not None:
-        select = select.where(_substitute(query.having, plan))
+        select = select.where(_safe(_substitute(query.having, plan)))
     if query.order:
         select = select.order_by(
-            *[exp.Ordered(this=_substitute(o.expr, plan), desc=o.descending, nulls_first=o.nulls_first) for o in query.order]
+            *[exp.Ordered(this=_safe(_substitute(o.expr, plan)), desc=o.descending, nulls_first=o.nulls_first) for o in query.order]
         )
     # Without ORDER BY, rows keep the noisy table's order (public domain order, or sorted
     # selected keys): DuckDB preserves insertion order of a scanned frame.

@@ -25,9 +25,11 @@ import numpy as np
 from dpsql.mmlayer.domain import DomainIndex, QueryShape
 
 FLOOR = 1e-9  # total mass spread over X so that every cell stays positive (raking needs p > 0)
-WINDOW_RECENT = 16
-WINDOW_RANDOM = 8
 SWEEPS = 2
+# Older constraints one update revisits, sized so an update costs about WORK cell operations
+# (about 0.1 s): every constraint on small domains, a window of recent and random ones on large.
+WORK = 150_000_000
+MIN_WINDOW = 24
 
 
 class CandidateSet:
@@ -68,7 +70,7 @@ class CandidateSet:
         far = np.abs(self.predictions(shape) - answers[None, :]) > self.tau
         pruned = np.flatnonzero(far.any(axis=1))
         masks = shape.group_masks()
-        older = self._window()
+        older = self._window(max(MIN_WINDOW, WORK // (SWEEPS * max(len(pruned), 1) * self.domain.cells) - len(masks)))
         for mask, answer in zip(masks, answers):
             self._packed.append(np.packbits(mask))
             self._targets.append(float(answer))
@@ -76,37 +78,37 @@ class CandidateSet:
         self.pruned += len(pruned)
         if len(pruned) == 0:
             return
-        new = [(mask.astype(np.float64), float(a)) for mask, a in zip(masks, answers)]
-        old = [(np.unpackbits(self._packed[j], count=self.domain.cells).astype(np.float64), self._targets[j]) for j in older]
+        new = [(mask, float(a)) for mask, a in zip(masks, answers)]
+        old = [(np.unpackbits(self._packed[j], count=self.domain.cells).view(bool), self._targets[j]) for j in older]
         block = self.W[pruned]
         for _ in range(SWEEPS):
-            for mask_f, answer in new + old:
-                block = self._project(block, mask_f, answer)
+            for mask, answer in new + old:
+                self._project(block, mask, answer)
+        np.maximum(block, self._floor, out=block)
+        block /= block.sum(axis=1, keepdims=True)
         self.W[pruned] = block
 
-    def _window(self) -> list[int]:
-        """Older constraints an update revisits: the most recent ones and a few random earlier ones."""
+    def _window(self, size: int) -> list[int]:
+        """Older constraints an update revisits, newest first: all of them, or the most recent two
+        thirds of `size` and a random third of the earlier ones (public stream)."""
         count = len(self._targets)
-        recent = list(range(count - 1, max(count - 1 - WINDOW_RECENT, -1), -1))
+        if count <= size:
+            return list(range(count - 1, -1, -1))
+        recent = list(range(count - 1, count - 1 - (2 * size) // 3, -1))
         earlier = count - len(recent)
         if earlier > 0:
-            picks = self._rng.choice(earlier, size=min(WINDOW_RANDOM, earlier), replace=False)
+            picks = self._rng.choice(earlier, size=min(size - len(recent), earlier), replace=False)
             recent.extend(int(j) for j in np.sort(picks)[::-1])
         return recent
 
-    def _project(self, block: np.ndarray, mask_f: np.ndarray, answer: float) -> np.ndarray:
-        """One raking step of every row of `block` onto the slab of (mask, answer)."""
-        p = block @ mask_f
+    def _project(self, block: np.ndarray, mask: np.ndarray, answer: float) -> None:
+        """One raking step, in place, of every row of `block` onto the slab of (mask, answer)."""
+        p = np.einsum("ij,j->i", block, mask.astype(np.float64))  # einsum: no BLAS threads
+        total = block.sum(axis=1)
         lo = min(max((answer - self.tau_p) / self.n_hat, 0.0), 1.0)
         hi = min(max((answer + self.tau_p) / self.n_hat, 0.0), 1.0)
-        target = np.clip(p, lo, hi)
-        violated = np.abs(target - p) > 1e-12
-        if not violated.any():
-            return block
-        target = np.clip(target, 1e-12, 1 - 1e-12)
-        p = np.clip(p, 1e-300, 1 - 1e-16)
-        inside = np.where(violated, target / p, 1.0)
-        outside = np.where(violated, (1 - target) / (1 - p), 1.0)
-        block = block * (outside[:, None] + mask_f[None, :] * (inside - outside)[:, None])
-        block = np.maximum(block, self._floor)
-        return block / block.sum(axis=1, keepdims=True)
+        target = np.clip(p, lo * total, hi * total)
+        for j in np.flatnonzero(np.abs(target - p) > 1e-12 * total):
+            t = min(max(target[j] / total[j], 1e-12), 1 - 1e-12)
+            share = min(max(p[j] / total[j], 1e-300), 1 - 1e-16)
+            block[j] *= np.where(mask, t / share, (1 - t) / (1 - share))
