@@ -513,7 +513,10 @@ def source_state() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     changed = [line[3:] for line in dirty if line.strip()]
-    return f"git {head}" + (f" + uncommitted edits to {', '.join(changed)}" if changed else " (clean dpsql/)")
+    if not changed:
+        return f"git {head} (clean dpsql/)"
+    more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+    return f"git {head} + uncommitted edits to {', '.join(changed[:6])}{more}"
 
 
 def load_average() -> str:

@@ -10,7 +10,8 @@ Run by hand, not a test (DESIGN section 11). Every number printed is measured in
    Clients: N threads, each with its own psycopg 3 connection (autocommit, server-side
    parameters), connected and warmed up before the clock starts.
 3. In-process: the same N threads, each with its own `dpsql.connect(...)` DB-API connection on
-   the same policy and a ledger file of its own, warmed up the same way.
+   the same policy and one shared ledger file (one analyst, as through the server), warmed up
+   the same way.
 4. Each thread runs its share of --queries statements, cycling through the query mix below; a
    query's latency is time.perf_counter around execute + fetchall. QPS = queries / wall time of
    the measured phase. Every query is a real charged query with real (cryptographic) noise.
@@ -134,8 +135,7 @@ def server_runner(port: int) -> tuple[Runner, Callable[[], None]]:
     return run, con.close
 
 
-def inprocess_runner(policy: Path, directory: Path) -> tuple[Runner, Callable[[], None]]:
-    ledger = Path(tempfile.mkstemp(dir=directory, suffix=".sqlite")[1])
+def inprocess_runner(policy: Path, ledger: Path) -> tuple[Runner, Callable[[], None]]:
     con = dpsql.connect(policy=policy, analyst="bench", ledger=ledger)
 
     def run(sql: str, params: tuple[object, ...]) -> int:
@@ -167,12 +167,13 @@ def main() -> int:
         directory = Path(tmp)
         policy = write_policy(directory)
         process, port = start_server(policy, directory / "server-ledger.sqlite")
+        ledger = directory / "inprocess-ledger.sqlite"  # one analyst, one ledger: shared by the threads as by the server
         try:
             print(f"\n{'clients':>7} | {'mode':<10} | {'QPS':>7} | {'p50 ms':>7} | {'p99 ms':>7}")
             for clients in args.clients:
                 measured = {
                     "server": run_level(lambda: server_runner(port), clients, args.queries, args.warmup),
-                    "in-process": run_level(lambda: inprocess_runner(policy, directory), clients, args.queries, args.warmup),
+                    "in-process": run_level(lambda: inprocess_runner(policy, ledger), clients, args.queries, args.warmup),
                 }
                 for mode, m in measured.items():
                     print(f"{clients:>7} | {mode:<10} | {m['qps']:>7.1f} | {m['p50']:>7.2f} | {m['p99']:>7.2f}")

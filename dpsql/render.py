@@ -72,4 +72,15 @@ def render_table(result: NoisyResult) -> str:
     for i, (column, reason) in enumerate(zip(result.columns, reasons)):
         if reason and any(row[i] is None for row in result.rows):
             out.append(f"{REFUSED} in {column.name}: {reason}")
+    layer = next((info for info in result.noise_info if info and info.get("kind")), None)
+    if layer is not None:
+        out.append(f"median mechanism: {LAYER_KINDS.get(layer['kind'], layer['kind'])}; "
+                   f"{layer.get('hard_slots_left')} hard slot(s) left")
     return "\n".join(out)
+
+
+LAYER_KINDS = {
+    "easy": "easy answer (the candidates' median, checked by the sparse vector; no cost)",
+    "hard": "hard answer (counted from the data with fresh noise; no cost beyond the reservation)",
+    "repeat": "repeat (the answer released before; no data read)",
+}

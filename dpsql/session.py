@@ -22,7 +22,7 @@ from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy, Table
 from dpsql.demo.people import ensure_demo
-from dpsql.errors import BudgetExhaustedError, InterfaceError
+from dpsql.errors import BudgetExhaustedError, EngineError, InterfaceError, UnsupportedQueryError
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
@@ -116,7 +116,8 @@ class Session:
         statement, compiled = self.compile(sql, parameters)
         if statement.kind == "explain" or not isinstance(compiled, CompiledQuery):
             return PrivacyCost.zero()
-        return compiled.plan.cost
+        layer_cost = self.median_mechanism.cost_of(compiled)
+        return layer_cost if layer_cost is not None else compiled.plan.cost
 
     def explain(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """The plan of a statement (with or without a leading EXPLAIN): no data, no budget."""
@@ -157,10 +158,11 @@ class Session:
         """The output columns and parameter types of a statement. Never runs it, never charges.
 
         Without parameters, the statement is planned with neutral stand-ins of the inferred
-        parameter types (output types do not depend on parameter values).
+        parameter types (output types do not depend on parameter values); with them, the
+        parameter types are not inferred (empty).
         """
         self._check_open()
-        types = parameter_types(sql, self.policy)
+        types = parameter_types(sql, self.policy) if parameters is None else ()
         with self._lock:
             statement, compiled = self.compile(sql, parameters if parameters is not None else stand_ins(types))
             if statement.kind == "explain":
@@ -236,6 +238,18 @@ class Session:
             self._session_seeds[table.name] = self._rng.randbelow(2**62)
         return self._engine.ensure_bounded(table, self._session_seeds[table.name])
 
+    def _dry_run_post(self, compiled: CompiledQuery) -> None:
+        """Post-processing over an EMPTY noisy table, before the charge: arithmetic the engine cannot
+        type (e.g. a number divided by a text MODE) is refused uncharged (DP123)."""
+        names, types = noisy_types(compiled)
+        try:
+            self._engine.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+            return
+        except EngineError:
+            pass  # raised below, outside the except block
+        raise UnsupportedQueryError("the engine cannot compute this query's outputs from the released values",
+                                    code="DP123", hint="check the arithmetic over MEDIAN, IQR and MODE; nothing was charged")
+
     def _answer(self, compiled: CompiledQuery) -> NoisyResult:
         plan = compiled.plan
         table = plan.query.table
@@ -252,6 +266,8 @@ class Session:
             self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if plan.selection else None)
             for select, params in compiled.robust_dry_runs:  # MEDIAN/IQR/MODE requests, on the empty table too
                 self._engine.dry_run(table, select, params)
+            if plan.robust and not compiled.simple_outputs:
+                self._dry_run_post(compiled)
             if len(self._dry_run_ok) >= 2 * PLAN_CACHE_SIZE:
                 self._dry_run_ok.clear()
             self._dry_run_ok[id(compiled)] = compiled

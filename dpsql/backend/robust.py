@@ -136,16 +136,14 @@ def histogram_select(plan: Plan, request: RankRequest, relation: str) -> exp.Sel
 
 def _ladder(request: RankRequest) -> tuple[list[Fraction], dict[tuple[int, int, str], int]]:
     """The constant quantile list of reservoir_quantile and where each (window, rung, side) sits."""
-    quantiles: list[Fraction] = []
+    index: dict[Fraction, int] = {}
     position: dict[tuple[int, int, str], int] = {}
     for i, (p, _) in enumerate(request.windows):
         for j, half in enumerate(LADDER):
             for side, q in (("lo", p - half), ("hi", p + half)):
                 if 0 <= q <= 1:
-                    if q not in quantiles:
-                        quantiles.append(q)
-                    position[(i, j, side)] = quantiles.index(q) + 1
-    return quantiles, position
+                    position[(i, j, side)] = index.setdefault(q, len(index) + 1)
+    return list(index), position
 
 
 def _need(plan: Plan, p: Fraction, reach: int) -> exp.Expr:
@@ -165,13 +163,25 @@ def _reservoir(plan: Plan) -> int:
 
 
 def _bracket(request: RankRequest, window: int, side: str, position: dict[tuple[int, int, str], int]) -> exp.Expr:
-    need = exp.column(f"__need{window}")
     ifs = []
     for j in reversed(range(len(LADDER))):  # narrowest rung first
         at = position.get((window, j, side))
-        value = exp.func("list_extract", exp.column("__q"), exp.Literal.number(at)) if at else exp.Null()
-        ifs.append(exp.If(this=exp.LTE(this=need.copy(), expression=number(LADDER[j])), true=value))
+        value = exp.Anonymous(this="list_extract", expressions=[exp.column("__q"), exp.Literal.number(at)]) if at else exp.Null()
+        ifs.append(exp.If(this=exp.LTE(this=exp.column(f"__need{window}"), expression=number(LADDER[j])), true=value))
     return exp.Case(ifs=ifs, default=exp.Null())
+
+
+def _table(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name))
+
+
+def _columns(*names: str) -> list[exp.Column]:
+    return [exp.column(n) for n in names]
+
+
+def _as(expression: exp.Expr, name: str) -> exp.Alias:
+    """expression AS name, without the copy exp.alias_ makes (these trees are built fresh)."""
+    return exp.Alias(this=expression, alias=exp.to_identifier(name))
 
 
 def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
@@ -179,18 +189,18 @@ def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select
     names = _key_names(plan)
     quantiles, position = _ladder(request)
     base = base_select(plan, request.values, relation)
-    sample = (
-        exp.select(*names, exp.alias_(exp.Count(this=exp.Star()), N),
-                   exp.alias_(exp.func("reservoir_quantile", exp.column(VALUE), exp.Array(expressions=[number(q) for q in quantiles]),
-                                       exp.Literal.number(_reservoir(plan))), "__q"))
-        .from_("__b")
-    )
+    sample = exp.select(
+        *_columns(*names), _as(exp.Count(this=exp.Star()), N),
+        _as(exp.Anonymous(this="reservoir_quantile", expressions=[
+            exp.column(VALUE), exp.Array(expressions=[number(q) for q in quantiles]), exp.Literal.number(_reservoir(plan))]), "__q"),
+        copy=False).from_(_table("__b"), copy=False)
     if names:
-        sample = sample.group_by(*names)
-    needs = [exp.alias_(_need(plan, p, reach), f"__need{i}") for i, (p, reach) in enumerate(request.windows)]
-    brackets = [exp.alias_(_bracket(request, i, side, position), f"__{side}{i}")
+        sample = sample.group_by(*_columns(*names), copy=False)
+    needs = [_as(_need(plan, p, reach), f"__need{i}") for i, (p, reach) in enumerate(request.windows)]
+    brackets = [_as(_bracket(request, i, side, position), f"__{side}{i}")
                 for i in range(len(request.windows)) for side in ("lo", "hi")]
-    bracket = exp.select(*names, N, *brackets).from_(exp.select(*names, N, "__q", *needs).from_("__s").subquery("__nd"))
+    inner = exp.select(*_columns(*names, N, "__q"), *needs, copy=False).from_(_table("__s"), copy=False).subquery("__nd", copy=False)
+    bracket = exp.select(*_columns(*names, N), *brackets, copy=False).from_(inner, copy=False)
     value = exp.column(VALUE, "__b")
     columns: list[exp.Expr] = [*[exp.column(n, "__br") for n in names], exp.column(N, "__br")]
     for i in range(len(request.windows)):
@@ -200,17 +210,17 @@ def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select
             exp.or_(exp.Is(this=hi.copy(), expression=exp.Null()), exp.LTE(this=value.copy(), expression=hi.copy())),
         )
         below = exp.func("coalesce", exp.func("count_if", exp.LT(this=value.copy(), expression=lo.copy())), exp.Literal.number(0))
-        columns.append(exp.alias_(below, f"{BELOW}{i}"))
+        columns.append(_as(below, f"{BELOW}{i}"))
         ordered = exp.ArrayAgg(this=exp.Order(this=value.copy(), expressions=[exp.Ordered(this=value.copy())]))
-        columns.append(exp.alias_(exp.Filter(this=ordered, expression=exp.Where(this=inside)), f"{WINDOW}{i}"))
-    scan = exp.select(*columns).from_("__b")
+        columns.append(_as(exp.Filter(this=ordered, expression=exp.Where(this=inside)), f"{WINDOW}{i}"))
+    scan = exp.select(*columns, copy=False).from_(_table("__b"), copy=False)
     if names:
         on = exp.and_(*[exp.NullSafeEQ(this=exp.column(n, "__b"), expression=exp.column(n, "__br")) for n in names])
-        scan = scan.join("__br", on=on)
+        scan = scan.join(_table("__br"), on=on, copy=False)
     else:
-        scan = scan.join("__br", join_type="CROSS")
-    scan = scan.group_by(*[exp.column(n, "__br") for n in names], exp.column(N, "__br"))
-    return scan.with_("__b", as_=base).with_("__s", as_=sample).with_("__br", as_=bracket)
+        scan = scan.join(_table("__br"), join_type="CROSS", copy=False)
+    scan = scan.group_by(*[exp.column(n, "__br") for n in names], exp.column(N, "__br"), copy=False)
+    return scan.with_("__b", as_=base, copy=False).with_("__s", as_=sample, copy=False).with_("__br", as_=bracket, copy=False)
 
 
 def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:

@@ -92,10 +92,14 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
     if plan.query.where is not None:
         # TRY(...) turns a data-dependent error into NULL; COALESCE makes NULL rows drop out.
         conditions.append(exp.func("coalesce", exp.func("try", plan.query.where.copy()), exp.false()))
-    for key in plan.query.keys:
-        if key.public:
-            values = [_domain_literal(v, key.column) for v in key.column.values or ()]
-            conditions.append(exp.In(this=exp.column(key.column.name, quoted=True), expressions=values))
+    # With public keys only, release iterates over the domain and drops other groups after
+    # aggregation (cheaper than filtering rows). With partition selection (a private key too),
+    # rows outside a public key's domain must go before selection can see them.
+    if plan.selection is not None:
+        for key in plan.query.keys:
+            if key.public:
+                values = [_domain_literal(v, key.column) for v in key.column.values or ()]
+                conditions.append(exp.In(this=exp.column(key.column.name, quoted=True), expressions=values))
     if not conditions:
         return None
     return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
@@ -122,7 +126,8 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     finite = _finite(column, raw.column)
     if raw.kind == "count_finite":
         return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1))) if finite is not None else exp.Count(this=column)
-    return exp.func("coalesce", exp.Sum(this=exp.cast(_grid_value(raw, column), "HUGEINT")), exp.Literal.number(0))
+    # DuckDB sums BIGINT into HUGEINT: exact, whatever the row order or thread count.
+    return exp.func("coalesce", exp.Sum(this=_grid_value(raw, column)), exp.Literal.number(0))
 
 
 def _finite(column: exp.Expr | None, declared: Column | None) -> exp.Expr | None:
@@ -132,14 +137,17 @@ def _finite(column: exp.Expr | None, declared: Column | None) -> exp.Expr | None
 
 
 def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
-    """round(clamp(x) / grid) - center, clamped again on the grid; NULL for NULL, NaN, +-inf."""
+    """round(clamp(x) / grid) - center; NULL for NULL, NaN, +-inf.
+
+    The clamp bounds are lower_units * grid and upper_units * grid, so the rounded value lies in
+    [lower_units, upper_units] and the sum's sensitivity is the planner's.
+    """
     assert raw.column is not None
     lower, upper = raw.lower_units * raw.grid, raw.upper_units * raw.grid
     clamped = exp.func("least", exp.func("greatest", column.copy(), number(lower)), number(upper))
     if raw.grid != 1:
         clamped = exp.func("round", exp.Mul(this=clamped, expression=number(1 / raw.grid)))
     units = exp.cast(clamped, "BIGINT")
-    units = exp.func("least", exp.func("greatest", units, exp.Literal.number(raw.lower_units)), exp.Literal.number(raw.upper_units))
     if raw.center_units:
         units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))
     finite = _finite(column, raw.column)

@@ -239,12 +239,15 @@ def calibrate(
     sensitivity: int,
     beta: Fraction = Fraction(1, 20),
     expected_queries: int | None = None,
+    cap: int | None = None,
+    threshold: int | None = None,
 ) -> SVTCalibration:
     """The cap c, threshold T and every noise scale, from public inputs only.
 
     c is the largest cap whose margin (the (1 − β) quantile of threshold minus query noise) is
     at most A/2; with `expected_queries` (k_exp) also k_exp · fp(c) <= c/2, where fp(c) is the
     false-hard rate of a perfect median. T = A − margin(c). c = 0 when even one slot does not fit.
+    `cap` and `threshold` override the sizing (any public values are private: tests, experiments).
     """
     if sensitivity < 1:
         raise ValueError("sensitivity must be >= 1")
@@ -277,8 +280,11 @@ def calibrate(
         return laplace_difference_tail(s.threshold, s.query, accuracy_int - margin(c))
 
     half = accuracy_int // 2
+    fixed_cap = cap
     cap = 0
-    if accuracy_int >= 2 and margin(1) <= half:
+    if fixed_cap is not None:
+        cap = fixed_cap
+    elif accuracy_int >= 2 and margin(1) <= half:
         lo, hi = 1, 2
         while hi <= MAX_CAP and margin(hi) <= half:
             lo, hi = hi, hi * 2
@@ -295,7 +301,7 @@ def calibrate(
             cap = next((c for c in range(cap, 0, -1) if expected_queries * false_hard(c) <= c / 2), 0)
     used = max(cap, 1)
     s = scales(used)
-    m = margin(used)
+    m = margin(used) if threshold is None else accuracy_int - threshold
     if mode == "pure":
         size_scale, size_sigma2 = sensitivity / eps_size, None
         answer_ci = discrete_laplace_ci(s.answer_scale)  # type: ignore[arg-type]

@@ -27,8 +27,8 @@ from dpsql.mmlayer.domain import DomainIndex, QueryShape
 FLOOR = 1e-9  # total mass spread over X so that every cell stays positive (raking needs p > 0)
 SWEEPS = 2
 # Older constraints one update revisits, sized so an update costs about WORK cell operations
-# (about 0.1 s): every constraint on small domains, a window of recent and random ones on large.
-WORK = 150_000_000
+# (tens of milliseconds): every constraint on small domains, a window of recent and random ones on large.
+WORK = 40_000_000
 MIN_WINDOW = 24
 
 
@@ -81,6 +81,7 @@ class CandidateSet:
         new = [(mask, float(a)) for mask, a in zip(masks, answers)]
         old = [(np.unpackbits(self._packed[j], count=self.domain.cells).view(bool), self._targets[j]) for j in older]
         block = self.W[pruned]
+        block /= block.sum(axis=1, keepdims=True)
         for _ in range(SWEEPS):
             for mask, answer in new + old:
                 self._project(block, mask, answer)
@@ -103,12 +104,12 @@ class CandidateSet:
 
     def _project(self, block: np.ndarray, mask: np.ndarray, answer: float) -> None:
         """One raking step, in place, of every row of `block` onto the slab of (mask, answer)."""
-        p = np.einsum("ij,j->i", block, mask.astype(np.float64))  # einsum: no BLAS threads
-        total = block.sum(axis=1)
+        # Rows sum to 1 (raking keeps the sum); einsum, not BLAS: no thread pool on a busy machine.
+        p = np.einsum("ij,j->i", block, mask.astype(np.float64))
         lo = min(max((answer - self.tau_p) / self.n_hat, 0.0), 1.0)
         hi = min(max((answer + self.tau_p) / self.n_hat, 0.0), 1.0)
-        target = np.clip(p, lo * total, hi * total)
-        for j in np.flatnonzero(np.abs(target - p) > 1e-12 * total):
-            t = min(max(target[j] / total[j], 1e-12), 1 - 1e-12)
-            share = min(max(p[j] / total[j], 1e-300), 1 - 1e-16)
+        target = np.clip(p, lo, hi)
+        for j in np.flatnonzero(np.abs(target - p) > 1e-12):
+            t = min(max(target[j], 1e-12), 1 - 1e-12)
+            share = min(max(p[j], 1e-300), 1 - 1e-16)
             block[j] *= np.where(mask, t / share, (1 - t) / (1 - share))

@@ -97,6 +97,7 @@ class LayerCore:
         *,
         candidates: int,
         public_seed: int,
+        n_hat: int | None = None,
     ) -> None:
         self.calibration = calibration
         self.domain = domain
@@ -104,8 +105,9 @@ class LayerCore:
         self._data = data
         self._rng = rng
         self._svt = SparseVector(calibration, rng)
-        # The one release of the table size, with its own accounted share (ε_n or ρ_n).
-        self.n_hat = data.size() + size_noise(calibration, rng)
+        # The one release of the table size, with its own accounted share (ε_n or ρ_n); a fixed
+        # public size guess (tests, audits) skips it: a constant is data-independent.
+        self.n_hat = data.size() + size_noise(calibration, rng) if n_hat is None else n_hat
         accuracy = calibration.accuracy
         self.candidates = CandidateSet(domain, candidates, self.n_hat, tau=accuracy / 4, tau_p=accuracy / 8, seed=public_seed)
         self.transcript: list[TranscriptEntry] = []

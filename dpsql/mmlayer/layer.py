@@ -315,6 +315,24 @@ class MedianMechanismLayers:
         assert isinstance(compiled, CompiledQuery)
         return layer.answer(compiled, query, shape)
 
+    def cost_of(self, compiled: object) -> PrivacyCost | None:
+        """What executing would charge when the layer takes the query (its reservation on first use,
+        else nothing); None when the ordinary path would answer. Public state only, no data."""
+        routed = self._route(compiled)
+        if routed is None or isinstance(routed[1], str):
+            return None
+        layer, query = routed
+        if layer.status() in ("disabled", "unaffordable"):
+            return None
+        shape = layer.shape(query)
+        if shape is None:
+            return None
+        if layer.core is None:
+            return layer.calibration.cost
+        if layer.core.cached(shape) is None and layer.halted:
+            return None
+        return PrivacyCost.zero()
+
     def explain_lines(self, compiled: object) -> list[str]:
         """EXPLAIN lines about the layer for this query (none for tables without a layer)."""
         routed = self._route(compiled)

@@ -71,7 +71,14 @@ def measurable(query: BoundQuery, config: MedianMechanismConfig) -> MMQuery | st
         reason = _predicate_reason(query.where, config)
         if reason is not None:
             return reason
-    return MMQuery(query.where, not_null, tuple(keys))
+    return MMQuery(_normalised(query.where), not_null, tuple(keys))
+
+
+def _normalised(predicate: exp.Expr | None) -> exp.Expr | None:
+    """Column names lower-cased (DuckDB identifiers are case-insensitive; policy names are lower)."""
+    if predicate is None:
+        return None
+    return predicate.transform(lambda node: exp.column(node.name.lower()) if isinstance(node, exp.Column) else node)
 
 
 def _predicate_reason(predicate: exp.Expr, config: MedianMechanismConfig) -> str | None:

@@ -168,6 +168,6 @@ class RobustPlanner:
         assert call.column is not None
         test = PTRTest(epsilon, delta, self.groups)
         spec = ASampSpec(test, blocks=self.query.mode_blocks or default_blocks(test))
-        request = ModeRequest(call.column, blocks)
+        request = ModeRequest(call.column, spec.blocks)
         self._order.append(request)
         return RobustRelease("asamp", index, spec, len(self._order) - 1)

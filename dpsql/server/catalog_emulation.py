@@ -30,6 +30,7 @@ log = logging.getLogger("dpsql.server")
 PG_SCHEMA, INFO_SCHEMA = "pgc", "pgi"
 VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private SQL; catalog emulation)"
 Route = Literal["catalog", "session"]
+ROUTE_CACHE_SIZE = 512
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
 _TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode"})  # sqlglot may read unnest as explode
 _USER_FUNCTIONS = frozenset({"current_user", "session_user", "user", "current_role"})
@@ -148,6 +149,7 @@ class CatalogEmulation:
             self._db.load_table(INFO_SCHEMA, name, pgc.columns_of(pgc.INFORMATION_SCHEMA[name]), rows)
         self._db.define(_macros())
         self._db.lock()
+        self._routes: dict[str, tuple[Route, exp.Expr | None]] = {}
 
     def close(self) -> None:
         """Close the metadata database."""
@@ -155,7 +157,19 @@ class CatalogEmulation:
 
     # --- routing ---------------------------------------------------------------------------------
     def route(self, sql: str) -> tuple[Route, exp.Expr | None]:
-        """Whether a query is a catalog probe (with its parsed tree) or goes to the Session."""
+        """Whether a query is a catalog probe (with its parsed tree) or goes to the Session.
+
+        Pure in the SQL text, so decisions are cached (callers copy a catalog tree before changing it).
+        """
+        cached = self._routes.get(sql)
+        if cached is None:
+            cached = self._route(sql)
+            if len(self._routes) >= ROUTE_CACHE_SIZE:
+                self._routes.pop(next(iter(self._routes)), None)
+            self._routes[sql] = cached
+        return cached
+
+    def _route(self, sql: str) -> tuple[Route, exp.Expr | None]:
         tree = _parse(sql)
         if tree is None or not isinstance(tree, exp.Query):
             return "session", None
@@ -171,18 +185,36 @@ class CatalogEmulation:
                 return "session", None
         return "catalog", tree
 
+    def parameter_types(self, sql: str) -> list[int]:
+        """OIDs of a probe's $n parameters: text arrays inside ANY/ALL, text otherwise."""
+        _, tree = self.route(sql)
+        if tree is None:
+            return []
+        types: dict[int, int] = {}
+        for node in tree.find_all(exp.Parameter, exp.Placeholder):
+            number = node.this.this if isinstance(node.this, exp.Literal) else node.this
+            if not str(number).isdigit():
+                continue
+            parent = node.parent.parent if isinstance(node.parent, exp.Paren) else node.parent
+            array = isinstance(parent, (exp.Any, exp.All))
+            types[int(str(number))] = pgtypes.ARRAY_OF[pgtypes.TEXT] if array else pgtypes.TEXT
+        return [types.get(n, pgtypes.TEXT) for n in range(1, max(types, default=0) + 1)]
+
     # --- answers ---------------------------------------------------------------------------------
     def query(self, tree: exp.Expr, client: ClientState, params: Sequence[Any] = (), *, describe_only: bool = False) -> Answer:
         """Run a catalog probe; the answer holds metadata only. `describe_only`: no rows (LIMIT 0)."""
         rewritten = rewrite(tree.copy(), client)
         if describe_only:
-            rewritten = rewritten.limit(0) if isinstance(rewritten, exp.Select) else exp.select("*").from_(rewritten.subquery("__d")).limit(0)
+            if isinstance(rewritten, exp.Select):
+                rewritten = rewritten.limit(0)
+            elif isinstance(rewritten, exp.Query):
+                rewritten = exp.select("*").from_(rewritten.subquery("__d")).limit(0)
         try:
             result = self._db.query(rewritten, list(params))
         except CatalogQueryError as err:
             log.warning("catalog probe not emulated (%s): %s", err.message, " ".join(tree.sql(dialect="postgres").split()))
             raise
-        columns = tuple((name, pgtypes.oid_for_engine_type(type_)) for name, type_ in zip(result.names, result.types))
+        columns = tuple((name, pgtypes.oid_for_engine_type(type_)) for name, type_ in zip(result.names, result.types, strict=True))
         return Answer(columns, result.rows, f"SELECT {len(result.rows)}")
 
     def show(self, name: str, client: ClientState) -> Answer:
@@ -205,7 +237,12 @@ def _parse(sql: str) -> exp.Expr | None:
     try:
         trees = [t for t in sqlglot.parse(sql, read="postgres") if t is not None]
     except (ParseError, TokenError):
-        return None
+        # sqlglot cannot read `x::regtype[]` (pgcli's function probe): as OID arrays, which the
+        # emulation has no rows for anyway. Applied only to text sqlglot could not parse.
+        normalized = _REG_ARRAY.sub("::bigint[]", sql)
+        if normalized == sql:
+            return None
+        return _parse(normalized)
     finally:
         logger.setLevel(level)
     return trees[0] if len(trees) == 1 else None
@@ -226,6 +263,8 @@ def _is_catalog_table(table: exp.Table) -> bool:
 
 
 # --- rewriting a probe for the metadata database ------------------------------------------------
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In)
+_REG_ARRAY = re.compile(r"::\s*(?:pg_catalog\.)?(?:regtype|regclass|regproc|regnamespace|regrole)\s*\[\]", re.IGNORECASE)
 _RENAMED = {"json_build_object": "json_object", "jsonb_build_object": "json_object", "json_agg": "json_group_array"}
 _OPERATORS = {"~": exp.RegexpLike, "~*": exp.RegexpILike, "=": exp.EQ, "<>": exp.NEQ, "~~": exp.Like, "~~*": exp.ILike}
 
@@ -248,6 +287,8 @@ def _cast(node: exp.Cast) -> exp.Expr:
     arg = node.this
     literal = isinstance(arg, (exp.Literal, exp.Placeholder, exp.Parameter))
     reg = {"regclass": "regclass", "regtype": "regtype", "regnamespace": "regnamespace"}
+    if target in reg and not literal and isinstance(node.parent, _COMPARISONS):
+        return exp.cast(arg, exp.DataType.build("BIGINT"))  # compared: the OID, as the other side will be
     if target in reg:
         kind = reg[target]
         name = _literal_name(arg, keep_schema=kind == "regclass") if literal else arg
@@ -354,6 +395,8 @@ def _output_name(node: exp.Expr) -> str:
         return inner if inner != "?column?" else _type_name(node.to)
     if isinstance(node, exp.Dot):
         return _output_name(node.expression)
+    if isinstance(node, exp.Window):
+        return _output_name(node.this)
     if isinstance(node, exp.Func):
         match = re.match(r"[A-Za-z_]\w*", node.sql(dialect="postgres"))
         return match.group(0).lower() if match else "?column?"
@@ -362,17 +405,20 @@ def _output_name(node: exp.Expr) -> str:
 
 def rewrite(tree: exp.Expr, client: ClientState) -> exp.Expr:
     """A PostgreSQL catalog probe as a DuckDB query over the emulation's tables."""
-    if isinstance(tree, exp.Select):
-        # PostgreSQL's output names (`version`, not `version()`), decided on the original tree.
-        named = []
-        for item in tree.expressions:
+    for select in list(tree.find_all(exp.Select)):
+        # PostgreSQL's output names (`version`, `count`, not `version()`, `count(1)`), on the original tree.
+        named: list[exp.Expr] = []
+        for item in select.expressions:
             if isinstance(item, (exp.Alias, exp.Star)) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
                 named.append(item)
             else:
                 named.append(exp.alias_(item, _output_name(item), quoted=True))
-        tree.set("expressions", named)
+        select.set("expressions", named)
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     # Post-order, so a node's children are rewritten before the node itself.
     for node in reversed(list(tree.walk(bfs=False))):
+        if isinstance(node, exp.Table) and not node.db and node.name.lower() in ctes:
+            continue  # a WITH query's name, not a catalog table
         new = _transform(node, client)
         if new is not node:
             if node is tree:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 PROTOCOL_V3 = 196608  # 3 << 16
 SSL_REQUEST = 80877103
@@ -267,7 +267,7 @@ def _bind(r: _Reader) -> Bind:
     return Bind(portal, statement, formats, tuple(params), results)
 
 
-_DECODERS = {
+_DECODERS: dict[str, Callable[[_Reader], FrontendMessage]] = {
     "Q": lambda r: Query(r.cstring()),
     "P": _parse,
     "B": _bind,

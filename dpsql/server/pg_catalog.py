@@ -254,7 +254,7 @@ def table_comment(table: Table) -> str:
 
 def column_comment(table: Table, column: Column) -> str:
     """What the policy says about a column."""
-    parts = [column.type]
+    parts: list[str] = [column.type]
     if column.name == table.privacy_unit:
         parts.append("privacy unit: never summed or grouped by")
     if column.bounded:

@@ -221,7 +221,51 @@ def encode(oid: int, value: Any, fmt: int) -> bytes | None:
 _TRUE = frozenset({"t", "true", "y", "yes", "on", "1"})
 
 
+def _split_array(text: str) -> list[str | None]:
+    """Items of a one-dimensional PostgreSQL array literal such as {a,"b c",NULL}."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ValueError(f"malformed array literal: {text!r}")
+    items: list[str | None] = []
+    body, index = body[1:-1], 0
+    while index < len(body):
+        if body[index] == '"':
+            value, index = [], index + 1
+            while body[index] != '"':
+                if body[index] == "\\":
+                    index += 1
+                value.append(body[index])
+                index += 1
+            items.append("".join(value))
+            index += 2  # the closing quote and the comma
+            continue
+        end = body.find(",", index)
+        end = len(body) if end < 0 else end
+        raw = body[index:end].strip()
+        items.append(None if raw.upper() == "NULL" else raw)
+        index = end + 1
+    return items
+
+
+def _array_from_binary(data: bytes) -> list[Any]:
+    ndim, _, element = struct.unpack_from("!iiI", data)
+    if ndim == 0:
+        return []
+    if ndim != 1:
+        raise ValueError("only one-dimensional arrays are accepted")
+    (count, _) = struct.unpack_from("!ii", data, 12)
+    items, offset = [], 20
+    for _ in range(count):
+        (size,) = struct.unpack_from("!i", data, offset)
+        offset += 4
+        items.append(None if size == -1 else _from_binary(element, data[offset : offset + size]))
+        offset += max(size, 0)
+    return items
+
+
 def _parse_text(oid: int, text: str) -> Any:
+    if oid in ELEMENT_OF:
+        return [None if item is None else _parse_text(ELEMENT_OF[oid], item) for item in _split_array(text)]
     if oid in (INT2, INT4, INT8, OID):
         return int(text)
     if oid in (FLOAT4, FLOAT8):
@@ -248,6 +292,8 @@ def _numeric_from_binary(data: bytes) -> decimal.Decimal:
 
 
 def _from_binary(oid: int, data: bytes) -> Any:
+    if oid in ELEMENT_OF:
+        return _array_from_binary(data)
     simple = {INT2: "!h", INT4: "!i", INT8: "!q", OID: "!I", FLOAT4: "!f", FLOAT8: "!d"}
     if oid in simple:
         return struct.unpack(simple[oid], data)[0]

@@ -62,6 +62,7 @@ class Prepared:
 
     sql: str
     param_types: tuple[int, ...]
+    inferred: tuple[int, ...] | None = None  # inferred parameter OIDs, once asked
 
 
 @dataclass
@@ -271,10 +272,13 @@ class PgConnection:
 
     def _bind(self, message: codec.Bind, out: Output) -> None:
         statement = self._statement(message.statement)
+        if len(statement.param_types) > len(message.params):
+            raise ServerError("08P01", f"bind message supplies {len(message.params)} parameters, "
+                              f"but prepared statement requires {len(statement.param_types)}")  # fmt: skip
         types = self._param_types(statement, len(message.params))
         formats = _expand(message.param_formats, len(message.params))
         try:
-            params = [pgtypes.decode_parameter(oid, value, fmt) for oid, value, fmt in zip(types, message.params, formats)]
+            params = [pgtypes.decode_parameter(oid, value, fmt) for oid, value, fmt in zip(types, message.params, formats, strict=True)]
         except ValueError as err:
             raise errors.ParameterError(f"invalid parameter value: {err}", code="DP118") from None
         self._portals[message.portal] = Portal(statement, params, message.result_formats)
@@ -296,7 +300,7 @@ class PgConnection:
         if not columns:
             out.data += codec.no_data()
             return
-        out.data += codec.row_description([_field(n, oid, f) for (n, oid), f in zip(columns, _expand(formats, len(columns)))])
+        out.data += codec.row_description([_field(n, oid, f) for (n, oid), f in zip(columns, _expand(formats, len(columns)), strict=True)])
 
     def _execute(self, message: codec.Execute, out: Output) -> None:
         portal = self._portal(message.portal)
@@ -406,10 +410,13 @@ class PgConnection:
         declared = list(statement.param_types) + [0] * (count - len(statement.param_types))
         if all(declared):
             return declared
-        inferred: Sequence[str | None] = ()
-        if utility(statement.sql) is None and self.ctx.emulation.route(statement.sql)[0] == "session":
-            inferred = self.session.parameter_types(statement.sql)
-        guesses = [pgtypes.POLICY_TYPES.get(t or "", pgtypes.TEXT) for t in inferred] + [pgtypes.TEXT] * count
+        if statement.inferred is None:
+            route = self.ctx.emulation.route(statement.sql)[0] if utility(statement.sql) is None else "utility"
+            if route == "session":
+                statement.inferred = tuple(pgtypes.POLICY_TYPES.get(t or "", pgtypes.TEXT) for t in self.session.parameter_types(statement.sql))
+            else:
+                statement.inferred = tuple(self.ctx.emulation.parameter_types(statement.sql)) if route == "catalog" else ()
+        guesses = list(statement.inferred) + [pgtypes.TEXT] * count
         return [oid or guesses[i] for i, oid in enumerate(declared)]
 
     def _send_rows(self, out: Output, answer: Answer, columns: Sequence[tuple[str, int]], formats: Sequence[int],
@@ -417,7 +424,7 @@ class PgConnection:
         oids = [oid for _, oid in columns]
         fmts = _expand(formats, len(oids))
         for row in answer.rows[start:end]:
-            out.data += codec.data_row([pgtypes.encode(oid, value, fmt) for oid, value, fmt in zip(oids, row, fmts)])
+            out.data += codec.data_row([pgtypes.encode(oid, value, fmt) for oid, value, fmt in zip(oids, row, fmts, strict=True)])
 
 
 def _field(name: str, oid: int, fmt: int) -> codec.FieldDescription:

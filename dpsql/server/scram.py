@@ -109,7 +109,7 @@ def mock_verifier(secret: bytes, user: str) -> Verifier:
 
 
 def _attributes(text: str) -> dict[str, str]:
-    attrs = {}
+    attrs: dict[str, str] = {}
     for part in text.split(","):
         if len(part) < 2 or part[1] != "=":
             raise ScramError("malformed SCRAM message")
@@ -164,7 +164,7 @@ class ScramServer:
         signature = _hmac(self._verifier.stored_key, auth_message)
         if len(proof) != len(signature):
             raise ScramError("password authentication failed")
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(hashlib.sha256(client_key).digest(), self._verifier.stored_key):
             raise ScramError("password authentication failed")
         return f"v={_b64(_hmac(self._verifier.server_key, auth_message))}".encode("ascii")
@@ -182,5 +182,5 @@ def client_proof(password: str, salt: bytes, iterations: int, auth_message: byte
     salted = hashlib.pbkdf2_hmac("sha256", saslprep(password).encode("utf-8"), salt, iterations)
     client_key = _hmac(salted, b"Client Key")
     signature = _hmac(hashlib.sha256(client_key).digest(), auth_message)
-    proof = bytes(a ^ b for a, b in zip(client_key, signature))
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
     return proof, _hmac(_hmac(salted, b"Server Key"), auth_message)

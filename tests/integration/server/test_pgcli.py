@@ -30,3 +30,20 @@ def test_pgcli_runs_a_query(pg_server: PgServer, tmp_path: os.PathLike[str]) -> 
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "engineering" in result.stdout and "SELECT 12" in result.stdout
+
+
+def test_pgcli_completion_probes(pg_server: PgServer) -> None:
+    """The catalog queries interactive pgcli sends to build its completions."""
+    pgexecute = pytest.importorskip("pgcli.pgexecute", reason="pgcli is not installed (pip install -e '.[test]')")
+    executor = pgexecute.PGExecute(database="anydb", user="alice", password=PASSWORDS["alice"], host=pg_server.host,
+                                   port=pg_server.port, dsn=None)  # fmt: skip
+    try:
+        assert "public" in executor.schemata()
+        assert ("public", "people") in list(executor.tables())
+        columns = [c[:4] for c in executor.table_columns() if c[1] == "people"]
+        assert columns[0] == ("public", "people", "person_id", "bigint") and len(columns) == 5
+        for probe in (executor.views, executor.view_columns, executor.functions, executor.datatypes, executor.casing,
+                      executor.foreignkeys, executor.search_path, executor.databases):  # fmt: skip
+            list(probe())
+    finally:
+        executor.conn.close()

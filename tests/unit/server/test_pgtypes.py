@@ -71,3 +71,10 @@ def test_bad_parameter_raises_value_error() -> None:
         t.decode_parameter(t.INT8, b"forty", 0)
     with pytest.raises(ValueError):
         t.decode_parameter(t.INT8, b"\x01", 1)
+
+
+def test_array_parameters() -> None:
+    assert t.decode_parameter(1009, b'{r,p,"a b",NULL,"q\\"x"}', 0) == ["r", "p", "a b", None, 'q"x']
+    assert t.decode_parameter(1016, b"{1,2}", 0) == [1, 2]
+    assert t.decode_parameter(1016, t.encode_binary(1016, [1, None, 3]), 1) == [1, None, 3]
+    assert t.decode_parameter(1009, b"{}", 0) == []

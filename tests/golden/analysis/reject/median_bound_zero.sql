@@ -1,0 +1,2 @@
+-- expect: DP124
+SELECT MEDIAN(income, 0) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP122
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0) MEDIAN(age) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP124
+SELECT QUANTILE(age, 1.5) FROM people

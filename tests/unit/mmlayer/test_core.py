@@ -1,0 +1,224 @@
+"""The structural privacy gate of the layer (design note §5.1) and its behaviour (§5.3).
+
+* Public replay: a data-free replica given only the public transcript (queries, released answers,
+  easy/hard bits), the released size n̂ and the public seed reproduces every easy answer bit for
+  bit and ends with the same candidates; a candidate seeded from the data makes it fail.
+* Data access: the data are read once for n̂, once per test statistic, once more per hard answer;
+  never for repeats, never after halting, never by the candidate update or the calibration.
+* Sensitivity: |e(D) − e(D')| <= max_rows for neighbours D, D' (hypothesis property test).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sparse_vector import calibrate
+from dpsql.mmlayer.candidates import CandidateSet
+from dpsql.mmlayer.core import LayerCore, SecretHistogram
+from dpsql.mmlayer.domain import QueryShape
+from tests.unit.mmlayer.support import random_shapes, replay, run_core, tiny_domain
+
+DOMAIN = tiny_domain(4, 5, 6)  # 5 * 6 * 7 = 210 cells
+
+
+def data(seed: int, n: int = 20000) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.full(DOMAIN.cells, 0.3))
+    return rng.multinomial(n, weights).astype(np.int64)
+
+
+def calibration(mode: str = "pure", cap: int = 40, threshold: int = 300):
+    return calibrate(mode=mode, epsilon=Fraction(2), delta=Fraction(1, 10**6) if mode == "zcdp" else Fraction(0),
+                     accuracy=Fraction(600), sensitivity=1, cap=cap, threshold=threshold)
+
+
+def make_core(h: np.ndarray, *, mode: str = "pure", seed: int = 1, candidates: int = 5, cap: int = 40) -> LayerCore:
+    return LayerCore(calibration(mode, cap), DOMAIN, SecretHistogram(h), SeededRandomSource(seed),
+                     candidates=candidates, public_seed=seed + 100)
+
+
+@pytest.mark.parametrize("mode", ["pure", "zcdp"])
+@pytest.mark.parametrize("dataset", [3, 4])
+def test_public_replay_reproduces_every_easy_answer(mode: str, dataset: int) -> None:
+    core = make_core(data(dataset), mode=mode, seed=dataset)
+    shapes = random_shapes(DOMAIN, 300, seed=dataset, grouped=True)
+    shapes += shapes[:40]  # exact repeats
+    answered = run_core(core, shapes)
+    kinds = {e.kind for e in core.transcript}
+    assert {"easy", "hard", "repeat"} <= kinds
+    mismatches, replica = replay(core.calibration, DOMAIN, core.transcript, answered, n_hat=core.n_hat,
+                                 candidates=5, public_seed=core.public_seed)
+    assert mismatches == 0
+    assert np.array_equal(replica.W, core.candidates.W)
+
+
+def test_replay_catches_a_candidate_seeded_from_the_data() -> None:
+    h = data(5)
+    core = make_core(h, seed=5)
+    core.candidates.W[0] = (h + 1e-9) / (h + 1e-9).sum()  # forbidden: a candidate built from D
+    shapes = random_shapes(DOMAIN, 300, seed=5)
+    answered = run_core(core, shapes)
+    mismatches, _ = replay(core.calibration, DOMAIN, core.transcript, answered, n_hat=core.n_hat,
+                           candidates=5, public_seed=core.public_seed)
+    assert mismatches > 20
+
+
+def test_data_access_counts() -> None:
+    h = data(6)
+    secret = SecretHistogram(h)
+    core = LayerCore(calibration(cap=10), DOMAIN, secret, SeededRandomSource(6), candidates=3, public_seed=1)
+    assert secret.reads == {"size": 1, "statistic": 0, "answer": 0}
+    shapes = random_shapes(DOMAIN, 400, seed=6)
+    tested = hard = 0
+    for shape in shapes + shapes[:50]:
+        before = dict(secret.reads)
+        repeat = core.cached(shape) is not None
+        halted = core.halted
+        release = core.answer(shape)
+        delta = {k: secret.reads[k] - before[k] for k in before}
+        if repeat or halted:
+            assert delta == {"size": 0, "statistic": 0, "answer": 0}  # no data for repeats or after halting
+            assert release is None if (halted and not repeat) else release.kind == "repeat"
+            continue
+        tested += 1
+        assert delta["statistic"] == 1 and delta["size"] == 0
+        assert delta["answer"] == (1 if release.kind == "hard" else 0)
+        hard += release.kind == "hard"
+    assert core.halted and hard == 10 == core.hard_answers
+    assert secret.reads == {"size": 1, "statistic": tested, "answer": 10}
+
+
+def test_the_candidate_update_never_reads_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = data(7)
+    secret = SecretHistogram(h)
+    core = LayerCore(calibration(cap=5), DOMAIN, secret, SeededRandomSource(7), candidates=3, public_seed=1)
+    reads: list[dict[str, int]] = []
+    original = CandidateSet.update
+
+    def watched(self: CandidateSet, shape: QueryShape, answers: np.ndarray) -> None:
+        before = dict(secret.reads)
+        original(self, shape, answers)
+        reads.append({k: secret.reads[k] - before[k] for k in before})
+
+    monkeypatch.setattr(CandidateSet, "update", watched)
+    run_core(core, random_shapes(DOMAIN, 200, seed=7))
+    assert len(reads) == 5 and all(r == {"size": 0, "statistic": 0, "answer": 0} for r in reads)
+
+
+def test_halting_and_repeats_after_halting() -> None:
+    core = make_core(data(8), cap=3)
+    shapes = random_shapes(DOMAIN, 200, seed=8)
+    answered = run_core(core, shapes)
+    assert core.halted and core.slots_left == 0
+    assert core.answer(shapes[len(answered)]) is None  # a new query after halting: the caller's post-halt policy
+    again = core.answer(answered[0])
+    assert again is not None and again.kind == "repeat" and again.slots_left == 0
+
+
+def test_repeat_is_keyed_by_the_mask_not_the_text() -> None:
+    core = make_core(data(9))
+    mask = np.zeros(DOMAIN.cells, dtype=bool)
+    mask[::3] = True
+    first = core.answer(QueryShape(mask))
+    second = core.answer(QueryShape(mask.copy()))  # another query text with the same cells
+    assert second.kind == "repeat" and np.array_equal(first.values, second.values) and second.error == first.error
+
+
+def test_easy_answers_are_medians_and_hard_answers_carry_fresh_noise() -> None:
+    h = data(10)
+    core = make_core(h, cap=200)
+    for shape in random_shapes(DOMAIN, 150, seed=10, grouped=True):
+        release = core.answer(shape)
+        if release.kind == "easy":
+            assert release.error == core.calibration.accuracy
+        elif release.kind == "hard":
+            assert release.error == core.calibration.answer_ci95
+        assert release.values.shape == (shape.n_groups,)
+
+
+def test_degenerate_queries() -> None:
+    h = data(11)
+    core = make_core(h)
+    empty = QueryShape(np.zeros(DOMAIN.cells, dtype=bool))
+    full = QueryShape(np.ones(DOMAIN.cells, dtype=bool))
+    assert core.answer(empty).values.shape == (1,)
+    assert core.answer(full).values.shape == (1,)
+    one = tiny_domain(1)  # one value + NULL: two cells
+    small = LayerCore(calibration(), one, SecretHistogram(np.array([1, 0])), SeededRandomSource(1), candidates=1,
+                      public_seed=1)
+    assert small.answer(one.shape(np.array([True, False]), ("c0",))).values.shape == (1,)
+    tiny = LayerCore(calibration(), DOMAIN, SecretHistogram(np.zeros(DOMAIN.cells, dtype=np.int64)), SeededRandomSource(2),
+                     candidates=2, public_seed=1, n_hat=-40)  # n̂ <= 1 is clamped, never a crash
+    for shape in random_shapes(DOMAIN, 30, seed=2, grouped=True):
+        assert tiny.answer(shape) is not None or tiny.halted
+
+
+def test_one_candidate_is_pmw() -> None:
+    h = data(12)
+    core = make_core(h, candidates=1)
+    answered = run_core(core, random_shapes(DOMAIN, 200, seed=12))
+    mismatches, replica = replay(core.calibration, DOMAIN, core.transcript, answered, n_hat=core.n_hat,
+                                 candidates=1, public_seed=core.public_seed)
+    assert mismatches == 0 and replica.W.shape == (1, DOMAIN.cells)
+
+
+def test_repr_shows_no_data() -> None:
+    h = data(13)
+    core = make_core(h)
+    run_core(core, random_shapes(DOMAIN, 20, seed=13))
+    text = repr(core) + repr(core._data) + repr(core._svt)
+    assert str(int(h.max())) not in text and str(int(h.sum())) not in text
+
+
+# --- sensitivity of the test statistic -------------------------------------------------------------
+
+cells = DOMAIN.cells
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    person=st.lists(st.integers(0, cells - 1), min_size=1, max_size=3),
+    grouped=st.booleans(),
+    max_rows=st.integers(1, 3),
+)
+def test_statistic_sensitivity_is_max_rows(seed: int, person: list[int], grouped: bool, max_rows: int) -> None:
+    rng = np.random.default_rng(seed)
+    person = person[:max_rows]  # after bounding, a person keeps at most max_rows rows, each in one cell
+    base = rng.integers(0, 50, cells).astype(np.int64)
+    neighbour = base.copy()
+    np.add.at(neighbour, person, 1)  # D' = D plus one person's rows
+    shape = random_shapes(DOMAIN, 1, seed=seed, grouped=grouped)[0]
+    candidates = CandidateSet(DOMAIN, 3, int(base.sum()), tau=10, tau_p=5, seed=seed)
+    for _ in range(int(rng.integers(0, 3))):  # an arbitrary public state
+        other = random_shapes(DOMAIN, 1, seed=seed + 1)[0]
+        candidates.update(other, rng.integers(0, 2000, other.n_groups))
+    median = candidates.median(shape)  # public: the same for D and D'
+    e = SecretHistogram(base).statistic(shape, median)
+    e2 = SecretHistogram(neighbour).statistic(shape, median)
+    assert abs(e - e2) <= max_rows
+    totals = shape.totals(base).astype(np.int64)
+    totals2 = shape.totals(neighbour).astype(np.int64)
+    assert np.abs(totals - totals2).sum() <= max_rows  # L1 of the hard answer vector (and so its L2)
+
+
+def test_pruning_halves_and_projection_satisfies_the_new_constraint() -> None:
+    h = data(14)
+    n = int(h.sum())
+    candidates = CandidateSet(DOMAIN, 9, n, tau=150, tau_p=75, seed=3)
+    # A query whose median is wrong by more than τ: every candidate on the median's side of the
+    # truth (at least half of them) is more than τ away, so at least ⌈N/2⌉ are pruned.
+    shape = next(s for s in random_shapes(DOMAIN, 200, seed=14)
+                 if abs(np.median(candidates.predictions(s)[:, 0]) - s.totals(h)[0]) > 150)
+    truth = int(shape.totals(h)[0])
+    candidates.update(shape, np.array([truth]))
+    assert candidates.pruned >= 5
+    after = candidates.predictions(shape)[:, 0]
+    assert np.all(np.abs(after - truth) <= 150)  # every candidate is consistent now (pruned ones projected)
+    assert np.allclose(candidates.W.sum(axis=1), 1) and np.all(candidates.W > 0)
