@@ -22,7 +22,7 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.duckdb_engine import EngineResult, bounded_name, empty_name, key_type, render, source_name
 from dpsql.backend.postsql import post_select, release_deps, release_width, robust_deps
 from dpsql.backend.robust import RobustQuery, robust_queries
-from dpsql.backend.sqlgen import UNITS, bounded_select, engine_select
+from dpsql.backend.sqlgen import SEED, UNITS, bounded_select, engine_select
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
 from dpsql.ir.printer import plan_text
@@ -45,6 +45,11 @@ class CompiledQuery:
     def engine_sql(self) -> str:
         """The engine SQL text (rendered once; the seed stays a $seed parameter)."""
         return render(self.engine)
+
+    @functools.cached_property
+    def uses_seed(self) -> bool:
+        """Whether the engine query takes the secret per-query $seed (key bounding)."""
+        return any(p.this == SEED for p in self.engine.find_all(exp.Placeholder))
 
     @functools.cached_property
     def dry_run_engine(self) -> exp.Select:

@@ -263,7 +263,7 @@ class Session:
             )
         if id(compiled) not in self._dry_run_ok:
             # Refuses query-only errors before the charge (no data is present in the dry run).
-            self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if plan.selection else None)
+            self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if compiled.uses_seed else None)
             for select, params in compiled.robust_dry_runs:  # MEDIAN/IQR/MODE requests, on the empty table too
                 self._engine.dry_run(table, select, params)
             if plan.robust and not compiled.simple_outputs:
@@ -288,7 +288,7 @@ class Session:
         seed = self._session_seeds[table.name]
         bounded = self._engine.ensure_bounded(table, seed)
         assert bounded
-        raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if plan.selection else None)
+        raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)
         release_robust_rows(compiled, columns, types, self._engine.run, self._rng)  # MEDIAN/IQR/MODE: value or ⊥
         if compiled.simple_outputs:

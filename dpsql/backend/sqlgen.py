@@ -79,6 +79,11 @@ def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
         aggregate = aggregate.select(exp.alias_(exp.Count(this=exp.Star()), "__rows"))
     if plan.selection is None:
         return aggregate
+    if plan.bounding.max_groups >= plan.bounding.max_rows:
+        # A person keeps at most max_rows rows, so touches at most max_rows <= max_groups keys:
+        # no per-person key bounding is needed, and persons are counted in the same pass.
+        units = exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
+        return aggregate.select(exp.alias_(units, UNITS))
     return _with_selection(plan, base, keys, aggregate)
 
 

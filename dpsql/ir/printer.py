@@ -85,10 +85,10 @@ def _values(release: RobustRelease) -> str:
         return ""
     parts = []
     if values.grid is not None and not (values.grid == 1 and values.column.type in ("int", "date")):
-        parts.append(f"on the grid {_fmt(values.grid)}")
+        parts.append(f"rounded to the grid {_fmt(values.grid)}")
     if values.lower is not None:
         parts.append("clamped to the declared bounds")
-    return (" " + ", ".join(parts)) if parts else ""
+    return (" (values " + ", ".join(parts) + ")") if parts else ""
 
 
 def robust_text(plan: Plan, index: int, release: RobustRelease) -> str:

@@ -127,7 +127,7 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
         else:
             notes.append(f"GROUP BY {key.column.name}: keys chosen by partition selection "
                          f"(each {bounding.unit} counts in at most {bounding.max_groups} key(s))")
-    if any(call.robust for call in query.aggregates):
+    if any(call.robust and needs_delta(call, query) for call in query.aggregates):
         notes.append("MEDIAN/QUANTILE, IQR and MODE may answer NULL (⊥: not stable enough); their budget is charged either way")
     return tuple(notes)
 

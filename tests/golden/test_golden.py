@@ -178,7 +178,10 @@ def plan_output(case: Case) -> list[str]:
 def engine_output(case: Case) -> list[str]:
     compiled = compile_sql(case.sql, case.params)
     assert isinstance(compiled, CompiledQuery), f"not a private query: {case.sql}"
-    return [render(compiled.engine)]
+    # Then each robust aggregate's raw request (MEDIAN/IQR/MODE), and its exact fallback if any.
+    robust = [f"-- request {i}{suffix}: {render(q)}" for i, query in enumerate(compiled.robust_queries)
+              for suffix, q in (("", query.main), (" fallback", query.fallback)) if q is not None]
+    return [render(compiled.engine), *robust]
 
 
 def check_case_file(path: Path, produce: Callable[[Case], list[str]]) -> None:
