@@ -68,8 +68,9 @@ class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: DuckDBEngine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True) -> None:
         self.policy = policy
+        self._owns_ledger = owns_ledger
         self.analyst = analyst
         self.id = uuid.uuid4().hex[:12]
         self._engine = engine
@@ -309,7 +310,8 @@ class Session:
         if not self.closed:
             self.closed = True
             self._engine.close()
-            self._ledger.close()
+            if self._owns_ledger:
+                self._ledger.close()
 
 
 def _ledger_params(compiled: CompiledQuery) -> dict[str, Any]:
@@ -365,7 +367,7 @@ def open_session(
     policy: str | Path | Policy | None = None,
     *,
     analyst: str | None = None,
-    ledger: str | Path | None = None,
+    ledger: str | Path | Ledger | None = None,
     tables: Mapping[str, Any] | None = None,
     random_seed: int | None = None,
 ) -> Session:
@@ -378,4 +380,8 @@ def open_session(
     engine = DuckDBEngine(loaded, database, tables)
     # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
     rng = SeededRandomSource(random_seed) if random_seed is not None else None
+    if isinstance(ledger, Ledger):
+        # A ledger shared by many sessions of one process (the server): its lock serialises
+        # charges in-process, and the session must not close it.
+        return Session(loaded, engine, ledger, analyst=analyst or DEFAULT_ANALYST, rng=rng, owns_ledger=False)
     return Session(loaded, engine, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)
