@@ -76,9 +76,8 @@ class CompiledQuery:
     @functools.cached_property
     def robust_dry_runs(self) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
         """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
-        return tuple((q, {"mode_seed": 0, "tie_seed": 0} if query.seeded else {})
-                     for query in robust_queries(self.plan, empty_name(self.plan.query.table))
-                     for q in (query.main, query.fallback) if q is not None)
+        return tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table))
+                     for statement in query.statements())
 
     @functools.cached_property
     def _rendered(self) -> dict[int, str]:
@@ -99,6 +98,8 @@ class CompiledQuery:
         lines.append(f"  {render(self.engine)}")
         for index, query in enumerate(self.robust_queries):
             lines.append(f"  request {index}: {self.render_once(query.main)}")
+            if query.scan is not None:
+                lines.append(f"  request {index}, then with the bracket bound: {self.render_once(query.scan)}")
             if query.fallback is not None:
                 lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback)}")
         return lines

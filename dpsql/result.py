@@ -20,7 +20,15 @@ class ResultColumn:
 
 @dataclass(frozen=True, slots=True)
 class NoisyResult:
-    """An answer: rows, columns, noise information per column and 95% half-widths per cell."""
+    """An answer: rows, columns, noise information per column and 95% half-widths per cell.
+
+    `noise_info` holds one dict per output column (None for group keys and exact values):
+    `mechanism`, `scale`, `ci95`, `epsilon`, `delta`. Answers of the Median Mechanism layer
+    (mechanism "median_mechanism") add `kind` ("easy": the candidates' median, checked by the
+    sparse vector; "hard": counted from the data with fresh noise; "repeat": the answer released
+    before), `hard_slots_left` and `mode`; their epsilon and delta are 0, the layer's
+    reservation being charged once (the `cost` of the answer that made it).
+    """
 
     kind: StatementKind
     columns: tuple[ResultColumn, ...]

@@ -23,6 +23,7 @@ Seeds are fresh secret per-query parameters, drawn by the session after the char
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
@@ -52,6 +53,17 @@ class RobustQuery:
     request: RankRequest | ModeRequest
     main: exp.Select
     fallback: exp.Select | None = None
+    scan: exp.Select | None = None  # ungrouped windows: the second statement, bracket bound as $lo/$hi
+
+    def statements(self) -> tuple[tuple[exp.Select, dict[str, Any]], ...]:
+        """Every statement with placeholder values (dry runs on an empty table, EXPLAIN)."""
+        out: list[tuple[exp.Select, dict[str, Any]]] = [(self.main, {MODE_SEED: 0, TIE_SEED: 0} if self.seeded else {})]
+        if self.scan is not None:
+            assert isinstance(self.request, RankRequest)
+            out.append((self.scan, {f"{name}{i}": 0 for i in range(len(self.request.windows)) for name in ("lo", "hi", "from", "to")}))
+        if self.fallback is not None:
+            out.append((self.fallback, {}))
+        return tuple(out)
 
     @property
     def seeded(self) -> bool:
@@ -67,8 +79,11 @@ def robust_queries(plan: Plan, relation: str) -> tuple[RobustQuery, ...]:
             out.append(RobustQuery(request, mode_select(plan, request, relation)))
         elif request.histogram:
             out.append(RobustQuery(request, histogram_select(plan, request, relation)))
-        else:
+        elif plan.query.keys:
             out.append(RobustQuery(request, window_select(plan, request, relation), exact_window_select(plan, request, relation)))
+        else:
+            out.append(RobustQuery(request, sample_select(plan, request, relation), exact_window_select(plan, request, relation),
+                                   scan_select(plan, request, relation)))
     return tuple(out)
 
 
@@ -76,25 +91,32 @@ def robust_queries(plan: Plan, relation: str) -> tuple[RobustQuery, ...]:
 
 
 def value_expr(values: ValueMap) -> exp.Expr:
-    """The per-row mapped value: date -> ordinal, clamp to public bounds, grid index."""
+    """The per-row mapped value: date -> ordinal, grid index clamped to the public index range.
+
+    Clamping to the bounds is monotone, so it commutes with order statistics: raw values are
+    clamped in Python on the few values that come back (`clamp`), and a grid index is clamped
+    to the index range here (the same as indexing the clamped value).
+    """
     column = exp.column(values.column.name, quoted=True)
     value: exp.Expr = column
     if values.column.type == "date":
         days = exp.Sub(this=column, expression=exp.cast(exp.Literal.string("0001-01-01"), "DATE"))
         value = exp.Add(this=exp.cast(days, "BIGINT"), expression=exp.Literal.number(1))
-    if values.lower is not None and values.upper is not None:
-        value = exp.func("least", exp.func("greatest", value, number(values.lower)), number(values.upper))
-    if values.grid is None or (values.grid == 1 and values.column.type in ("int", "date")):
+    if not values.indexed:
         return value
-    index: exp.Expr = exp.cast(exp.func("round", exp.Div(this=value, expression=number(values.grid))), "BIGINT")
-    span = values.index_range
-    if span is not None:
-        index = exp.func("least", exp.func("greatest", index, exp.Literal.number(span[0])), exp.Literal.number(span[1]))
-    return index
+    # Clamp before the cast: a huge value must not make the cast fail (an error that depends on
+    # data, after the charge). Unbounded columns keep +-2^62 indices.
+    low, high = values.index_range or (-(2**62), 2**62)
+    assert values.grid is not None
+    scaled = exp.Div(this=value, expression=number(values.grid))
+    clamped = exp.func("least", exp.func("greatest", scaled, exp.Literal.number(low)), exp.Literal.number(high))
+    return exp.cast(exp.func("round", clamped), "BIGINT")
 
 
 def _present(column: Column, keep_infinite: bool = False) -> exp.Expr:
     name = exp.column(column.name, quoted=True)
+    if column.type == "date" and not keep_infinite:
+        return exp.func("isfinite", name)  # +-infinity dates are dropped like NaN
     if column.type == "float":
         if keep_infinite:
             return exp.and_(exp.Not(this=exp.Is(this=name, expression=exp.Null())), exp.Not(this=exp.func("isnan", name.copy())))
@@ -184,16 +206,78 @@ def _as(expression: exp.Expr, name: str) -> exp.Alias:
     return exp.Alias(this=expression, alias=exp.to_identifier(name))
 
 
+def _rho(n: exp.Expr, p: Fraction) -> exp.Expr:
+    """rho_p(n) = greatest(1, ceil(n p)) in integer SQL: (n a + b - 1) // b for p = a/b (HUGEINT: no overflow)."""
+    return exp.func("greatest", exp.Literal.number(1), exp.IntDiv(
+        this=exp.paren(exp.Add(this=exp.Mul(this=exp.cast(n, "HUGEINT"), expression=exp.Literal.number(p.numerator)),
+                               expression=exp.Literal.number(p.denominator - 1))),
+        expression=exp.Literal.number(p.denominator)))
+
+
+def sample_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
+    """Ungrouped windows, first statement: n and reservoir_quantile at the ladder's quantiles."""
+    quantiles, _ = _ladder(request)
+    return exp.select(
+        _as(exp.Count(this=exp.Star()), N),
+        _as(exp.Anonymous(this="reservoir_quantile", expressions=[
+            exp.column(VALUE), exp.Array(expressions=[number(q) for q in quantiles]), exp.Literal.number(_reservoir(plan))]), "__q"),
+        copy=False).from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
+
+
+def scan_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
+    """Ungrouped windows, second statement: per window count(v < $lo) and the sorted v in
+    [$lo, $hi] cut to ranks $from..$to (only those leave the engine). NULL bounds are open."""
+    value = exp.column(VALUE)
+    inner: list[exp.Expr] = []
+    outer: list[exp.Expr] = []
+    for i in range(len(request.windows)):
+        lo, hi = exp.Placeholder(this=f"lo{i}"), exp.Placeholder(this=f"hi{i}")
+        inside = exp.and_(
+            exp.or_(exp.Is(this=lo.copy(), expression=exp.Null()), exp.GTE(this=value.copy(), expression=lo.copy())),
+            exp.or_(exp.Is(this=hi.copy(), expression=exp.Null()), exp.LTE(this=value.copy(), expression=hi.copy())),
+        )
+        below = exp.func("coalesce", exp.func("count_if", exp.LT(this=value.copy(), expression=lo.copy())), exp.Literal.number(0))
+        inner.append(_as(below, f"{BELOW}{i}"))
+        bracketed = exp.Filter(this=exp.ArrayAgg(this=value.copy()), expression=exp.Where(this=inside))
+        inner.append(_as(exp.Anonymous(this="list_sort", expressions=[bracketed]), f"__all{i}"))
+        first = exp.func("greatest", exp.Literal.number(1), exp.Sub(this=exp.Placeholder(this=f"from{i}"), expression=exp.column(f"{BELOW}{i}")))
+        last = exp.Sub(this=exp.Placeholder(this=f"to{i}"), expression=exp.column(f"{BELOW}{i}"))
+        outer += [exp.column(f"{BELOW}{i}"), _as(exp.Anonymous(this="len", expressions=[exp.column(f"__all{i}")]), f"__size{i}"),
+                  _as(exp.Add(this=exp.column(f"{BELOW}{i}"), expression=first), f"__first{i}"),
+                  _as(exp.Anonymous(this="list_slice", expressions=[exp.column(f"__all{i}"), first.copy(), last]), f"{WINDOW}{i}")]
+    scan = exp.select(*inner, copy=False).from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
+    return exp.select(*outer, copy=False).from_(scan.subquery("__w", copy=False), copy=False)
+
+
+def _brackets(plan: Plan, request: RankRequest, n: int, sample: list[Any] | None) -> dict[str, Any]:
+    """$lo/$hi/$from/$to of `scan_select`: the narrowest ladder rung wide enough (same rule as `_need`)."""
+    _, position = _ladder(request)
+    reservoir = min(max(n, 1), _reservoir(plan))
+    params: dict[str, Any] = {}
+    for i, (p, reach) in enumerate(request.windows):
+        need = (reach + 1) / max(n, 1) + SIGMAS * math.sqrt(float(p * (1 - p)) / reservoir) + 2 / reservoir
+        rung = next((j for j in reversed(range(len(LADDER))) if need <= LADDER[j]), None)
+        for side in ("lo", "hi"):
+            at = position.get((i, rung, side)) if rung is not None else None
+            params[f"{side}{i}"] = sample[at - 1] if at and sample else None
+        rho = quantile_rank(n, p)
+        params[f"from{i}"], params[f"to{i}"] = rho - reach, rho + reach
+    return params
+
+
 def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
-    """n, and per window count(v < lo) and the sorted v in [lo, hi], per group (one statement)."""
+    """Per group: n, and per window count(v < lo), the bracket's size, and the exact ranks
+    rho -+ reach cut from the sorted bracket (its first rank too), in one statement.
+
+    The base relation is inlined in both scans (a CTE read twice would be materialised).
+    """
     names = _key_names(plan)
     quantiles, position = _ladder(request)
-    base = base_select(plan, request.values, relation)
     sample = exp.select(
         *_columns(*names), _as(exp.Count(this=exp.Star()), N),
         _as(exp.Anonymous(this="reservoir_quantile", expressions=[
             exp.column(VALUE), exp.Array(expressions=[number(q) for q in quantiles]), exp.Literal.number(_reservoir(plan))]), "__q"),
-        copy=False).from_(_table("__b"), copy=False)
+        copy=False).from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
     if names:
         sample = sample.group_by(*_columns(*names), copy=False)
     needs = [_as(_need(plan, p, reach), f"__need{i}") for i, (p, reach) in enumerate(request.windows)]
@@ -203,7 +287,8 @@ def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select
     bracket = exp.select(*_columns(*names, N), *brackets, copy=False).from_(inner, copy=False)
     value = exp.column(VALUE, "__b")
     columns: list[exp.Expr] = [*[exp.column(n, "__br") for n in names], exp.column(N, "__br")]
-    for i in range(len(request.windows)):
+    outer: list[exp.Expr] = [*_columns(*names, N)]
+    for i, (p, reach) in enumerate(request.windows):
         lo, hi = exp.column(f"__lo{i}", "__br"), exp.column(f"__hi{i}", "__br")
         inside = exp.and_(
             exp.or_(exp.Is(this=lo.copy(), expression=exp.Null()), exp.GTE(this=value.copy(), expression=lo.copy())),
@@ -211,16 +296,25 @@ def window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select
         )
         below = exp.func("coalesce", exp.func("count_if", exp.LT(this=value.copy(), expression=lo.copy())), exp.Literal.number(0))
         columns.append(_as(below, f"{BELOW}{i}"))
-        ordered = exp.ArrayAgg(this=exp.Order(this=value.copy(), expressions=[exp.Ordered(this=value.copy())]))
-        columns.append(_as(exp.Filter(this=ordered, expression=exp.Where(this=inside)), f"{WINDOW}{i}"))
-    scan = exp.select(*columns, copy=False).from_(_table("__b"), copy=False)
+        bracketed = exp.Filter(this=exp.ArrayAgg(this=value.copy()), expression=exp.Where(this=inside))
+        columns.append(_as(exp.Anonymous(this="list_sort", expressions=[bracketed]), f"__all{i}"))
+        # Only ranks rho - reach .. rho + reach leave the engine: positions in the sorted bracket.
+        rho = _rho(exp.column(N), p)
+        first = exp.func("greatest", exp.Literal.number(1), exp.Sub(this=exp.Sub(this=rho, expression=exp.Literal.number(reach)),
+                                                                    expression=exp.column(f"{BELOW}{i}")))
+        last = exp.Sub(this=exp.Add(this=rho.copy(), expression=exp.Literal.number(reach)), expression=exp.column(f"{BELOW}{i}"))
+        outer += [exp.column(f"{BELOW}{i}"), _as(exp.Anonymous(this="len", expressions=[exp.column(f"__all{i}")]), f"__size{i}"),
+                  _as(exp.Add(this=exp.column(f"{BELOW}{i}"), expression=first), f"__first{i}"),
+                  _as(exp.Anonymous(this="list_slice", expressions=[exp.column(f"__all{i}"), first.copy(), last]), f"{WINDOW}{i}")]
+    scan = exp.select(*columns, copy=False).from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
     if names:
         on = exp.and_(*[exp.NullSafeEQ(this=exp.column(n, "__b"), expression=exp.column(n, "__br")) for n in names])
         scan = scan.join(_table("__br"), on=on, copy=False)
     else:
         scan = scan.join(_table("__br"), join_type="CROSS", copy=False)
     scan = scan.group_by(*[exp.column(n, "__br") for n in names], exp.column(N, "__br"), copy=False)
-    return scan.with_("__b", as_=base, copy=False).with_("__s", as_=sample, copy=False).with_("__br", as_=bracket, copy=False)
+    result = exp.select(*outer, copy=False).from_(scan.subquery("__w", copy=False), copy=False)
+    return result.with_("__s", as_=sample, copy=False).with_("__br", as_=bracket, copy=False)
 
 
 def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
@@ -235,10 +329,7 @@ def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.
                         ).from_(base_select(plan, request.values, relation).subquery("__b"))
     conditions = []
     for p, reach in request.windows:
-        rho = exp.func("greatest", exp.Literal.number(1), exp.IntDiv(
-            this=exp.paren(exp.Add(this=exp.Mul(this=exp.column(N), expression=exp.Literal.number(p.numerator)),
-                                   expression=exp.Literal.number(p.denominator - 1))),
-            expression=exp.Literal.number(p.denominator)))
+        rho = _rho(exp.column(N), p)
         conditions.append(exp.Between(this=exp.column(RANK), low=exp.Sub(this=rho, expression=exp.Literal.number(reach)),
                                       high=exp.Add(this=rho.copy(), expression=exp.Literal.number(reach))))
     return exp.select(*names, N, RANK, VALUE).from_(ranked.subquery("__r")).where(exp.or_(*conditions))
@@ -265,7 +356,8 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
     )
     tie = exp.cast(exp.Mod(this=exp.func("hash", exp.column(VALUE), exp.column("__sid"), exp.Placeholder(this=TIE_SEED)),
                            expression=exp.Literal.number(2**32)), "BIGINT")
-    key = exp.Add(this=exp.Mul(this=exp.cast(exp.column(COUNT), "BIGINT"), expression=exp.Literal.number(2**32)), expression=tie)
+    count = exp.func("least", exp.cast(exp.column(COUNT), "BIGINT"), exp.Literal.number(2**31 - 1))  # no overflow below
+    key = exp.Add(this=exp.Mul(this=count, expression=exp.Literal.number(2**32)), expression=tie)
     modes = (exp.select(*names, "__sid", exp.alias_(exp.func("arg_max", exp.column(VALUE), key), MODE))
              .from_(counts.subquery("__c")).group_by(*names, "__sid"))
     return (exp.select(*names, MODE, exp.alias_(exp.Count(this=exp.Star()), VOTES))
@@ -291,13 +383,17 @@ def fetch(query: RobustQuery, plan: Plan, run: Runner, params: Mapping[str, Any]
         pairs: dict[GroupKey, list[tuple[Any, int]]] = {}
         for row in rows:
             pairs.setdefault(tuple(row[:nkeys]), []).append((row[nkeys], int(row[nkeys + 1])))
-        return {key: Histogram.from_counts(values) for key, values in pairs.items()}
+        return {key: clamp(request.values, Histogram.from_counts(values)) for key, values in pairs.items()}
+    if query.scan is not None:  # ungrouped: bracket from the sample, then one scan with it bound
+        n, sample = (int(rows[0][0]), rows[0][1]) if rows else (0, None)
+        _, scanned = run(query.scan, _brackets(plan, request, n, sample))
+        rows = [(n, *scanned[0])] if n else []
     windows = _windows(request, rows, nkeys)
     if windows is None:
         assert query.fallback is not None
         _, exact = run(query.fallback, {})
         windows = _exact_windows(exact, nkeys)
-    return windows
+    return {key: clamp(request.values, stats) for key, stats in windows.items()}
 
 
 def _windows(request: RankRequest, rows: list[tuple[Any, ...]], nkeys: int) -> dict[GroupKey, OrderStatistics] | None:
@@ -306,11 +402,12 @@ def _windows(request: RankRequest, rows: list[tuple[Any, ...]], nkeys: int) -> d
         n = int(row[nkeys])
         parts = []
         for i, (p, reach) in enumerate(request.windows):
-            below, values = int(row[nkeys + 1 + 2 * i]), tuple(row[nkeys + 2 + 2 * i] or ())
+            below, size, first, values = row[nkeys + 1 + 4 * i: nkeys + 1 + 4 * (i + 1)]
+            below, size = int(below), int(size or 0)
             rho = quantile_rank(n, p)
-            if below + 1 > max(1, rho - reach) or below + len(values) < min(n, rho + reach):
+            if below + 1 > max(1, rho - reach) or below + size < min(n, rho + reach):
                 return None  # the bracket missed some needed rank: read exact ranks instead
-            parts.append((below + 1, values))
+            parts.append((int(first), tuple(values or ())))
         out[tuple(row[:nkeys])] = WindowedOrderStatistics(n, tuple(parts))
     return out
 
@@ -333,12 +430,36 @@ def _exact_windows(rows: list[tuple[Any, ...]], nkeys: int) -> dict[GroupKey, Or
     return out
 
 
+def clamp(values: ValueMap, stats: Any) -> Any:
+    """Order statistics of the values clamped to the public bounds (raw value maps only).
+
+    Clamping is monotone, so clamp(x)_(j) = clamp(x_(j)): the engine ranks raw values and only
+    the few that come back are clamped. Grid indices are already clamped in the engine.
+    """
+    if values.indexed or values.lower is None or values.upper is None:
+        return stats
+    low: int | float
+    high: int | float
+    if values.column.type in ("int", "date"):
+        low, high = int(values.lower), int(values.upper)
+    else:
+        low, high = float(values.lower), float(values.upper)
+
+    def cut(value: Any) -> Any:
+        return low if value < low else high if value > high else value
+
+    if isinstance(stats, Histogram):
+        return Histogram.from_counts([(cut(v), stats.count(i)) for i, v in enumerate(stats.values)])
+    return WindowedOrderStatistics(stats.n, tuple((first, tuple(cut(v) for v in part)) for first, part in stats.windows))
+
+
 def decode(values: ValueMap | None, mapped: Any) -> Any:
     """A released mapped value back in the column's units (grid index * grid; ordinal -> date)."""
     if values is None:
         return mapped
     value: Any = mapped
-    if values.grid is not None and not (values.grid == 1 and values.column.type in ("int", "date")):
+    if values.indexed:
+        assert values.grid is not None
         exact = Fraction(mapped) * values.grid
         value = int(exact) if exact.denominator == 1 and values.column.type in ("int", "date") else float(exact)
     if values.column.type == "date":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from datetime import date
 from decimal import Decimal
@@ -240,7 +241,7 @@ def _mm_domain(column: Column, binned: tuple[str, Any] | None, prefix: str, wher
         if not isinstance(edges_raw, list) or len(edges_raw) < 2:
             raise where.error(bkey, "must be a list of at least two edges")
         edges = tuple(_number(e, bkey, where) for e in edges_raw)
-        if any(b <= a for a, b in zip(edges, edges[1:])):
+        if any(b <= a for a, b in itertools.pairwise(edges)):
             raise where.error(bkey, "edges must be strictly increasing")
         if column.type == "int" and any(e.denominator != 1 for e in edges):
             raise where.error(bkey, "edges of an int column must be integers")

@@ -5,12 +5,13 @@ Everything here is public: it comes from the policy file, never from data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost
 

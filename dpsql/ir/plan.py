@@ -80,12 +80,13 @@ class Estimate:
     robust: int | None = None  # index into Plan.robust when kind == "robust"
 
 
-def median_grid(column: Column) -> Fraction | None:
+def median_grid(column: Column, steps: int = 1000) -> Fraction | None:
     """The public grid SMed ranks a column on (ties need a grid; policy only, never data).
 
     The column's declared `precision`; else 1 for int and date (days) columns; else, for a
-    float column with bounds, the 1-2-5 step at or above (upper - lower) / 1000 (500 for
-    [0, 500000]); else None (SMed cannot run: declare a precision or propose a bound).
+    float column with bounds, the 1-2-5 step at or above (upper - lower) / steps (500 for
+    [0, 500000] and the default 1000 steps); else None (SMed cannot run: declare a precision or
+    propose a bound). The exponential mechanism asks for a finer grid (2^16 steps).
     """
     if column.precision is not None:
         return Fraction(column.precision)
@@ -93,7 +94,7 @@ def median_grid(column: Column) -> Fraction | None:
         return Fraction(1)
     if column.lower is None or column.upper is None or column.upper <= column.lower:
         return None
-    target = (column.upper - column.lower) / 1000
+    target = (column.upper - column.lower) / steps
     step = Fraction(1)
     while step > target:
         step /= 10
@@ -122,6 +123,11 @@ class ValueMap:
     grid: Fraction | None = None
     lower: Fraction | None = None
     upper: Fraction | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Whether values become grid indices round(value / grid) (not for the unit grid of ints and dates)."""
+        return self.grid is not None and not (self.grid == 1 and self.column.type in ("int", "date"))
 
     @property
     def index_range(self) -> tuple[int, int] | None:

@@ -84,7 +84,7 @@ def _values(release: RobustRelease) -> str:
     if values is None:
         return ""
     parts = []
-    if values.grid is not None and not (values.grid == 1 and values.column.type in ("int", "date")):
+    if values.indexed:
         parts.append(f"rounded to the grid {_fmt(values.grid)}")
     if values.lower is not None:
         parts.append("clamped to the declared bounds")

@@ -16,8 +16,8 @@ U <= U_min + H form one interval ("near"). Rejection sampling with the envelope
     near: rho^(U - U_min) exactly (big-integer weights, common denominator 2^(48 (H + 1)))
     far:  rho^(H + 1) for each candidate (an upper bound of its true weight)
 draws an index with exact integer arithmetic (`randbelow` over the total weight) and accepts a
-far candidate with probability rho^(U - U_min - H - 1), by that many Bernoulli(rho) draws that
-stop at the first failure. H is chosen so that the far envelope weighs at most about 1, so a
+far candidate with probability rho^(U - U_min - H - 1), by comparing a uniform drawn bit by bit
+with fixed-point bounds of that power (refined until they decide). H is chosen so that the far envelope weighs at most about 1, so a
 round is accepted with probability >= 1/2. The output distribution is exactly proportional to
 rho^U; no floating point touches a probability.
 """
@@ -159,8 +159,38 @@ def release(spec: ExponentialQuantileSpec, hist: Histogram, rng: RandomSource) -
 
 
 def _bernoulli_power(numerator: int, denominator: int, times: int, rng: RandomSource) -> bool:
-    """True with probability (numerator / denominator)^times, stopping at the first failure."""
-    for _ in range(times):
-        if rng.randbelow(denominator) >= numerator:
+    """True with probability exactly (numerator / denominator)^times, in O(log times) big-integer work.
+
+    Compares a uniform U, drawn bit by bit, with rho^times: fixed-point lower and upper bounds of
+    rho^times at `bits` bits decide unless U falls between them, in which case both are refined
+    (probability about times * 2^-bits each round). No floating point is involved.
+    """
+    if times <= 0 or numerator == denominator:
+        return True
+    bits, u, u_bits = 64, 0, 0
+    while True:
+        low, high = _power_bounds(numerator, denominator, times, bits)
+        u = (u << (bits - u_bits)) | rng.randbelow(1 << (bits - u_bits))
+        u_bits = bits
+        if u + 1 <= low:  # U < (u + 1) / 2^bits <= low <= rho^times
+            return True
+        if u >= high:  # U >= u / 2^bits >= high >= rho^times
             return False
-    return True
+        bits *= 2
+
+
+def _power_bounds(numerator: int, denominator: int, times: int, bits: int) -> tuple[int, int]:
+    """Integers low, high with low / 2^bits <= (numerator / denominator)^times <= high / 2^bits."""
+    one = 1 << bits
+    base_low = (numerator << bits) // denominator
+    base_high = -((-numerator << bits) // denominator)
+    low = high = one
+    while times:
+        if times & 1:
+            low = (low * base_low) >> bits
+            high = -((-high * base_high) >> bits)
+        times >>= 1
+        if times:
+            base_low = (base_low * base_low) >> bits
+            base_high = -((-base_high * base_high) >> bits)
+    return low, min(high, one)

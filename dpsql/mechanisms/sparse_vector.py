@@ -40,7 +40,12 @@ from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.mechanisms.sampling import discrete_gaussian, discrete_gaussian_ci, discrete_laplace, discrete_laplace_ci
+from dpsql.mechanisms.sampling import (
+    discrete_gaussian,
+    discrete_gaussian_ci,
+    discrete_laplace,
+    discrete_laplace_ci,
+)
 
 Mode = Literal["pure", "zcdp"]
 
@@ -115,7 +120,7 @@ def rho_from_epsilon_delta(epsilon: Fraction, delta: Fraction) -> Fraction:
     rho = (math.sqrt(log_inv + float(epsilon)) - math.sqrt(log_inv)) ** 2
     bound = Fraction(rho) * (1 - Fraction(1, 10**9))
     simple = bound.limit_denominator(10**12)
-    return simple if simple <= bound else bound
+    return min(simple, bound)
 
 
 def _rational_below(value: float) -> Fraction:
@@ -251,7 +256,7 @@ def calibrate(
     """
     if sensitivity < 1:
         raise ValueError("sensitivity must be >= 1")
-    accuracy_int = int(math.floor(accuracy))
+    accuracy_int = math.floor(accuracy)
     beta_f = float(beta)
     eps_size = epsilon * SIZE_SHARE
     rest = epsilon - eps_size
@@ -334,7 +339,7 @@ class SparseVector:
     leaves this object.
     """
 
-    __slots__ = ("_cal", "_rng", "_rho", "_hard", "_tests")
+    __slots__ = ("_cal", "_hard", "_rho", "_rng", "_tests")
 
     def __init__(self, calibration: SVTCalibration, rng: RandomSource) -> None:
         if calibration.cap < 1:

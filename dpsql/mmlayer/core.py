@@ -24,7 +24,12 @@ from typing import Literal
 import numpy as np
 
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, answer_noise, size_noise
+from dpsql.mechanisms.sparse_vector import (
+    SparseVector,
+    SVTCalibration,
+    answer_noise,
+    size_noise,
+)
 from dpsql.mmlayer.candidates import CandidateSet
 from dpsql.mmlayer.domain import DomainIndex, QueryShape
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,9 +26,20 @@ from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.duckdb_engine import DuckDBEngine, key_type
-from dpsql.backend.mmsql import COUNT, X_ID, domain_create, domain_name, histogram_select, mask_select
+from dpsql.backend.mmsql import (
+    COUNT,
+    X_ID,
+    domain_create,
+    domain_name,
+    histogram_select,
+    mask_select,
+)
 from dpsql.catalog.model import MedianMechanismConfig, Policy, Table
-from dpsql.errors import BudgetExhaustedError, MedianMechanismHaltedError, MedianMechanismWarning
+from dpsql.errors import (
+    BudgetExhaustedError,
+    MedianMechanismHaltedError,
+    MedianMechanismWarning,
+)
 from dpsql.ir.plan import release_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms.rng import RandomSource
@@ -159,7 +171,7 @@ class TableLayer:
                     f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
                     "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
             return None
-        return build_result(compiled, query, release, self, cost)
+        return build_result(compiled, release, self.calibration, self._engine, cost)
 
     def _start(self) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X."""
@@ -225,11 +237,15 @@ def _domain_text(domain: Any) -> str:
     return f"{domain.column} ({domain.size - 1} values + NULL)"
 
 
-def build_result(compiled: CompiledQuery, query: MMQuery, release: Release, layer: TableLayer, cost: PrivacyCost) -> NoisyResult:
-    """A NoisyResult from a layer release: keys in public-domain order, the count per group."""
+def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: DuckDBEngine,
+                 cost: PrivacyCost) -> NoisyResult:
+    """A NoisyResult from a layer release: keys in public-domain order, the count per group.
+
+    Outputs that are a key or the bare count are filled directly; anything else (arithmetic,
+    HAVING, ORDER BY, LIMIT) runs as post-processing SQL over the released values only.
+    """
     plan = compiled.plan
     bound = plan.query
-    cal = layer.calibration
     groups = list(itertools.product(*[k.column.values or () for k in bound.keys])) if bound.keys else [()]
     columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(len(bound.keys))}
     types = {key_name(i): key_type(k.column.type) for i, k in enumerate(bound.keys)}
@@ -258,7 +274,7 @@ def build_result(compiled: CompiledQuery, query: MMQuery, release: Release, laye
             rows.append(tuple(columns[key_name(o.key)][i] if o.key is not None else columns[release_name(0)][i] for o in outputs))
             cells.append(tuple(None if o.key is not None else float(release.error) for o in outputs))
     else:
-        post = layer._engine.postprocess(columns, types, compiled.post)  # released values only
+        post = engine.postprocess(columns, types, compiled.post)  # released values only
         position = {name: i for i, name in enumerate(post.names)}
         names = tuple(o.name for o in outputs)
         out_types = tuple(post.types[position[f"__o{i}"]] for i in range(len(outputs)))
@@ -278,16 +294,18 @@ class MedianMechanismLayers:
         self._reserve = reserve
         self._bounded = bounded
         self._layers: dict[str, TableLayer] = {}
+        self._lock = threading.Lock()  # EXPLAIN and cost_of may run outside the session's lock
 
     def layer(self, table: str) -> TableLayer | None:
         """The layer of a table in this session (created on first use), or None."""
         declared = self._policy.table(table)
         if declared is None or declared.median_mechanism is None:
             return None
-        if declared.name not in self._layers:
-            self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
-                                                     self._reserve, self._bounded)
-        return self._layers[declared.name]
+        with self._lock:
+            if declared.name not in self._layers:
+                self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
+                                                         self._reserve, self._bounded)
+            return self._layers[declared.name]
 
     def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:
         if not isinstance(compiled, CompiledQuery):

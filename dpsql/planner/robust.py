@@ -6,8 +6,8 @@ Every parameter comes from the policy, the query and its budget share, never fro
   sizes) (a person keeps at most k rows, each in one group); the PTR tests use DLap(G/eps)
   and delta/G per group (see dpsql/mechanisms/ptr.py);
 - the SMed grid is the column's `precision` (else 1 for int/date, else a 1-2-5 step from the
-  bounds: ir.plan.median_grid); the EM grid is that grid coarsened by powers of two until the
-  candidates fit in 2^16;
+  bounds: ir.plan.median_grid); the EM grid is the precision (int/date: 1), else the 1-2-5
+  step over 2^16 steps of the bounds, coarsened by powers of two until the candidates fit in 2^16;
 - Scale's base beta uses n_hat, a DP count: a COUNT the query already releases, else a count of
   the column's rows that the IQR pays for with a tenth of its share;
 - MODE's B is OPTIONS (mode_blocks = B), else max(200, 8 (tau + 4 G/eps)): 200 is the design
@@ -134,7 +134,7 @@ class RobustPlanner:
         return RobustRelease("smed", index, smed, self._rank_request(values, {p: smed.reach}), values)
 
     def _em_values(self, call: AggregateCall) -> ValueMap:
-        grid = median_grid(call.column)  # type: ignore[arg-type]
+        grid = median_grid(call.column, EM_MAX_CANDIDATES)  # type: ignore[arg-type]
         assert grid is not None
         values = self._value_map(call, grid)
         while (values.domain_size or 0) > EM_MAX_CANDIDATES:
@@ -148,8 +148,8 @@ class RobustPlanner:
         k = self.bounding.max_rows
         n_hat = self._reusable_count(column.name)
         if n_hat is None:
-            kind = "count_finite" if column.type == "float" else "count_values"
-            self.releases.append(Release(RawAggregate(kind, column), LaplaceSpec(Fraction(k), epsilon * NHAT_SHARE)))
+            raw = RawAggregate("count_finite", column) if column.type == "float" else RawAggregate("count_values", column)
+            self.releases.append(Release(raw, LaplaceSpec(Fraction(k), epsilon * NHAT_SHARE)))
             n_hat, epsilon = len(self.releases) - 1, epsilon * (1 - NHAT_SHARE)
         spec = ScaleSpec(epsilon / 4, delta, self.groups, rank_shift(k, QUARTILES[1]))
         values = self._value_map(call, None)

@@ -180,7 +180,7 @@ def engine_output(case: Case) -> list[str]:
     assert isinstance(compiled, CompiledQuery), f"not a private query: {case.sql}"
     # Then each robust aggregate's raw request (MEDIAN/IQR/MODE), and its exact fallback if any.
     robust = [f"-- request {i}{suffix}: {render(q)}" for i, query in enumerate(compiled.robust_queries)
-              for suffix, q in (("", query.main), (" fallback", query.fallback)) if q is not None]
+              for suffix, q in (("", query.main), (" scan", query.scan), (" fallback", query.fallback)) if q is not None]
     return [render(compiled.engine), *robust]
 
 

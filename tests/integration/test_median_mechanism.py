@@ -104,9 +104,9 @@ def test_explain_shows_the_layer_and_charges_nothing(mm) -> None:  # type: ignor
 
 def test_queries_outside_the_layer_take_the_laplace_path(mm) -> None:  # type: ignore[no-untyped-def]
     con = mm()
-    rows, info = run(con, "SELECT SUM(age) FROM people")
+    _rows, info = run(con, "SELECT SUM(age) FROM people")
     assert info[0]["mechanism"] == "laplace" and "kind" not in info[0]
-    rows, info = run(con, "SELECT COUNT(*) FROM people WHERE income > 100")
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE income > 100")
     assert info[0]["mechanism"] == "laplace"
     text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE income > 100")[0])
     assert "not used: the predicate reads 'income', which is not a column of the layer" in text
@@ -116,7 +116,7 @@ def test_queries_outside_the_layer_take_the_laplace_path(mm) -> None:  # type: i
 def test_too_few_hard_slots_disables_the_layer_with_a_warning(mm) -> None:  # type: ignore[no-untyped-def]
     con = mm(accuracy=300, min_hard_slots=100)
     with pytest.warns(MedianMechanismWarning, match="fewer than min_hard_slots = 100"):
-        rows, info = run(con, "SELECT COUNT(*) FROM people")
+        _rows, info = run(con, "SELECT COUNT(*) FROM people")
     assert info[0]["mechanism"] == "laplace"
     text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people")[0])
     assert "is off: its calibration gives" in text
@@ -126,7 +126,7 @@ def test_too_few_hard_slots_disables_the_layer_with_a_warning(mm) -> None:  # ty
 def test_unaffordable_reservation_falls_back(mm) -> None:  # type: ignore[no-untyped-def]
     con = mm(budget_epsilon=1.0)
     with pytest.warns(MedianMechanismWarning, match="does not fit the remaining budget"):
-        rows, info = run(con, "SELECT COUNT(*) FROM people")
+        _rows, info = run(con, "SELECT COUNT(*) FROM people")
     assert info[0]["mechanism"] == "laplace" and [e.mechanism for e in con.ledger()] == ["laplace"]
 
 
@@ -150,10 +150,10 @@ def test_halting_then_laplace_fallback(mm, monkeypatch: pytest.MonkeyPatch) -> N
     reads = dict(layer.core._data.reads)
     calls = []
     monkeypatch.setattr(con.session._engine, "private_arrays", lambda *a, **k: calls.append(a))
-    rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
     assert info[0]["mechanism"] == "laplace"  # charged normally
     assert con.ledger()[-1].mechanism == "laplace"
-    rows, info = run(con, asked[0])  # a repeat is still served from the cache
+    _rows, info = run(con, asked[0])  # a repeat is still served from the cache
     assert info[0]["kind"] == "repeat"
     assert layer.core._data.reads == reads and calls == []  # the layer never reads data after halting
     text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age < 21")[0])
@@ -287,6 +287,6 @@ def test_no_warning_for_tables_without_a_layer(connect) -> None:  # type: ignore
     con = connect()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        rows, info = run(con, "SELECT COUNT(*) FROM people")
+        _rows, info = run(con, "SELECT COUNT(*) FROM people")
     assert info[0]["mechanism"] == "laplace"
     assert con.session.median_mechanism.layer("people") is None

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from scipy import stats
@@ -34,7 +34,7 @@ MIN_EXPECTED = 5.0
 VARIANCES = [Fraction(1, 4), Fraction(1), Fraction(7, 2), Fraction(100)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def pmf_table(sigma2: Fraction) -> tuple[int, tuple[float, ...]]:
     """(K, probabilities of 0..K) with the mass beyond K below 1e-30 (50-digit decimals)."""
     with localcontext() as ctx:

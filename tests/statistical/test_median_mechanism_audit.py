@@ -44,7 +44,6 @@ import pytest
 from scipy import stats
 
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sampling import discrete_laplace
 from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, calibrate
 from dpsql.mmlayer.core import LayerCore, SecretHistogram
 from dpsql.mmlayer.domain import QueryShape

@@ -1,0 +1,352 @@
+"""The Median Mechanism layer: queries answered within A vs per-query noise, and latency.
+
+    python bench/median_mechanism.py                     # everything (a few minutes on 2 cores)
+    python bench/median_mechanism.py --part utility      # or --part latency
+    python bench/median_mechanism.py --queries 35000 --sizes 1000 10000 100000
+
+Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run.
+
+1. Utility. On a correlated workload (drill-downs: a 2-D range on a column pair, then an equality,
+   then a range; and overlapping 2-D ranges on column pairs; 4 columns; fixed seeds) at a total
+   epsilon (default 1; delta = 1e-6 where a mechanism needs one) and a 95% accuracy target A:
+     laplace      per-query discrete Laplace, basic composition: k_L = the most queries it answers
+                  within A at 95% (exact), and on the K-query workload its share within A;
+     laplace+cache  the same over the distinct queries only (repeats served from a cache);
+     gaussian     per-query discrete Gaussian under zCDP (rho from (eps, delta)): k_G likewise;
+     mm pure / mm zcdp  the layer (LayerCore, default 9 candidates) on the workload: queries
+                  answered before it halts, share within A, median |error|, hard slots used;
+                  "k_exp": calibrated with expected_queries = K (fewer, quieter slots).
+   "answered within A" for the layer counts the queries it answered with |error| <= A; the
+   target of the issue is >= 10x k_L. Datasets: a latent-class table of 10^6 rows (one row per
+   person, 4 columns, |X| = 15,147, A = 1% of n) and the bundled demo (generate_people(100_000),
+   max_rows 3, |X| = 63,492, A = 3% of n; its layer needs epsilon 3 to get 100 hard slots).
+2. Latency through SQL (Session.execute, the whole path: parse, analysis, plan, mask query on the
+   domain table, candidates, sparse vector, result) per easy and per hard answer at |X| = 1e3,
+   1e4, 1e5 (3, 4, 5 int columns of 9 declared values, 200,000 rows), next to the ordinary
+   per-query Laplace path on the same queries. Targets: easy <= 20 ms, hard <= 200 ms at 1e5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+import dpsql
+from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
+from dpsql.demo.people import DEPTS, REGIONS, generate_people
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sampling import discrete_gaussian_ci, discrete_laplace_ci
+from dpsql.mechanisms.sparse_vector import calibrate, rho_from_epsilon_delta
+from dpsql.mmlayer.core import LayerCore, SecretHistogram
+from dpsql.mmlayer.domain import DomainIndex, QueryShape
+
+HERE = Path(__file__).resolve().parent
+DELTA = Fraction(1, 10**6)
+INCOME_EDGES = [0, 10000, 20000, 30000, 40000, 50000, 75000, 100000, 150000, 250000, 500001]
+
+
+def log(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def header(argv: list[str]) -> None:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "dpsql"], cwd=HERE.parent, capture_output=True, text=True, check=False).stdout
+    except OSError:
+        commit, dirty = "?", ""
+    log(f"command: python bench/median_mechanism.py {' '.join(argv)}")
+    log(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; commit {commit}{' (+ uncommitted dpsql edits)' if dirty else ''}")
+    log(f"machine: {platform.machine()} {platform.system()}; cores = {os.cpu_count()}; load average {os.getloadavg()}")
+    log(f"versions: dpsql {dpsql.__version__}, duckdb {duckdb.__version__}, numpy {np.__version__}, python {platform.python_version()}")
+
+
+# --- workloads and data ----------------------------------------------------------------------
+
+
+def conj_mask(sizes: list[int], sets: list[list[int] | None]) -> np.ndarray:
+    mask = np.ones(1, dtype=bool)
+    for size, allowed in zip(sizes, sets):
+        column = np.zeros(size + 1, dtype=bool)
+        if allowed is None:
+            column[:] = True
+        else:
+            column[allowed] = True
+        mask = np.outer(mask, column).ravel()
+    return mask
+
+
+def workload(sizes: list[int], count: int, seed: int, pairs: list[tuple[int, int]]) -> list[list[list[int] | None]]:
+    rng = np.random.default_rng(seed)
+    queries: list[list[list[int] | None]] = []
+
+    def span(c: int) -> list[int]:
+        a = int(rng.integers(sizes[c]))
+        return list(range(a, int(rng.integers(a, min(sizes[c], a + max(2, sizes[c] // 2)))) + 1))
+
+    while len(queries) < count:
+        i, j = pairs[int(rng.integers(len(pairs)))]
+        sets: list[list[int] | None] = [None] * len(sizes)
+        if rng.random() < 0.5:
+            sets[i], sets[j] = span(i), span(j)
+            queries.append(list(sets))
+            rest = [x for x in range(len(sizes)) if x not in (i, j)]
+            c = rest[int(rng.integers(len(rest)))]
+            sets[c] = [int(rng.integers(sizes[c]))]
+            queries.append(list(sets))
+            last = [x for x in rest if x != c]
+            if last:
+                sets[last[0]] = span(last[0])
+                queries.append(list(sets))
+        else:
+            sets[i], sets[j] = span(i), span(j)
+            queries.append(list(sets))
+    return queries[:count]
+
+
+def latent_class(sizes: list[int], n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    classes = rng.choice(10, size=n, p=rng.dirichlet(np.ones(10)))
+    x = np.zeros(n, dtype=np.int64)
+    for size in sizes:
+        cumulative = np.cumsum(rng.dirichlet(np.full(size, 0.3), size=10), axis=1)[classes]
+        x = x * (size + 1) + np.minimum((rng.random(n)[:, None] > cumulative).sum(axis=1), size - 1)
+    return np.bincount(x, minlength=int(np.prod([s + 1 for s in sizes]))).astype(np.int64)
+
+
+def demo_histogram() -> np.ndarray:
+    frame = generate_people(100_000)
+    dept = frame["dept"].map({v: i for i, v in enumerate(DEPTS)}).to_numpy()
+    region = frame["region"].map({v: i for i, v in enumerate(REGIONS)}).to_numpy()
+    age = frame["age"].to_numpy() - 18
+    income = np.searchsorted(INCOME_EDGES[1:-1], frame["income"].to_numpy(), side="right")
+    x = ((dept * 6 + region) * 74 + age) * 11 + income
+    return np.bincount(x, minlength=13 * 6 * 74 * 11).astype(np.int64)
+
+
+def int_domain(sizes: list[int], mode: str, epsilon: Fraction, accuracy: int) -> DomainIndex:
+    domains = tuple(MMColumnDomain(f"c{i}", "int", "values", values=tuple(range(s))) for i, s in enumerate(sizes))
+    return DomainIndex(MedianMechanismConfig(domains=domains, epsilon=epsilon, accuracy=Fraction(accuracy), mode=mode,  # type: ignore[arg-type]
+                                             delta=DELTA if mode == "zcdp" else Fraction(0)))
+
+
+# --- part 1: utility -------------------------------------------------------------------------
+
+
+def laplace_k(epsilon: Fraction, accuracy: int, sensitivity: int) -> int:
+    lo, hi = 0, 1
+    while discrete_laplace_ci(Fraction(sensitivity * hi) / epsilon) <= accuracy:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if discrete_laplace_ci(Fraction(sensitivity * mid) / epsilon) <= accuracy else (lo, mid)
+    return lo
+
+
+def gaussian_k(rho: Fraction, accuracy: int, sensitivity: int) -> int:
+    lo, hi = 0, 1
+    def ok(k: int) -> bool:
+        return discrete_gaussian_ci(Fraction(k * sensitivity * sensitivity) / (2 * rho)) <= accuracy
+    while ok(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def laplace_within(scale: float, accuracy: int) -> tuple[float, float]:
+    """(P(|X| <= A), median |X|) for discrete Laplace of this scale (continuous median: b ln 2)."""
+    p = math.exp(-1 / scale)
+    return 1 - 2 * p ** (accuracy + 1) / (1 + p), scale * math.log(2)
+
+
+def gaussian_within(sigma: float, accuracy: int) -> tuple[float, float]:
+    return math.erf((accuracy + 0.5) / (sigma * math.sqrt(2))), 0.6745 * sigma
+
+
+def run_layer(counts: np.ndarray, sizes: list[int], queries: list, mode: str, epsilon: Fraction, accuracy: int,
+              sensitivity: int, candidates: int, expected: int | None = None) -> dict[str, object] | str:
+    cal = calibrate(mode=mode, epsilon=epsilon, delta=DELTA if mode == "zcdp" else Fraction(0),  # type: ignore[arg-type]
+                    accuracy=Fraction(accuracy), sensitivity=sensitivity, expected_queries=expected)
+    if cal.cap < 100:
+        return f"disabled: calibration gives c = {cal.cap} hard slots < 100 (per-query noise answers instead)"
+    domain = int_domain(sizes, mode, epsilon, accuracy)
+    core = LayerCore(cal, domain, SecretHistogram(counts), SeededRandomSource(1), candidates=candidates, public_seed=1)
+    errors, kinds = [], {"easy": 0, "hard": 0, "repeat": 0}
+    times: dict[str, list[float]] = {"easy": [], "hard": [], "repeat": []}
+    for sets in queries:
+        shape = QueryShape(conj_mask(sizes, sets))
+        start = time.perf_counter()
+        release = core.answer(shape)
+        elapsed = time.perf_counter() - start
+        if release is None:
+            break
+        kinds[release.kind] += 1
+        times[release.kind].append(elapsed)
+        errors.append(abs(int(release.values[0]) - int(counts[shape.mask].sum())))
+    errs = np.array(errors)
+    return {"answered": len(errs), "within": int((errs <= accuracy).sum()), "median": float(np.median(errs)),
+            "kinds": kinds, "cap": cal.cap, "halted": core.halted,
+            "easy_ms": 1000 * float(np.median(times["easy"])) if times["easy"] else float("nan"),
+            "hard_ms": 1000 * float(np.median(times["hard"])) if times["hard"] else float("nan")}
+
+
+def utility_table(name: str, counts: np.ndarray, sizes: list[int], pairs: list[tuple[int, int]], epsilon: Fraction,
+                  accuracy: int, sensitivity: int, count: int, candidates: int) -> None:
+    queries = workload(sizes, count, seed=3, pairs=pairs)
+    distinct = len({conj_mask(sizes, q).tobytes() for q in queries})
+    rho = rho_from_epsilon_delta(epsilon, DELTA)
+    k_l, k_g = laplace_k(epsilon, accuracy, sensitivity), gaussian_k(rho, accuracy, sensitivity)
+    log(f"\n{name}: n = {int(counts.sum()):,}, |X| = {counts.size:,}, epsilon = {float(epsilon):g}, delta = 1e-6, "
+        f"A = {accuracy:,} (95%), sensitivity {sensitivity}; workload K = {len(queries):,} queries ({distinct:,} distinct)")
+    log(f"  {'mechanism':<15} {'answered within A':>18} {'x k_L':>7} {'% within A':>11} {'median |err|':>13}  notes")
+    within, median = laplace_within(len(queries) * sensitivity / float(epsilon), accuracy)
+    log(f"  {'laplace':<15} {k_l:>18,} {1.0:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  k_L at 95%; share/median at k = K")
+    within, median = laplace_within(distinct * sensitivity / float(epsilon), accuracy)
+    k_c = int(k_l * len(queries) / distinct)
+    log(f"  {'laplace+cache':<15} {k_c:>18,} {k_c / k_l:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  repeats free (this workload's repeat rate)")
+    sigma = sensitivity * math.sqrt(len(queries) / (2 * float(rho)))
+    within, median = gaussian_within(sigma, accuracy)
+    log(f"  {'gaussian zcdp':<15} {k_g:>18,} {k_g / k_l:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  k_G at 95%; share/median at k = K")
+    for mode, expected in (("pure", None), ("zcdp", None), ("zcdp", len(queries))):
+        start = time.perf_counter()
+        result = run_layer(counts, sizes, queries, mode, epsilon, accuracy, sensitivity, candidates, expected)
+        label = f"mm {mode}" + (" k_exp" if expected else "")
+        if isinstance(result, str):
+            log(f"  {label:<15} {'-':>18} {'-':>7} {'-':>11} {'-':>13}  {result}")
+            continue
+        answered = result["answered"]
+        within_count = result["within"]
+        kinds = result["kinds"]
+        log(f"  {label:<15} {within_count:>18,} {within_count / k_l:>7.2f} {100 * within_count / answered:>10.1f}% "
+            f"{result['median']:>13,.0f}  answered {answered:,}{' then halted' if result['halted'] else ' (not halted)'}; "
+            f"{kinds['hard']}/{result['cap']} hard, {kinds['easy']:,} easy, {kinds['repeat']:,} repeat; "
+            f"core {result['easy_ms']:.2f} ms/easy, {result['hard_ms']:.1f} ms/hard; {time.perf_counter() - start:.0f} s")
+
+
+def part_utility(args: argparse.Namespace) -> None:
+    log("\n== 1. Queries answered within A: the layer vs per-query noise ==")
+    epsilon = Fraction(args.epsilon).limit_denominator(1000)
+    sizes = [16, 10, 8, 8]
+    utility_table("latent-class", latent_class(sizes, 10**6, seed=7), sizes, [(0, 1), (1, 2), (0, 3), (2, 3)],
+                  epsilon, 10_000, 1, args.queries, args.candidates)
+    counts = demo_histogram()
+    for eps in (epsilon, Fraction(3)):
+        k_l = laplace_k(eps, 3000, 3)
+        utility_table("demo people", counts, [12, 5, 73, 10], [(0, 2), (1, 2), (2, 3), (0, 3)], eps, 3000, 3,
+                      max(10 * k_l + 500, 2000), args.candidates)
+
+
+# --- part 2: latency through SQL -------------------------------------------------------------
+
+
+def latency(columns: int, rows: int, count: int) -> None:
+    sizes = [9] * columns
+    rng = np.random.default_rng(columns)
+    frame = pd.DataFrame({"pid": np.arange(rows)})
+    for i in range(columns):
+        frame[f"c{i}"] = np.minimum(rng.geometric(0.3, rows) - 1, 8)
+    cols = "\n".join(f'c{i} = {{ type = "int", values = {list(range(9))} }}' for i in range(columns))
+    base = f"""[budget]
+epsilon = 1e9
+delta = 0.5
+default_query_epsilon = 0.1
+default_query_delta = 1e-8
+
+[tables.t]
+privacy_unit = "pid"
+max_rows = 1
+
+[tables.t.columns]
+pid = {{ type = "int" }}
+{cols}
+"""
+    layer = f"""
+[tables.t.median_mechanism]
+columns = {[f"c{i}" for i in range(columns)]}
+epsilon = 1.0
+accuracy = {rows // 100}
+mode = "zcdp"
+delta = 1e-6
+""".replace("'", '"')
+    queries = workload(sizes, count, seed=columns, pairs=[(0, 1), (1, 2), (0, 2)])
+
+    def sql(sets: list[list[int] | None]) -> str:
+        parts = [f"c{i} BETWEEN {s[0]} AND {s[-1]}" if len(s) > 1 else f"c{i} = {s[0]}" for i, s in enumerate(sets) if s is not None]
+        return "SELECT COUNT(*) FROM t" + (" WHERE " + " AND ".join(parts) if parts else "")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with_layer, plain = Path(tmp) / "mm.toml", Path(tmp) / "plain.toml"
+        with_layer.write_text(base + layer)
+        plain.write_text(base)
+        con = dpsql.connect(policy=with_layer, tables={"t": frame})
+        other = dpsql.connect(policy=plain, tables={"t": frame})
+        cur, cur2 = con.cursor(), other.cursor()
+        cur.execute("SELECT COUNT(*) FROM t")  # reservation + histogram (timed apart)
+        cur2.execute("SELECT COUNT(*) FROM t")
+        times: dict[str, list[float]] = {"easy": [], "hard": [], "repeat": [], "laplace": []}
+        for sets in queries:
+            text = sql(sets)
+            start = time.perf_counter()
+            cur.execute(text)
+            elapsed = time.perf_counter() - start
+            times[cur.noise_info[0].get("kind", "laplace")].append(elapsed)
+            start = time.perf_counter()
+            cur2.execute(text)
+            times["laplace"].append(time.perf_counter() - start)
+        layer_state = con.session.median_mechanism.layer("t")
+        con.close()
+        other.close()
+
+    def fmt(values: list[float]) -> str:
+        if not values:
+            return "       -"
+        return f"{1000 * np.median(values):6.1f} / {1000 * np.quantile(values, 0.9):6.1f}"
+
+    log(f"  |X| = {10**columns:>7,}  easy {fmt(times['easy'])}  hard {fmt(times['hard'])}  repeat {fmt(times['repeat'])}  "
+        f"ordinary Laplace path {fmt(times['laplace'])}   ({len(times['easy'])} easy, {len(times['hard'])} hard, "
+        f"{len(times['repeat'])} repeat; cap {layer_state.calibration.cap})")
+
+
+def part_latency(args: argparse.Namespace) -> None:
+    log("\n== 2. Latency through SQL (Session.execute), ms p50 / p90 ==")
+    for size in args.sizes:
+        latency(round(math.log10(size)), args.latency_rows, args.latency_queries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["utility", "latency", "all"], default="all")
+    parser.add_argument("--epsilon", type=float, default=1.0, help="total epsilon of the utility comparison")
+    parser.add_argument("--queries", type=int, default=35_000, help="workload length on the latent-class data")
+    parser.add_argument("--candidates", type=int, default=9)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000], help="|X| for the latency part")
+    parser.add_argument("--latency-rows", type=int, default=200_000)
+    parser.add_argument("--latency-queries", type=int, default=400)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    header(argv)
+    if args.part in ("utility", "all"):
+        part_utility(args)
+    if args.part in ("latency", "all"):
+        part_latency(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
