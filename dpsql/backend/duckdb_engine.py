@@ -152,14 +152,8 @@ class DuckDBEngine:
         with self._lock:
             name = bounded_name(table)
             if name not in self._bounded:
-                source = self.ensure_source(table)
-                create = exp.Create(
-                    this=exp.to_identifier(name, quoted=True),
-                    kind="TABLE",
-                    expression=bounded_select(table, source),
-                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-                )
-                self._run(render(create), {"seed": seed})
+                # On private data: errors come back sanitized (_run), never as setup errors.
+                self._run(render(_temp_table(name, bounded_select(table, self.ensure_source(table)))), {"seed": seed})
                 self._bounded.add(name)
             return name
 
@@ -172,14 +166,8 @@ class DuckDBEngine:
         with self._lock:
             name = empty_name(table)
             if name not in self._bounded:
-                source = self.ensure_source(table)
-                create = exp.Create(
-                    this=exp.to_identifier(name, quoted=True),
-                    kind="TABLE",
-                    expression=exp.select("*").from_(exp.to_identifier(source, quoted=True)).limit(0),
-                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-                )
-                self._execute_setup(render(create))
+                empty = exp.select("*").from_(exp.to_identifier(self.ensure_source(table), quoted=True)).limit(0)
+                self._execute_setup(render(_temp_table(name, empty)))
                 self._bounded.add(name)
             message = None
             try:
@@ -288,6 +276,16 @@ class DuckDBEngine:
         """Close the connection (temporary relations vanish with it)."""
         with self._lock:
             self._con.close()
+
+
+def _temp_table(name: str, select: exp.Expr) -> exp.Create:
+    """CREATE TEMPORARY TABLE name AS select (the session's private relations)."""
+    return exp.Create(
+        this=exp.to_identifier(name, quoted=True),
+        kind="TABLE",
+        expression=select,
+        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+    )
 
 
 def key_type(column_type: str) -> str:
