@@ -43,6 +43,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
+from workloads import conj_mask, workload  # bench/ is on sys.path when run as a script
 
 import dpsql
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
@@ -75,46 +76,6 @@ def header(argv: list[str]) -> None:
 
 
 # --- workloads and data ----------------------------------------------------------------------
-
-
-def conj_mask(sizes: list[int], sets: list[list[int] | None]) -> np.ndarray:
-    mask = np.ones(1, dtype=bool)
-    for size, allowed in zip(sizes, sets):
-        column = np.zeros(size + 1, dtype=bool)
-        if allowed is None:
-            column[:] = True
-        else:
-            column[allowed] = True
-        mask = np.outer(mask, column).ravel()
-    return mask
-
-
-def workload(sizes: list[int], count: int, seed: int, pairs: list[tuple[int, int]]) -> list[list[list[int] | None]]:
-    rng = np.random.default_rng(seed)
-    queries: list[list[list[int] | None]] = []
-
-    def span(c: int) -> list[int]:
-        a = int(rng.integers(sizes[c]))
-        return list(range(a, int(rng.integers(a, min(sizes[c], a + max(2, sizes[c] // 2)))) + 1))
-
-    while len(queries) < count:
-        i, j = pairs[int(rng.integers(len(pairs)))]
-        sets: list[list[int] | None] = [None] * len(sizes)
-        if rng.random() < 0.5:
-            sets[i], sets[j] = span(i), span(j)
-            queries.append(list(sets))
-            rest = [x for x in range(len(sizes)) if x not in (i, j)]
-            c = rest[int(rng.integers(len(rest)))]
-            sets[c] = [int(rng.integers(sizes[c]))]
-            queries.append(list(sets))
-            last = [x for x in rest if x != c]
-            if last:
-                sets[last[0]] = span(last[0])
-                queries.append(list(sets))
-        else:
-            sets[i], sets[j] = span(i), span(j)
-            queries.append(list(sets))
-    return queries[:count]
 
 
 def latent_class(sizes: list[int], n: int, seed: int) -> np.ndarray:

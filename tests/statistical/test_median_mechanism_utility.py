@@ -23,6 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
+from bench.workloads import conj_mask, workload
 import pandas as pd
 import pytest
 
@@ -47,47 +49,6 @@ def laplace_queries(epsilon: Fraction, accuracy: int, sensitivity: int) -> int:
     while discrete_laplace_ci(Fraction(sensitivity * (k + 1)) / epsilon) <= accuracy:
         k += 1
     return k
-
-
-def conj_mask(sizes: list[int], sets: list[list[int] | None]) -> np.ndarray:
-    """Cells of a conjunction over codes (None: the column is unconstrained, NULL included)."""
-    mask = np.ones(1, dtype=bool)
-    for size, allowed in zip(sizes, sets):
-        column = np.zeros(size + 1, dtype=bool)
-        if allowed is None:
-            column[:] = True
-        else:
-            column[allowed] = True
-        mask = np.outer(mask, column).ravel()
-    return mask
-
-
-def workload(sizes: list[int], count: int, seed: int, pairs: list[tuple[int, int]]) -> list[list[list[int] | None]]:
-    rng = np.random.default_rng(seed)
-    queries: list[list[list[int] | None]] = []
-
-    def span(c: int) -> list[int]:
-        a = int(rng.integers(sizes[c]))
-        b = int(rng.integers(a, min(sizes[c], a + max(2, sizes[c] // 2))))
-        return list(range(a, b + 1))
-
-    while len(queries) < count:
-        i, j = pairs[int(rng.integers(len(pairs)))]
-        sets: list[list[int] | None] = [None] * len(sizes)
-        if rng.random() < 0.5:  # a drill-down: a 2-D range, then an equality, then a range
-            sets[i], sets[j] = span(i), span(j)
-            queries.append(list(sets))
-            rest = [x for x in range(len(sizes)) if x not in (i, j)]
-            c = rest[int(rng.integers(len(rest)))]
-            sets[c] = [int(rng.integers(sizes[c]))]
-            queries.append(list(sets))
-            c2 = next(x for x in rest if x != c)
-            sets[c2] = span(c2)
-            queries.append(list(sets))
-        else:  # overlapping ranges on a pair
-            sets[i], sets[j] = span(i), span(j)
-            queries.append(list(sets))
-    return queries[:count]
 
 
 def run(core: LayerCore, sizes: list[int], queries: list, counts: np.ndarray, accuracy: int) -> dict[str, int]:
