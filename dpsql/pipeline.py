@@ -19,9 +19,10 @@ from sqlglot import exp
 
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import EngineResult, bounded_name, empty_name, key_type, render, source_name
+from dpsql.backend.dialects import render
+from dpsql.backend.engine import EngineResult, bounded_name, empty_name, key_type, source_name
 from dpsql.backend.postsql import post_select, release_deps, release_width, robust_deps
-from dpsql.backend.robust import RobustQuery, robust_queries
+from dpsql.backend.robust import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
 from dpsql.backend.sqlgen import SEED, UNITS, bounded_select, engine_select
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
@@ -43,8 +44,8 @@ class CompiledQuery:
 
     @functools.cached_property
     def engine_sql(self) -> str:
-        """The engine SQL text (rendered once; the seed stays a $seed parameter)."""
-        return render(self.engine)
+        """The DuckDB engine SQL text (rendered once; the seed stays a $seed parameter)."""
+        return self.render_once(self.engine)
 
     @functools.cached_property
     def uses_seed(self) -> bool:
@@ -70,38 +71,52 @@ class CompiledQuery:
 
     @functools.cached_property
     def robust_queries(self) -> tuple[RobustQuery, ...]:
-        """The robust aggregates' raw requests over the bounded relation (run after the charge)."""
-        return robust_queries(self.plan, bounded_name(self.plan.query.table))
+        """The robust aggregates' raw requests over the bounded relation, for DuckDB."""
+        return self.robust_queries_for(DUCKDB_CAPABILITIES)
 
     @functools.cached_property
-    def robust_dry_runs(self) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
-        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
-        return tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table))
-                     for statement in query.statements())
-
-    @functools.cached_property
-    def _rendered(self) -> dict[int, str]:
+    def _by_engine(self) -> dict[tuple[str, frozenset[str]], Any]:
         return {}
 
-    def render_once(self, select: exp.Expr) -> str:
-        """Engine SQL text of one of this query's statements, rendered once."""
-        text = self._rendered.get(id(select))
+    def robust_queries_for(self, capabilities: frozenset[str]) -> tuple[RobustQuery, ...]:
+        """The robust aggregates' raw requests for an engine with these capabilities (run after the charge)."""
+        key = ("queries", capabilities)
+        if key not in self._by_engine:
+            self._by_engine[key] = robust_queries(self.plan, bounded_name(self.plan.query.table), capabilities)
+        return self._by_engine[key]  # type: ignore[no-any-return]
+
+    def robust_dry_runs(self, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
+        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
+        key = ("dry", capabilities)
+        if key not in self._by_engine:
+            self._by_engine[key] = tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table), capabilities)
+                                         for statement in query.statements())
+        return self._by_engine[key]  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def _rendered(self) -> dict[tuple[int, str], str]:
+        return {}
+
+    def render_once(self, select: exp.Expr, dialect: str = "duckdb") -> str:
+        """Engine SQL text of one of this query's statements for one engine, rendered once."""
+        text = self._rendered.get((id(select), dialect))
         if text is None:
-            text = self._rendered[id(select)] = render(select)
+            text = self._rendered[(id(select), dialect)] = render(select, dialect)
         return text
 
-    def explain_lines(self) -> list[str]:
-        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
+        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine."""
         table = self.plan.query.table
-        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), "Engine SQL:"]
-        lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)))}")
-        lines.append(f"  {render(self.engine)}")
-        for index, query in enumerate(self.robust_queries):
-            lines.append(f"  request {index}: {self.render_once(query.main)}")
+        engine = "" if dialect == "duckdb" else f" ({dialect})"
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), f"Engine SQL{engine}:"]
+        lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)), dialect)}")
+        lines.append(f"  {self.render_once(self.engine, dialect)}")
+        for index, query in enumerate(self.robust_queries_for(capabilities)):
+            lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
             if query.scan is not None:
-                lines.append(f"  request {index}, then with the bracket bound: {self.render_once(query.scan)}")
+                lines.append(f"  request {index}, then with the bracket bound: {self.render_once(query.scan, dialect)}")
             if query.fallback is not None:
-                lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback)}")
+                lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback, dialect)}")
         return lines
 
     @functools.cached_property
@@ -235,7 +250,8 @@ def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tupl
 
 
 def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
-                        run: Callable[[str, Mapping[str, Any]], EngineResult], rng: RandomSource) -> None:
+                        run: Callable[[str, Mapping[str, Any]], EngineResult], rng: RandomSource,
+                        dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> None:
     """Run the robust requests (after the charge) and add their released columns (None = ⊥)."""
     plan = compiled.plan
     if not plan.robust:
@@ -245,10 +261,10 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
     groups = [tuple(columns[key_name(i)][row] for i in range(nkeys)) for row in range(nrows)]
 
     def runner(select: exp.Select, params: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        result = run(compiled.render_once(select), params)
+        result = run(compiled.render_once(select, dialect), params)
         return result.names, result.rows
 
-    release_robust(plan, compiled.robust_queries, groups, columns, types, runner, rng)
+    release_robust(plan, compiled.robust_queries_for(capabilities), groups, columns, types, runner, rng)
 
 
 def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:

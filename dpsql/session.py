@@ -19,6 +19,7 @@ from dpsql.accounting.ledger import Ledger, LedgerEntry
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend.engine import Engine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy, Table
 from dpsql.demo.people import ensure_demo
@@ -67,7 +68,7 @@ class Description:
 class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
-    def __init__(self, policy: Policy, engine: DuckDBEngine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
+    def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
                  rng: RandomSource | None = None, owns_ledger: bool = True) -> None:
         self.policy = policy
         self._owns_ledger = owns_ledger
@@ -205,7 +206,8 @@ class Session:
 
     def _explain(self, compiled: CompiledQuery | PublicQuery | SetStatement) -> NoisyResult:
         if isinstance(compiled, CompiledQuery):
-            lines = compiled.explain_lines() + self.median_mechanism.explain_lines(compiled)
+            lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities) \
+                + self.median_mechanism.explain_lines(compiled)
         elif isinstance(compiled, PublicQuery):
             lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
         else:
@@ -265,7 +267,7 @@ class Session:
         if id(compiled) not in self._dry_run_ok:
             # Refuses query-only errors before the charge (no data is present in the dry run).
             self._engine.dry_run(table, compiled.dry_run_engine, {"seed": 0} if compiled.uses_seed else None)
-            for select, params in compiled.robust_dry_runs:  # MEDIAN/IQR/MODE requests, on the empty table too
+            for select, params in compiled.robust_dry_runs(self._engine.capabilities):  # MEDIAN/IQR/MODE, on the empty table too
                 self._engine.dry_run(table, select, params)
             if plan.robust and not compiled.simple_outputs:
                 self._dry_run_post(compiled)
@@ -289,9 +291,11 @@ class Session:
         seed = self._session_seeds[table.name]
         bounded = self._engine.ensure_bounded(table, seed)
         assert bounded
-        raw = self._engine.run(compiled.engine_sql, {"seed": self._rng.randbelow(2**62)} if compiled.uses_seed else None)
+        engine_sql = compiled.render_once(compiled.engine, self._engine.dialect)
+        raw = self._engine.run(engine_sql, {"seed": self._rng.randbelow(2**62)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)
-        release_robust_rows(compiled, columns, types, self._engine.run, self._rng)  # MEDIAN/IQR/MODE: value or ⊥
+        release_robust_rows(compiled, columns, types, self._engine.run, self._rng,  # MEDIAN/IQR/MODE: value or ⊥
+                            self._engine.dialect, self._engine.capabilities)
         if compiled.simple_outputs:
             names, out_types, rows, cells = simple_rows(compiled, columns, types)
             result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
@@ -304,6 +308,16 @@ class Session:
     def _check_open(self) -> None:
         if self.closed:
             raise InterfaceError("the session is closed")
+
+    @property
+    def engine_name(self) -> str:
+        """The engine that holds the data: 'duckdb' or 'spark'."""
+        return self._engine.dialect
+
+    @property
+    def engine(self) -> Engine:
+        """The session's engine (for progress callbacks and parity checks; it never returns raw rows to analysts)."""
+        return self._engine
 
     def close(self) -> None:
         """Release the engine and the ledger."""
@@ -362,6 +376,24 @@ def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> fl
     return float(max(high - value, value - low))
 
 
+ENGINES = ("duckdb", "spark")
+
+
+def _engine(policy: Policy, name: str, database: str | Path | None, tables: Mapping[str, Any] | None, spark: Any,
+            master: str | None, remote: str | None, progress: Any) -> Engine:
+    if name == "duckdb":
+        if spark is not None or master is not None or remote is not None:
+            raise InterfaceError("spark=, master= and remote= need engine='spark'")
+        return DuckDBEngine(policy, database, tables)
+    if name == "spark":
+        if database is not None:
+            raise InterfaceError("database= is a DuckDB file; with engine='spark' name Parquet paths or Spark tables in the policy")
+        from dpsql.backend.spark_engine import SparkEngine
+
+        return SparkEngine(policy, spark, master=master, remote=remote, frames=tables, progress=progress)
+    raise InterfaceError(f"unknown engine '{name}': use one of {', '.join(ENGINES)}")
+
+
 def open_session(
     database: str | Path | None = None,
     policy: str | Path | Policy | None = None,
@@ -370,18 +402,28 @@ def open_session(
     ledger: str | Path | Ledger | None = None,
     tables: Mapping[str, Any] | None = None,
     random_seed: int | None = None,
+    engine: str = "duckdb",
+    spark: Any = None,
+    master: str | None = None,
+    remote: str | None = None,
+    progress: Any = None,
 ) -> Session:
-    """Open a session; with neither database, policy nor tables, the bundled demo."""
+    """Open a session; with neither database, policy nor tables, the bundled demo.
+
+    `engine="spark"` runs the same plans on Apache Spark: a given SparkSession (`spark=`), or one
+    dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or Spark Connect `remote="sc://host"`).
+    `progress` receives Spark stage-progress lines during long jobs.
+    """
     if policy is None and database is None and not tables:
         policy = ensure_demo()
     if policy is None:
         raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
     loaded = policy if isinstance(policy, Policy) else load_policy(policy)
-    engine = DuckDBEngine(loaded, database, tables)
+    runner = _engine(loaded, engine, database, tables, spark, master, remote, progress)
     # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
     rng = SeededRandomSource(random_seed) if random_seed is not None else None
     if isinstance(ledger, Ledger):
         # A ledger shared by many sessions of one process (the server): its lock serialises
         # charges in-process, and the session must not close it.
-        return Session(loaded, engine, ledger, analyst=analyst or DEFAULT_ANALYST, rng=rng, owns_ledger=False)
-    return Session(loaded, engine, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)
+        return Session(loaded, runner, ledger, analyst=analyst or DEFAULT_ANALYST, rng=rng, owns_ledger=False)
+    return Session(loaded, runner, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)

@@ -1,84 +1,63 @@
-"""The DuckDB engine: registers the policy's tables, caches each table's bounded relation per
-session, runs rendered plans, and maps every engine error to a sanitized dpsql error.
-
-Why caching the bounded relation keeps privacy intact: the bounded relation keeps, for each
-person, at most max_rows of their rows, chosen by a keyed hash of the row and a secret session
-seed. For any fixed seed this is a stable transformation: removing one person from the data
-removes at most max_rows rows from the relation and changes no other person's rows. Every
-answer is a DP mechanism applied to that relation with the sensitivities the planner derives
-from max_rows, so the answers of a session compose as DP answers on it for each fixed seed, and
-mixing over the secret seed preserves the guarantee. Reusing the relation across queries only
-makes their bounding choices agree; it never raises any query's sensitivity.
+"""The DuckDB backend (the default engine), and the local DuckDB that every engine uses for
+released values and public domain tables. The privacy-relevant logic is in backend/engine.py.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import duckdb
 import numpy
 import pandas
+import pyarrow
 from sqlglot import exp
 
-from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
+from dpsql.backend.dialects import render as render_for
+from dpsql.backend.engine import (
+    ENGINE_FAILED,
+    BackendFailure,
+    Engine,
+    EngineResult,
+    bounded_name,
+    empty_name,
+    key_type,
+    normalise,
+    source_name,
+)
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
+from dpsql.errors import CatalogError, EngineError
 
 DIALECT = "duckdb"
 _DB_ALIAS = "__dpsql_db"
-ENGINE_FAILED = (
-    "the engine failed while computing this answer; the message is withheld because engine "
-    "messages can quote private values, and the charge stands"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class EngineResult:
-    """Rows from the engine with their column names and DuckDB type names."""
-
-    names: tuple[str, ...]
-    types: tuple[str, ...]
-    rows: list[tuple[Any, ...]]
+__all__ = ["DuckDBBackend", "DuckDBEngine", "EngineResult", "LocalDuckDB", "bounded_name", "empty_name", "key_type",
+           "render", "source_name", "ENGINE_FAILED"]
 
 
 def render(expression: exp.Expr) -> str:
-    """Engine SQL text for an expression (EXPLAIN shows the same text that runs)."""
-    return expression.sql(dialect=DIALECT)
+    """DuckDB SQL text for an expression (EXPLAIN shows the same text that runs)."""
+    return render_for(expression, DIALECT)
 
 
-def source_name(table: Table) -> str:
-    """The view that exposes a policy table's declared columns with their declared types."""
-    return f"__dpsql_source_{table.name}"
+def _first_line(err: Exception) -> str:
+    return str(err).split("\n", 1)[0]
 
 
-def empty_name(table: Table) -> str:
-    """An empty table with the bounded relation's schema, for dry runs before the charge."""
-    return f"__dpsql_empty_{table.name}"
-
-
-def bounded_name(table: Table) -> str:
-    """The session's cached bounded relation of a private table."""
-    return f"__dpsql_bounded_{table.name}"
-
-
-class DuckDBEngine:
-    """One private DuckDB connection per session; the data stays inside it."""
+class DuckDBBackend:
+    """One private in-memory DuckDB connection per session; the data stays inside it."""
 
     dialect = DIALECT
+    capabilities = frozenset({"reservoir_quantile"})
 
-    def __init__(self, policy: Policy, database: str | Path | None = None, frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
-        self._policy = policy
-        self._lock = threading.RLock()
+    def __init__(self, policy: Policy, database: str | Path | None = None,
+                 frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
         self._frames = {name.lower(): frame for name, frame in (frames or {}).items()}
-        self._con = duckdb.connect(":memory:")
-        # DuckDB 2.0 rewrites `QUALIFY row_number() OVER (PARTITION BY unit ...) <= k` into a
-        # per-unit top-N aggregate that is 1.7-2.6x slower for contribution bounding (bench/).
-        self._con.execute("SET disabled_optimizers = 'top_n_window_elimination'")
-        self._sources: set[str] = set()
-        self._bounded: set[str] = set()
+        self.connection = duckdb.connect(":memory:")
+        self.lock = threading.RLock()
+        # DuckDB 2.0 rewrites `row_number() OVER (PARTITION BY unit ...) <= k` into a per-unit
+        # top-N aggregate that is 1.7-2.6x slower for contribution bounding (bench/).
+        self.connection.execute("SET disabled_optimizers = 'top_n_window_elimination'")
         self._database = Path(database).expanduser().resolve() if database else None
         if self._database is not None:
             if not self._database.exists():
@@ -87,174 +66,123 @@ class DuckDBEngine:
                 this=exp.alias_(exp.Literal.string(str(self._database)), _DB_ALIAS),
                 expressions=[exp.AttachOption(this=exp.var("READ_ONLY"))],
             )
-            self._execute_setup(render(attach))
+            self._setup(render(attach))
         for name in self._frames:
             if policy.table(name) is None:
                 raise CatalogError(f"the DataFrame '{name}' is not a table of the policy", code="DP002")
 
-    def _execute_setup(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+    def _setup(self, sql: str) -> None:
+        kind = None
         try:
-            self._con.execute(sql, params or {})
-            return
+            self.connection.execute(sql)
         except duckdb.Error as err:
             kind = type(err).__name__
-        # Raised outside the except block: `from None` would still keep the engine's error as __context__.
-        raise CatalogError(f"could not open the data source ({kind})", code="DP002")
+        if kind is not None:  # outside the except block: the engine's error is not kept as __context__
+            raise CatalogError(f"could not open the data source ({kind})", code="DP002")
+
+    def register(self, table: Table, raw_name: str) -> None:
+        """Frames are registered; files and attached tables are read through the typed view."""
+        if table.name in self._frames:
+            self.connection.register(raw_name, self._frames[table.name])
+            return
+        view = exp.Create(this=exp.to_identifier(raw_name, quoted=True), kind="VIEW",
+                          expression=exp.select("*").from_(self._source_expr(table)),
+                          properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
+        self._setup(render(view))
 
     def _source_expr(self, table: Table) -> exp.Expr:
-        if table.name in self._frames:
-            frame_name = f"__dpsql_frame_{table.name}"
-            self._con.register(frame_name, self._frames[table.name])
-            return exp.to_identifier(frame_name, quoted=True)
         if table.source is not None:
-            suffix = table.source.suffix.lower()
-            reader = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv"}.get(suffix)
+            reader = {"parquet": "read_parquet", "csv": "read_csv"}.get(table.source_format or "")
             if reader is None:
                 raise CatalogError(f"table '{table.name}': source must be a .parquet or .csv file", code="DP002")
-            if not table.source.exists():
+            if table.source_is_local and not Path(table.source).exists():
                 raise CatalogError(f"table '{table.name}': source file not found: {table.source}", code="DP002")
             return exp.func(reader, exp.Literal.string(str(table.source)))
         if self._database is not None:
-            return exp.table_(table.name, db="main", catalog=_DB_ALIAS, quoted=True)
+            return exp.table_(table.engine_table or table.name, db="main", catalog=_DB_ALIAS, quoted=True) \
+                if not table.engine_table or "." not in table.engine_table \
+                else exp.to_table(table.engine_table, catalog=_DB_ALIAS)
         raise CatalogError(
             f"table '{table.name}' has no data: give connect(database=...), tables={{...}}, or a source in the policy",
             code="DP002",
         )
 
-    def ensure_source(self, table: Table) -> str:
-        """Create the typed source view of `table` once per session; return its name."""
-        with self._lock:
-            name = source_name(table)
-            if name not in self._sources:
-                view = exp.Create(
-                    this=exp.to_identifier(name, quoted=True),
-                    kind="VIEW",
-                    expression=source_select(table, self._source_expr(table)),
-                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-                )
-                self._execute_setup(render(view))
-                self._check_source(name, table)
-                self._sources.add(name)
-            return name
-
-    def _check_source(self, name: str, table: Table) -> None:
-        # Binding a LIMIT 0 query checks that every declared column exists, without reading data.
-        probe = exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0)
-        try:
-            self._con.execute(render(probe)).fetchall()
-            return
-        except duckdb.Error:
-            pass  # raised below, outside the except block, so the engine's error is not kept as __context__
-        raise CatalogError(f"table '{table.name}': the data source lacks a column declared in the policy", code="DP002")
-
-    def ensure_bounded(self, table: Table, seed: int) -> str:
-        """Materialise the bounded relation of a private table once per session (see module doc)."""
-        with self._lock:
-            name = bounded_name(table)
-            if name not in self._bounded:
-                # On private data: errors come back sanitized (_run), never as setup errors.
-                self._run(render(_temp_table(name, bounded_select(table, self.ensure_source(table)))), {"seed": seed})
-                self._bounded.add(name)
-            return name
-
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
-        """Run a plan's SQL against an empty table of the same schema, before any charge.
-
-        Errors that depend only on the query (a type mismatch, an invalid regular expression)
-        surface here, with no data present, so the query is refused before it is charged (DESIGN 7).
-        """
-        with self._lock:
-            name = empty_name(table)
-            if name not in self._bounded:
-                empty = exp.select("*").from_(exp.to_identifier(self.ensure_source(table), quoted=True)).limit(0)
-                self._execute_setup(render(_temp_table(name, empty)))
-                self._bounded.add(name)
-            message = None
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
+        """Run SQL; the result as Arrow. Engine errors become BackendFailure (first line only)."""
+        message = None
+        with self.lock:
             try:
-                self._con.execute(render(select), dict(params or {})).fetchall()
+                relation = self.connection.sql(sql, params=dict(params)) if params else self.connection.sql(sql)
+                return relation.to_arrow_table() if relation is not None else pyarrow.table({})
             except duckdb.Error as err:
-                # No row exists in this table, so the engine's text cannot quote private data.
-                message = str(err).split("\n", 1)[0]
-            if message is not None:
-                raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
-                                            hint="fix the expression named above; nothing was charged")
+                message = _first_line(err)
+        raise BackendFailure(message)
 
-    def bounded_definition(self, table: Table) -> str:
-        """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
-        return render(bounded_select(table, source_name(table)))
-
-    def _run(self, sql: str, params: Mapping[str, Any] | None) -> duckdb.DuckDBPyConnection:
-        try:
-            return self._con.execute(sql, dict(params or {}))
-        except duckdb.Error:
-            pass
-        # Never chain the engine's exception, not even as __context__ (which `raise ... from None` still
-        # sets): its text and args can quote private values. So raise outside the except block.
-        raise EngineError(ENGINE_FAILED, code="DP300")
-
-    def run(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None) -> EngineResult:
-        """Run a plan's engine SQL (an expression or its rendered text); errors come back sanitized."""
-        with self._lock:
-            cursor = self._run(select if isinstance(select, str) else render(select), params)
+    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
+        """CREATE TEMPORARY TABLE (or VIEW) name AS select."""
+        create = _temp_table(name, select)
+        if view:
+            create.set("kind", "VIEW")
+        message = None
+        with self.lock:
             try:
-                rows = cursor.fetchall()
-            except duckdb.Error:
-                rows = None  # raised below, outside the except block (no __context__, see _run)
-            if rows is None:
-                raise EngineError(ENGINE_FAILED, code="DP300")
-            names = tuple(d[0] for d in cursor.description)
-            types = tuple(str(d[1]) for d in cursor.description)
-            return EngineResult(names, types, rows)
+                self.connection.execute(render(create), dict(params or {}))
+                return
+            except duckdb.Error as err:
+                message = _first_line(err)
+        raise BackendFailure(message)
 
-    def run_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
-        """Run a query over public tables only, exactly."""
-        with self._lock:
-            rewritten = tree.copy()
-            for node in list(rewritten.find_all(exp.Table)):
-                table = self._policy.table(node.name)
-                assert table is not None and table.public
-                # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
-                alias = node.args.get("alias")
-                alias = alias.copy() if alias is not None else exp.TableAlias(this=node.this.copy())
-                node.replace(exp.Table(this=exp.to_identifier(self.ensure_source(table), quoted=True), alias=alias))
-            return self.run(rewritten)
+    def schema(self, name: str) -> pyarrow.Schema:
+        """Column names and Arrow types of a relation (LIMIT 0: no data read)."""
+        return self.execute(render(exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0))).schema
 
-    def describe_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
-        """Column names and types of a public query, with no rows (LIMIT 0)."""
-        return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
+    def close(self) -> None:
+        """Close the connection (temporary relations vanish with it)."""
+        with self.lock:
+            self.connection.close()
+
+def _temp_table(name: str, select: exp.Expr) -> exp.Create:
+    """CREATE TEMPORARY TABLE name AS select (the session's private relations)."""
+    return exp.Create(
+        this=exp.to_identifier(name, quoted=True),
+        kind="TABLE",
+        expression=select,
+        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+    )
+
+
+class LocalDuckDB:
+    """Released values and public domain tables, in a DuckDB of the process (never private rows).
+
+    Post-processing (outputs, HAVING, ORDER BY over noisy values) and the Median Mechanism's
+    masks over its public domain run here for every engine, so they agree across engines.
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, lock: threading.RLock | None = None) -> None:
+        self._owned = connection is None
+        self._con = connection if connection is not None else duckdb.connect(":memory:")
+        self._lock = lock or threading.RLock()
+        self._tables: set[str] = set()
 
     def ensure_public_table(self, name: str, create: exp.Create) -> str:
         """Create a session table that holds public rows only (the Median Mechanism domain), once."""
         with self._lock:
-            if name not in self._bounded:
-                self._execute_setup(render(create))
-                self._bounded.add(name)
+            if name not in self._tables:
+                self._con.execute(render(create))
+                self._tables.add(name)
             return name
 
     def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
-        """Columns of a query over public session tables as arrays; None when the engine rejects it.
+        """Columns of a query over public session tables as arrays; None when DuckDB rejects it.
 
-        Only for queries that read no private relation (the Median Mechanism domain table), so
-        a rejection depends on the query alone and can route the query elsewhere.
+        Only for queries that read no private relation, so a rejection depends on the query alone
+        and can route the query elsewhere.
         """
         with self._lock:
             try:
                 fetched = self._con.execute(render(select)).fetchnumpy()
             except duckdb.Error:
                 return None
-            return {name: numpy.asarray(values) for name, values in fetched.items()}
-
-    def private_arrays(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> dict[str, numpy.ndarray]:
-        """Columns of a query over private data as arrays; engine errors come back sanitized."""
-        with self._lock:
-            cursor = self._run(render(select), params)
-            fetched = None
-            try:
-                fetched = cursor.fetchnumpy()
-            except duckdb.Error:
-                pass  # raised below, outside the except block (no __context__, see _run)
-            if fetched is None:
-                raise EngineError(ENGINE_FAILED, code="DP300")
             return {name: numpy.asarray(values) for name, values in fetched.items()}
 
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
@@ -267,27 +195,30 @@ class DuckDBEngine:
             query = select.copy()
             query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
             self._con.register("__dpsql_noisy_frame", frame)
+            result = None
             try:
-                return self.run(query)
+                cursor = self._con.execute(render(query))
+                names = tuple(d[0] for d in cursor.description)
+                result = EngineResult(names, tuple(str(d[1]) for d in cursor.description), cursor.fetchall())
+            except duckdb.Error:
+                pass  # raised below, outside the except block (no __context__)
             finally:
                 self._con.unregister("__dpsql_noisy_frame")
+            if result is None:
+                raise EngineError(ENGINE_FAILED, code="DP300")
+            return result
 
     def close(self) -> None:
-        """Close the connection (temporary relations vanish with it)."""
-        with self._lock:
-            self._con.close()
+        """Close the connection if this object opened it."""
+        if self._owned:
+            with self._lock:
+                self._con.close()
 
 
-def _temp_table(name: str, select: exp.Expr) -> exp.Create:
-    """CREATE TEMPORARY TABLE name AS select (the session's private relations)."""
-    return exp.Create(
-        this=exp.to_identifier(name, quoted=True),
-        kind="TABLE",
-        expression=select,
-        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-    )
+class DuckDBEngine(Engine):
+    """The DuckDB engine: Engine over a DuckDBBackend, sharing its connection for released values."""
 
-
-def key_type(column_type: str) -> str:
-    """The engine type of a policy column type."""
-    return TYPE_NAMES[column_type]
+    def __init__(self, policy: Policy, database: str | Path | None = None,
+                 frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
+        backend = DuckDBBackend(policy, database, frames)
+        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock))

@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from dpsql.backend.dialects import IntegerSeries
 from dpsql.backend.sqlgen import TYPE_NAMES, number
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain, Scalar, Table
 
@@ -76,10 +77,8 @@ def domain_select(config: MedianMechanismConfig) -> exp.Select:
         columns.append(exp.alias_(typed, domain.column, quoted=True))
     select = exp.select(*columns)
     for i, domain in enumerate(config.domains):
-        source = exp.Table(
-            this=exp.GenerateSeries(start=exp.Literal.number(0), end=exp.Literal.number(domain.size), is_end_exclusive=True),
-            alias=exp.TableAlias(this=exp.to_identifier(f"__r{i}"), columns=[exp.to_identifier(f"__c{i}")]),
-        )
+        source = IntegerSeries(count=exp.Literal.number(domain.size), alias=exp.to_identifier(f"__r{i}"),
+                               column=exp.to_identifier(f"__c{i}"))
         select = select.from_(source) if i == 0 else select.join(source, join_type="cross")
     return select.order_by(exp.column(X_ID))
 

@@ -31,7 +31,8 @@ from typing import Any, Callable, Hashable, Mapping
 
 from sqlglot import exp
 
-from dpsql.backend.sqlgen import number, row_filter
+from dpsql.backend.dialects import DayNumber, HashBits, IsFinite, KeyedHash, WideInt, hash_input
+from dpsql.backend.sqlgen import number, ordered, row_filter
 from dpsql.catalog.model import Column
 from dpsql.ir.plan import ModeRequest, Plan, RankRequest, ValueMap
 from dpsql.ir.query import key_name
@@ -54,6 +55,7 @@ class RobustQuery:
     main: exp.Select
     fallback: exp.Select | None = None
     scan: exp.Select | None = None  # ungrouped windows: the second statement, bracket bound as $lo/$hi
+    exact: bool = False  # main is the exact window query itself (engines without reservoir_quantile)
 
     def statements(self) -> tuple[tuple[exp.Select, dict[str, Any]], ...]:
         """Every statement with placeholder values (dry runs on an empty table, EXPLAIN)."""
@@ -71,14 +73,24 @@ class RobustQuery:
         return isinstance(self.request, ModeRequest)
 
 
-def robust_queries(plan: Plan, relation: str) -> tuple[RobustQuery, ...]:
-    """One RobustQuery per request of the plan, reading `relation` (bounded, or empty for dry runs)."""
+DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile"})
+
+
+def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[RobustQuery, ...]:
+    """One RobustQuery per request of the plan, reading `relation` (bounded, or empty for dry runs).
+
+    Windows of order statistics use DuckDB's reservoir_quantile to bracket the ranks when the
+    engine has it; elsewhere (Spark) the exact window query runs directly. Both return the same
+    exact order statistics, so the released values agree.
+    """
     out = []
     for request in plan.requests:
         if isinstance(request, ModeRequest):
             out.append(RobustQuery(request, mode_select(plan, request, relation)))
         elif request.histogram:
             out.append(RobustQuery(request, histogram_select(plan, request, relation)))
+        elif "reservoir_quantile" not in capabilities:
+            out.append(RobustQuery(request, exact_window_select(plan, request, relation), exact=True))
         elif plan.query.keys:
             out.append(RobustQuery(request, window_select(plan, request, relation), exact_window_select(plan, request, relation)))
         else:
@@ -100,8 +112,7 @@ def value_expr(values: ValueMap) -> exp.Expr:
     column = exp.column(values.column.name, quoted=True)
     value: exp.Expr = column
     if values.column.type == "date":
-        days = exp.Sub(this=column, expression=exp.cast(exp.Literal.string("0001-01-01"), "DATE"))
-        value = exp.Add(this=exp.cast(days, "BIGINT"), expression=exp.Literal.number(1))
+        value = DayNumber(this=column)
     if not values.indexed:
         return value
     # Clamp before the cast: a huge value must not make the cast fail (an error that depends on
@@ -116,11 +127,11 @@ def value_expr(values: ValueMap) -> exp.Expr:
 def _present(column: Column, keep_infinite: bool = False) -> exp.Expr:
     name = exp.column(column.name, quoted=True)
     if column.type == "date" and not keep_infinite:
-        return exp.func("isfinite", name)  # +-infinity dates are dropped like NaN
+        return IsFinite(this=name, kind=exp.Literal.string("date"))  # +-infinity dates are dropped like NaN
     if column.type == "float":
         if keep_infinite:
             return exp.and_(exp.Not(this=exp.Is(this=name, expression=exp.Null())), exp.Not(this=exp.func("isnan", name.copy())))
-        return exp.func("isfinite", name)  # NULL for NULL, so the row drops
+        return IsFinite(this=name, kind=exp.Literal.string("float"))  # NULL for NULL, so the row drops
     return exp.Not(this=exp.Is(this=name, expression=exp.Null()))
 
 
@@ -209,7 +220,7 @@ def _as(expression: exp.Expr, name: str) -> exp.Alias:
 def _rho(n: exp.Expr, p: Fraction) -> exp.Expr:
     """rho_p(n) = greatest(1, ceil(n p)) in integer SQL: (n a + b - 1) // b for p = a/b (HUGEINT: no overflow)."""
     return exp.func("greatest", exp.Literal.number(1), exp.IntDiv(
-        this=exp.paren(exp.Add(this=exp.Mul(this=exp.cast(n, "HUGEINT"), expression=exp.Literal.number(p.numerator)),
+        this=exp.paren(exp.Add(this=exp.Mul(this=WideInt(this=n), expression=exp.Literal.number(p.numerator)),
                                expression=exp.Literal.number(p.denominator - 1))),
         expression=exp.Literal.number(p.denominator)))
 
@@ -322,7 +333,7 @@ def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.
     names = _key_names(plan)
     value = exp.column(VALUE)
     partition = [exp.column(n) for n in names]
-    order = exp.Order(expressions=[exp.Ordered(this=value.copy())])
+    order = exp.Order(expressions=[ordered(value.copy())])
     ranked = exp.select(*names, VALUE,
                         exp.alias_(exp.Window(this=exp.RowNumber(), partition_by=partition, order=order), RANK),
                         exp.alias_(exp.Window(this=exp.Count(this=exp.Star()), partition_by=[p.copy() for p in partition]), N)
@@ -339,12 +350,18 @@ def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.
 
 
 def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
-    """Votes per value and group: subsample modes of a keyed-hash partition of the persons."""
+    """Votes per value and group: subsample modes of a keyed-hash partition of the persons.
+
+    Person u goes to subsample HashBits($mode_seed, u) % B (all their rows, T = 1). In each
+    (group, subsample) the most frequent value wins; ties go to the smallest keyed hash of
+    (value, subsample) under $tie_seed, then to the smallest value, so every engine picks the same.
+    """
     names = _key_names(plan)
     column = request.column
     unit = exp.column(plan.bounding.unit, quoted=True)
-    subsample = exp.cast(exp.Mod(this=exp.func("hash", unit, exp.Placeholder(this=MODE_SEED)),
-                                 expression=exp.Literal.number(request.blocks)), "BIGINT")
+    unit_type = plan.query.table.columns[plan.bounding.unit].type
+    subsample = exp.Mod(this=HashBits(this=exp.Placeholder(this=MODE_SEED), expressions=[hash_input(unit, unit_type)]),
+                        expression=exp.Literal.number(request.blocks))
     condition = row_filter(plan)
     present = _present(column, keep_infinite=True)
     counts = (
@@ -354,12 +371,12 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
         .where(exp.and_(condition, present) if condition is not None else present)
         .group_by(*[exp.column(k.column.name, quoted=True) for k in plan.query.keys], subsample.copy(), exp.column(column.name, quoted=True))
     )
-    tie = exp.cast(exp.Mod(this=exp.func("hash", exp.column(VALUE), exp.column("__sid"), exp.Placeholder(this=TIE_SEED)),
-                           expression=exp.Literal.number(2**32)), "BIGINT")
-    count = exp.func("least", exp.cast(exp.column(COUNT), "BIGINT"), exp.Literal.number(2**31 - 1))  # no overflow below
-    key = exp.Add(this=exp.Mul(this=count, expression=exp.Literal.number(2**32)), expression=tie)
-    modes = (exp.select(*names, "__sid", exp.alias_(exp.func("arg_max", exp.column(VALUE), key), MODE))
-             .from_(counts.subquery("__c")).group_by(*names, "__sid"))
+    tie = KeyedHash(this=exp.Placeholder(this=TIE_SEED), expressions=[hash_input(exp.column(VALUE), column.type), exp.column("__sid")])
+    order = [exp.Ordered(this=exp.column(COUNT), desc=True, nulls_first=False), ordered(tie), ordered(exp.column(VALUE))]
+    rank = exp.Window(this=exp.RowNumber(), partition_by=[*_columns(*names), exp.column("__sid")], order=exp.Order(expressions=order))
+    ranked = exp.select(*names, "__sid", VALUE, exp.alias_(rank, RANK)).from_(counts.subquery("__c"))
+    modes = (exp.select(*names, exp.alias_(exp.column(VALUE), MODE)).from_(ranked.subquery("__r"))
+             .where(exp.EQ(this=exp.column(RANK), expression=exp.Literal.number(1))))
     return (exp.select(*names, MODE, exp.alias_(exp.Count(this=exp.Star()), VOTES))
             .from_(modes.subquery("__m")).group_by(*names, MODE))
 
@@ -384,6 +401,8 @@ def fetch(query: RobustQuery, plan: Plan, run: Runner, params: Mapping[str, Any]
         for row in rows:
             pairs.setdefault(tuple(row[:nkeys]), []).append((row[nkeys], int(row[nkeys + 1])))
         return {key: clamp(request.values, Histogram.from_counts(values)) for key, values in pairs.items()}
+    if query.exact:
+        return {key: clamp(request.values, stats) for key, stats in _exact_windows(rows, nkeys).items()}
     if query.scan is not None:  # ungrouped: bracket from the sample, then one scan with it bound
         n, sample = (int(rows[0][0]), rows[0][1]) if rows else (0, None)
         _, scanned = run(query.scan, _brackets(plan, request, n, sample))

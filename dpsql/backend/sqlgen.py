@@ -13,12 +13,14 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from dpsql.backend.dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_input
 from dpsql.catalog.model import Column, Table
 from dpsql.ir.plan import Plan, RawAggregate, release_name
 from dpsql.ir.query import key_name
 
 UNITS = "__units"
 SEED = "seed"
+ROW_RANK = "__rank"
 TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
 
 
@@ -44,21 +46,39 @@ def source_select(table: Table, source: exp.Expr) -> exp.Select:
     return exp.select(*columns).from_(source)
 
 
+def ordered(expression: exp.Expr) -> exp.Ordered:
+    """Ascending with NULLs first, written out: the engines' defaults differ (DuckDB: NULLS LAST)."""
+    return exp.Ordered(this=expression, desc=False, nulls_first=True)
+
+
+def rank_by_hash(partition: list[exp.Expr], hashed: list[tuple[exp.Expr, str]], seed: exp.Expr) -> exp.Window:
+    """row_number() within `partition`, in the order of a keyed hash of the values (the random
+    part), then of the values themselves (a tie-break, so every engine picks the same rows).
+
+    `hashed` holds (value, policy type) pairs; DOUBLEs enter the hash through `hash_input`.
+    """
+    digest = KeyedHash(this=seed, expressions=[hash_input(v.copy(), t) for v, t in hashed])
+    order = [ordered(digest)] + [ordered(v.copy()) for v, _ in hashed]
+    return exp.Window(this=exp.RowNumber(), partition_by=partition, order=exp.Order(expressions=order))
+
+
 def bounded_select(table: Table, source_name: str) -> exp.Select:
     """Each person keeps at most max_rows rows, chosen by a keyed hash; rows without a person are dropped."""
     assert table.privacy_unit is not None
     unit = exp.column(table.privacy_unit, quoted=True)
-    row_hash = exp.func("hash", *[exp.column(c, quoted=True) for c in table.columns], seed_placeholder())
-    rank = exp.Window(
-        this=exp.RowNumber(),
-        partition_by=[unit.copy()],
-        order=exp.Order(expressions=[exp.Ordered(this=row_hash)]),
-    )
-    return (
-        exp.select("*")
+    names = list(table.columns)
+    rank = rank_by_hash([unit.copy()], [(exp.column(c.name, quoted=True), c.type) for c in table.columns.values()],
+                        seed_placeholder())
+    ranked = (
+        exp.select(*[exp.column(n, quoted=True) for n in names], exp.alias_(rank, ROW_RANK))
         .from_(exp.to_identifier(source_name, quoted=True))
         .where(exp.Not(this=exp.Is(this=unit.copy(), expression=exp.Null())))
-        .qualify(exp.LTE(this=rank, expression=exp.Literal.number(table.max_rows)))
+    )
+    # A subquery rather than QUALIFY: Spark has no QUALIFY, and sqlglot's rewrite of it moves clauses.
+    return (
+        exp.select(*[exp.column(n, quoted=True) for n in names])
+        .from_(ranked.subquery("__ranked"))
+        .where(exp.LTE(this=exp.column(ROW_RANK), expression=exp.Literal.number(table.max_rows)))
     )
 
 
@@ -96,7 +116,7 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
     conditions = []
     if plan.query.where is not None:
         # TRY(...) turns a data-dependent error into NULL; COALESCE makes NULL rows drop out.
-        conditions.append(exp.func("coalesce", exp.func("try", plan.query.where.copy()), exp.false()))
+        conditions.append(exp.func("coalesce", Guarded(this=plan.query.where.copy()), exp.false()))
     # With public keys only, release iterates over the domain and drops other groups after
     # aggregation (cheaper than filtering rows). With partition selection (a private key too),
     # rows outside a public key's domain must go before selection can see them.
@@ -130,14 +150,15 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
         return exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
     finite = _finite(column, raw.column)
     if raw.kind == "count_finite":
-        return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1))) if finite is not None else exp.Count(this=column)
-    # DuckDB sums BIGINT into HUGEINT: exact, whatever the row order or thread count.
-    return exp.func("coalesce", exp.Sum(this=_grid_value(raw, column)), exp.Literal.number(0))
+        return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1), false=exp.Null())) if finite is not None else exp.Count(this=column)
+    # Exact integer sums (DuckDB HUGEINT, Spark DECIMAL(38, 0)): the same whatever the row order,
+    # the thread count or the engine.
+    return exp.func("coalesce", ExactSum(this=_grid_value(raw, column)), exp.Literal.number(0))
 
 
 def _finite(column: exp.Expr | None, declared: Column | None) -> exp.Expr | None:
     if declared is not None and declared.type == "float":
-        return exp.func("isfinite", column.copy())
+        return IsFinite(this=column.copy(), kind=exp.Literal.string("float"))
     return None
 
 
@@ -156,7 +177,7 @@ def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
     if raw.center_units:
         units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))
     finite = _finite(column, raw.column)
-    return exp.If(this=finite, true=units) if finite is not None else units
+    return exp.If(this=finite, true=units, false=exp.Null()) if finite is not None else units
 
 
 def _with_selection(plan: Plan, base: exp.Select, keys: list[exp.Expr], aggregate: exp.Select) -> exp.Select:
@@ -167,13 +188,13 @@ def _with_selection(plan: Plan, base: exp.Select, keys: list[exp.Expr], aggregat
         .select(*[exp.alias_(k.copy(), n) for k, n in zip(keys, names)], unit.copy())
         .distinct()
     )
-    rank = exp.Window(
-        this=exp.RowNumber(),
-        partition_by=[unit.copy()],
-        order=exp.Order(expressions=[exp.Ordered(this=exp.func("hash", *[exp.column(n) for n in names], unit.copy(), seed_placeholder()))]),
-    )
-    kept = exp.select(*names, unit.copy()).from_(person_keys.subquery("pk")).qualify(
-        exp.LTE(this=rank, expression=exp.Literal.number(plan.bounding.max_groups))
+    key_types = [k.column.type for k in plan.query.keys]
+    unit_type = plan.query.table.columns[plan.bounding.unit].type
+    rank = rank_by_hash([unit.copy()], [*[(exp.column(n), t) for n, t in zip(names, key_types)], (unit.copy(), unit_type)],
+                        seed_placeholder())
+    ranked = exp.select(*names, unit.copy(), exp.alias_(rank, ROW_RANK)).from_(person_keys.subquery("pk"))
+    kept = exp.select(*names, unit.copy()).from_(ranked.subquery("ranked")).where(
+        exp.LTE(this=exp.column(ROW_RANK), expression=exp.Literal.number(plan.bounding.max_groups))
     )
     persons = exp.select(*names, exp.alias_(exp.Count(this=exp.Star()), UNITS)).from_(kept.subquery("kept")).group_by(*names)
     join_on = exp.and_(*[exp.NullSafeEQ(this=exp.column(n, "s"), expression=exp.column(n, "a")) for n in names])

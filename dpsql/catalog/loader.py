@@ -26,8 +26,8 @@ from dpsql.errors import CatalogError
 
 TOP_KEYS = frozenset({"budget", "tables", "analysts"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
-PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "source", "columns", "median_mechanism"})
-PUBLIC_TABLE_KEYS = frozenset({"public", "source", "columns"})
+PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "source", "table", "columns", "median_mechanism"})
+PUBLIC_TABLE_KEYS = frozenset({"public", "source", "table", "columns"})
 COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision"})
 ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
 # Sub-tables owned by later capabilities; also kept verbatim in Policy.extra.
@@ -134,9 +134,16 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     source = spec.get("source")
     if source is not None and not isinstance(source, str):
         raise where.error(f"{prefix}.source", "must be a path string")
-    source_path = (base / source).resolve() if source else None
+    # A URI (s3a://, hdfs://, file://) is for a cluster's readers and stays as written; a plain path
+    # is relative to the policy file.
+    source_path: Path | str | None = (source if "://" in source else (base / source).resolve()) if source else None
+    engine_table = spec.get("table")
+    if engine_table is not None and (not isinstance(engine_table, str) or not engine_table.strip()):
+        raise where.error(f"{prefix}.table", "must name a table the engine has (e.g. \"db.people\")")
+    if engine_table is not None and source is not None:
+        raise where.error(f"{prefix}.table", "give either source (a file) or table (an engine table), not both")
     if public:
-        return Table(name=name.lower(), columns=MappingProxyType(columns), public=True, source=source_path)
+        return Table(name=name.lower(), columns=MappingProxyType(columns), public=True, source=source_path, engine_table=engine_table)
     unit = spec.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise where.error(f"{prefix}.privacy_unit", "missing", "name the column that identifies a person, or set public = true")
@@ -157,6 +164,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         max_rows=limits["max_rows"],
         max_groups=limits["max_groups"],
         source=source_path,
+        engine_table=engine_table,
         median_mechanism=mm,
     )
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Literal
 
@@ -138,12 +138,26 @@ class Table:
     privacy_unit: str | None = None
     max_rows: int = 1
     max_groups: int = 1
-    source: Path | None = None
+    source: Path | str | None = None  # a file path, or a URI a cluster reads (s3a://...)
     median_mechanism: MedianMechanismConfig | None = None
+    engine_table: str | None = None  # a table the engine already holds (a Spark catalog table, an attached DuckDB's)
 
     def column(self, name: str) -> Column | None:
         """The declared column of that name (case-insensitive), or None."""
         return self.columns.get(name.lower())
+
+    @property
+    def source_format(self) -> str | None:
+        """'parquet' or 'csv' from the source's suffix; None without a source or for another suffix."""
+        if self.source is None:
+            return None
+        suffix = PurePosixPath(str(self.source).rstrip("/")).suffix.lower()
+        return {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}.get(suffix)
+
+    @property
+    def source_is_local(self) -> bool:
+        """Whether the source is a path on this machine (a URI is checked by the engine that reads it)."""
+        return isinstance(self.source, Path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,13 +205,22 @@ def connect(
     policy: str | Path | None = None,
     analyst: str | None = None,
     ledger: str | Path | None = None,
-    tables: Mapping[str, pandas.DataFrame] | None = None,
+    tables: Mapping[str, Any] | None = None,
     random_seed: int | None = None,
+    engine: str = "duckdb",
+    spark: Any = None,
+    master: str | None = None,
+    remote: str | None = None,
+    progress: Any = None,
 ) -> Connection:
     """Open a dpsql connection. With neither database, policy nor tables: the bundled demo.
 
     `random_seed` makes the noise reproducible: for tests and marked experiments only.
+    `engine="spark"` runs the plans on Apache Spark: pass your SparkSession (`spark=`), or let
+    dpsql start one (`master="local[2]"` or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`).
+    `tables` may then hold Spark DataFrames as well as pandas ones.
     """
     if random_seed is not None and not isinstance(random_seed, int):
         raise ProgrammingError("random_seed must be an int")
-    return Connection(open_session(database, policy, analyst=analyst, ledger=ledger, tables=tables, random_seed=random_seed))
+    return Connection(open_session(database, policy, analyst=analyst, ledger=ledger, tables=tables, random_seed=random_seed,
+                                   engine=engine, spark=spark, master=master, remote=remote, progress=progress))

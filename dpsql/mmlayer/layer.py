@@ -25,7 +25,7 @@ import numpy as np
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.duckdb_engine import DuckDBEngine, key_type
+from dpsql.backend.engine import Engine, key_type
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -70,7 +70,7 @@ def _fmt(value: object) -> str:
 class TableLayer:
     """The Median Mechanism layer of one table in one session."""
 
-    def __init__(self, table: Table, config: MedianMechanismConfig, engine: DuckDBEngine, rng: RandomSource,
+    def __init__(self, table: Table, config: MedianMechanismConfig, engine: Engine, rng: RandomSource,
                  reserve: Reserve, bounded: Bounded) -> None:
         self.table = table
         self.config = config
@@ -237,7 +237,7 @@ def _domain_text(domain: Any) -> str:
     return f"{domain.column} ({domain.size - 1} values + NULL)"
 
 
-def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: DuckDBEngine,
+def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: Engine,
                  cost: PrivacyCost) -> NoisyResult:
     """A NoisyResult from a layer release: keys in public-domain order, the count per group.
 
@@ -287,7 +287,7 @@ def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration,
 class MedianMechanismLayers:
     """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
 
-    def __init__(self, policy: Policy, engine: DuckDBEngine, rng: RandomSource, *, reserve: Reserve, bounded: Bounded) -> None:
+    def __init__(self, policy: Policy, engine: Engine, rng: RandomSource, *, reserve: Reserve, bounded: Bounded) -> None:
         self._policy = policy
         self._engine = engine
         self._rng = rng

@@ -1,0 +1,338 @@
+"""The backend boundary: one `Engine` (the privacy-relevant logic, identical for every engine) over
+a `Backend` (one per engine: register a table, run SQL rendered for its dialect, return Arrow).
+
+The Engine registers the policy's tables as typed source views, caches each table's bounded
+relation per session, dry-runs plans on an empty table before the charge, runs plans and
+normalises every result to the same Python values whatever the engine, and maps every engine
+error to a sanitized dpsql error. Released values (post-processing) and the Median Mechanism's
+public domain tables always go to a local DuckDB: they hold no private data, and one engine for
+them makes the answers identical across backends.
+
+Why caching the bounded relation keeps privacy intact: the bounded relation keeps, for each
+person, at most max_rows of their rows, chosen by a keyed hash of the row and a secret session
+seed. For any fixed seed this is a stable transformation: removing one person from the data
+removes at most max_rows rows from the relation and changes no other person's rows. Every
+answer is a DP mechanism applied to that relation with the sensitivities the planner derives
+from max_rows, so the answers of a session compose as DP answers on it for each fixed seed, and
+mixing over the secret seed preserves the guarantee. Reusing the relation across queries only
+makes their bounding choices agree; it never raises any query's sensitivity.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+
+import numpy
+import pyarrow
+from sqlglot import exp
+
+from dpsql.backend.dialects import render
+from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
+from dpsql.catalog.model import Policy, Table
+from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
+
+if TYPE_CHECKING:
+    from dpsql.backend.duckdb_engine import LocalDuckDB
+
+ENGINE_FAILED = (
+    "the engine failed while computing this answer; the message is withheld because engine "
+    "messages can quote private values, and the charge stands"
+)
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """Rows from the engine with their column names and (DuckDB-style) type names."""
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+class BackendFailure(Exception):
+    """An engine error, reduced to its first line and raised outside the engine's except block
+    (so the engine's exception is never kept as __context__). Its text may quote data: only a
+    dry run on an empty table may show it."""
+
+
+class Backend(Protocol):
+    """One engine: what differs between DuckDB and Spark, and nothing privacy-relevant."""
+
+    dialect: str
+    capabilities: frozenset[str]  # e.g. "reservoir_quantile": DuckDB-only plan shortcuts
+
+    def register(self, table: Table, raw_name: str) -> None:
+        """Make the table's data (file, DataFrame, engine table) queryable as `raw_name`."""
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
+        """Run SQL rendered for this dialect; BackendFailure on any engine error."""
+
+    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
+        """Keep a SELECT as the session relation `name`: computed once, or a view (BackendFailure on error)."""
+
+    def schema(self, name: str) -> pyarrow.Schema:
+        """Column names and Arrow types of a registered relation."""
+
+    def close(self) -> None:
+        """Drop the session's relations and release the engine."""
+
+
+def source_name(table: Table) -> str:
+    """The view that exposes a policy table's declared columns with their declared types."""
+    return f"__dpsql_source_{table.name}"
+
+
+def raw_name(table: Table) -> str:
+    """The backend's registration of a table's data as stored (before the typed view)."""
+    return f"__dpsql_raw_{table.name}"
+
+
+def empty_name(table: Table) -> str:
+    """An empty table with the bounded relation's schema, for dry runs before the charge."""
+    return f"__dpsql_empty_{table.name}"
+
+
+def bounded_name(table: Table) -> str:
+    """The session's cached bounded relation of a private table."""
+    return f"__dpsql_bounded_{table.name}"
+
+
+def key_type(column_type: str) -> str:
+    """The engine type of a policy column type."""
+    return TYPE_NAMES[column_type]
+
+
+# --- the result normaliser -------------------------------------------------------------------------
+
+_ARROW_TYPES: tuple[tuple[Callable[[pyarrow.DataType], bool], str], ...] = (
+    (pyarrow.types.is_boolean, "BOOLEAN"),
+    (pyarrow.types.is_int8, "TINYINT"),
+    (pyarrow.types.is_int16, "SMALLINT"),
+    (pyarrow.types.is_int32, "INTEGER"),
+    (pyarrow.types.is_int64, "BIGINT"),
+    (pyarrow.types.is_uint64, "UBIGINT"),
+    (pyarrow.types.is_float32, "FLOAT"),
+    (pyarrow.types.is_float64, "DOUBLE"),
+    (pyarrow.types.is_date, "DATE"),
+    (pyarrow.types.is_timestamp, "TIMESTAMP"),
+    (lambda t: pyarrow.types.is_string(t) or pyarrow.types.is_large_string(t) or pyarrow.types.is_string_view(t), "VARCHAR"),
+    (pyarrow.types.is_null, "NULL"),
+)
+
+
+def type_name(arrow_type: pyarrow.DataType) -> str:
+    """The DuckDB-style name of an Arrow type (integral DECIMAL(38, 0) is HUGEINT: exact sums)."""
+    if pyarrow.types.is_decimal(arrow_type):
+        return "HUGEINT" if arrow_type.scale == 0 and arrow_type.precision >= 38 else f"DECIMAL({arrow_type.precision},{arrow_type.scale})"
+    if pyarrow.types.is_list(arrow_type) or pyarrow.types.is_large_list(arrow_type):
+        return f"{type_name(arrow_type.value_type)}[]"
+    return next((name for test, name in _ARROW_TYPES if test(arrow_type)), str(arrow_type).upper())
+
+
+def _integral(arrow_type: pyarrow.DataType) -> bool:
+    """Integral decimals (DuckDB HUGEINT, Spark DECIMAL(38, 0) sums) come back as Python ints, so
+    both engines' exact aggregates compare equal and the noise sees an int."""
+    if pyarrow.types.is_list(arrow_type) or pyarrow.types.is_large_list(arrow_type):
+        return _integral(arrow_type.value_type)
+    return pyarrow.types.is_decimal(arrow_type) and arrow_type.scale == 0
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_python(v) for v in value]
+    return int(value) if isinstance(value, decimal.Decimal) else value
+
+
+_DECLARED: dict[str, Callable[[Any], Any]] = {
+    "BIGINT": int, "HUGEINT": int, "INTEGER": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool,
+    "DATE": lambda v: v if isinstance(v, datetime.date) else datetime.date.fromisoformat(str(v)),
+}
+
+
+def normalise(table: pyarrow.Table, declared: Sequence[str | None] | None = None) -> EngineResult:
+    """Rows of an engine's Arrow result as plain Python values, cast to `declared` types if given.
+
+    Every engine's output passes here, so HUGEINT/DECIMAL(38, 0)/INT32 differences never reach
+    the DP layer: an exact aggregate is an int, a key is the policy type's Python value.
+    """
+    names = tuple(table.column_names)
+    types = [type_name(field.type) for field in table.schema]
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    for i, values in enumerate(columns):
+        target = declared[i] if declared is not None and i < len(declared) else None
+        convert = _DECLARED.get(target) if target else None
+        if convert is not None:
+            columns[i] = [None if v is None else convert(v) for v in values]
+            types[i] = target  # type: ignore[call-overload]
+        elif _integral(table.schema.field(i).type):
+            columns[i] = [None if v is None else _python(v) for v in values]
+    rows = list(zip(*columns)) if columns else []
+    return EngineResult(names, tuple(types), rows)
+
+
+# --- the engine ------------------------------------------------------------------------------------
+
+
+class Engine:
+    """The privacy-relevant engine logic over one Backend; the private data stays in the backend."""
+
+    def __init__(self, policy: Policy, backend: Backend, local: LocalDuckDB) -> None:
+        self._policy = policy
+        self.backend = backend
+        self.local = local  # released values and public domain tables only
+        self._lock = threading.RLock()
+        self._relations: set[str] = set()
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect engine SQL is rendered in."""
+        return self.backend.dialect
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Engine-specific plan shortcuts the planner may use."""
+        return self.backend.capabilities
+
+    def render(self, expression: exp.Expr) -> str:
+        """Engine SQL text for this engine."""
+        return render(expression, self.dialect)
+
+    # --- sources and bounded relations ---------------------------------------------------------
+    def ensure_source(self, table: Table) -> str:
+        """Register the table and create its typed source view once per session; return the view."""
+        with self._lock:
+            name = source_name(table)
+            if name not in self._relations:
+                self.backend.register(table, raw_name(table))
+                select = source_select(table, exp.to_identifier(raw_name(table), quoted=True))
+                self._setup(lambda: self.backend.materialize(name, select, view=True))
+                self._check_source(name, table)
+                self._relations.add(name)
+            return name
+
+    def _setup(self, action: Callable[[], Any]) -> Any:
+        failed = False
+        try:
+            return action()
+        except BackendFailure:
+            failed = True
+        if failed:  # raised outside the except block: no engine text, no __context__
+            raise CatalogError("could not open the data source", code="DP002")
+
+    def _check_source(self, name: str, table: Table) -> None:
+        # Binding a LIMIT 0 query checks that every declared column exists, without reading data.
+        probe = exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0)
+        failed = False
+        try:
+            self.backend.execute(self.render(probe))
+        except BackendFailure:
+            failed = True
+        if failed:
+            raise CatalogError(f"table '{table.name}': the data source lacks a column declared in the policy", code="DP002")
+
+    def ensure_bounded(self, table: Table, seed: int) -> str:
+        """Materialise the bounded relation of a private table once per session (see module doc)."""
+        with self._lock:
+            name = bounded_name(table)
+            if name not in self._relations:
+                source = self.ensure_source(table)
+                # On private data: errors come back sanitized, never as setup errors.
+                self._private(lambda: self.backend.materialize(name, bounded_select(table, source), {"seed": seed}))
+                self._relations.add(name)
+            return name
+
+    def bounded_definition(self, table: Table) -> str:
+        """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
+        return self.render(bounded_select(table, source_name(table)))
+
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
+        """Run a plan's SQL against an empty table of the same schema, before any charge.
+
+        Errors that depend only on the query (a type mismatch, an invalid regular expression)
+        surface here, with no data present, so the query is refused before it is charged (DESIGN 7).
+        """
+        with self._lock:
+            name = empty_name(table)
+            if name not in self._relations:
+                empty = exp.select("*").from_(exp.to_identifier(self.ensure_source(table), quoted=True)).limit(0)
+                self._setup(lambda: self.backend.materialize(name, empty))
+                self._relations.add(name)
+            message = None
+            try:
+                self.backend.execute(self.render(select), dict(params or {}))
+            except BackendFailure as failure:
+                # No row exists in this table, so the engine's text cannot quote private data.
+                message = str(failure)
+            if message is not None:
+                raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
+                                            hint="fix the expression named above; nothing was charged")
+
+    # --- running plans ---------------------------------------------------------------------------
+    def _private(self, action: Callable[[], Any]) -> Any:
+        failed = False
+        try:
+            return action()
+        except BackendFailure:
+            failed = True
+        if failed:
+            # Never chain the engine's exception, not even as __context__ (which `raise ... from None`
+            # still sets): its text can quote private values. So raise outside the except block.
+            raise EngineError(ENGINE_FAILED, code="DP300")
+
+    def arrow(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
+        """A plan's result as Arrow, exactly as the engine returned it (errors sanitized)."""
+        sql = select if isinstance(select, str) else self.render(select)
+        with self._lock:
+            return self._private(lambda: self.backend.execute(sql, dict(params or {})))
+
+    def run(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None,
+            declared: Sequence[str | None] | None = None) -> EngineResult:
+        """Run a plan's engine SQL (an expression or its text in this dialect), normalised."""
+        return normalise(self.arrow(select, params), declared)
+
+    def private_arrays(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> dict[str, numpy.ndarray]:
+        """Columns of a query over private data as arrays; engine errors come back sanitized."""
+        table = self.arrow(select, params)
+        return {name: numpy.asarray(table.column(name).to_numpy(zero_copy_only=False)) for name in table.column_names}
+
+    # --- public tables -----------------------------------------------------------------------------
+    def run_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
+        """Run a query over public tables only, exactly (in this engine's dialect)."""
+        with self._lock:
+            rewritten = tree.copy()
+            for node in list(rewritten.find_all(exp.Table)):
+                table = self._policy.table(node.name)
+                assert table is not None and table.public
+                # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
+                alias = node.args.get("alias")
+                alias = alias.copy() if alias is not None else exp.TableAlias(this=node.this.copy())
+                node.replace(exp.Table(this=exp.to_identifier(self.ensure_source(table), quoted=True), alias=alias))
+            return self.run(rewritten)
+
+    def describe_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
+        """Column names and types of a public query, with no rows (LIMIT 0)."""
+        return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
+
+    # --- released values and public domains: the local DuckDB ------------------------------------------
+    def ensure_public_table(self, name: str, create: exp.Create) -> str:
+        """Create a session table that holds public rows only (the Median Mechanism domain), once."""
+        return self.local.ensure_public_table(name, create)
+
+    def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
+        """Columns of a query over public session tables; None when DuckDB rejects the query."""
+        return self.local.public_arrays(select)
+
+    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
+        """Evaluate post-processing SQL over the noisy table (released values only)."""
+        return self.local.postprocess(columns, types, select)
+
+    def close(self) -> None:
+        """Close the backend and the local DuckDB (session relations vanish with them)."""
+        with self._lock:
+            self.backend.close()
+            self.local.close()
