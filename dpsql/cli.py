@@ -1,4 +1,4 @@
-"""`dpsql [DATABASE] [--policy FILE] [--analyst NAME] [--ledger FILE] [-c SQL]`.
+"""`dpsql [DATABASE] [--policy FILE] [--analyst NAME] [--ledger FILE] [--engine duckdb|spark] [-c SQL]`.
 
 Runs the statements (and backslash commands) of -c, or of stdin when it is not a terminal, and
 prints each answer with its intervals and the remaining budget; exits 1 (a message, no
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable, TextIO
 
 from dpsql import errors
 from dpsql.dbapi.connection import Connection, connect
@@ -31,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--analyst", help="analyst name (whose budget is charged)")
     parser.add_argument("--ledger", help="budget ledger SQLite file (default: in-memory for this run)")
     parser.add_argument("-c", "--command", help="run these statements and exit")
+    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                        help="engine that holds the data (spark: the policy names Parquet paths or Spark tables)")
+    parser.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default local[2]; e.g. spark://host:7077)")
+    parser.add_argument("--spark-remote", metavar="URL", help="Spark Connect server for --engine spark (e.g. sc://host:15002)")
     parser.add_argument("--confirm-share", type=float, default=0.25, metavar="SHARE",
                         help="at the prompt, ask before a query spending more than this share of the remaining epsilon")
     return parser
@@ -42,8 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:  # `dpsql serve ...`, `dpsql hash-password`
         return SUBCOMMANDS[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
+    spark = {"master": args.spark_master, "remote": args.spark_remote, "progress": stage_progress(sys.stderr)} \
+        if args.engine == "spark" else {}
+    if args.engine != "spark" and (args.spark_master or args.spark_remote):
+        print("ERROR: --spark-master and --spark-remote need --engine spark", file=sys.stderr)
+        return 1
     try:
-        connection = connect(database=args.database, policy=args.policy, analyst=args.analyst, ledger=args.ledger)
+        connection = connect(database=args.database, policy=args.policy, analyst=args.analyst, ledger=args.ledger,
+                             engine=args.engine, **spark)
     except errors.Error as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
@@ -53,6 +64,18 @@ def main(argv: list[str] | None = None) -> int:
         if not sys.stdin.isatty():
             return _run_text(connection, sys.stdin.read())
         return run_repl(connection.session, confirm_share=args.confirm_share)
+
+
+def stage_progress(stream: TextIO) -> Callable[[str], None] | None:
+    """Spark stage progress on one rewritten line of a terminal; nothing when not a terminal."""
+    if not stream.isatty():
+        return None
+
+    def report(line: str) -> None:
+        stream.write("\r" + line[:120] + "\x1b[K")  # an empty line clears it when the job ends
+        stream.flush()
+
+    return report
 
 
 def _run_text(connection: Connection, text: str) -> int:

@@ -379,6 +379,13 @@ def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> fl
 ENGINES = ("duckdb", "spark")
 
 
+def start_spark(master: str | None = None, remote: str | None = None) -> Any:
+    """A SparkSession for engine='spark' sessions to share (the server starts one per process)."""
+    from dpsql.backend.spark_engine import start_spark as start
+
+    return start(master, remote)
+
+
 def _engine(policy: Policy, name: str, database: str | Path | None, tables: Mapping[str, Any] | None, spark: Any,
             master: str | None, remote: str | None, progress: Any) -> Engine:
     if name == "duckdb":

@@ -178,6 +178,19 @@ def normalise(table: pyarrow.Table, declared: Sequence[str | None] | None = None
 # --- the engine ------------------------------------------------------------------------------------
 
 
+def _sanitized(action: Callable[[], Any], error: Callable[[], Exception]) -> Any:
+    """action(), with a BackendFailure replaced by error(). Raised outside the except block: never
+    chain the engine's exception, not even as __context__ (which `raise ... from None` still sets),
+    because its text can quote private values."""
+    failed = False
+    try:
+        return action()
+    except BackendFailure:
+        failed = True
+    if failed:
+        raise error()
+
+
 class Engine:
     """The privacy-relevant engine logic over one Backend; the private data stays in the backend."""
 
@@ -216,13 +229,7 @@ class Engine:
             return name
 
     def _setup(self, action: Callable[[], Any]) -> Any:
-        failed = False
-        try:
-            return action()
-        except BackendFailure:
-            failed = True
-        if failed:  # raised outside the except block: no engine text, no __context__
-            raise CatalogError("could not open the data source", code="DP002")
+        return _sanitized(action, lambda: CatalogError("could not open the data source", code="DP002"))
 
     def _check_source(self, name: str, table: Table) -> None:
         # Binding a LIMIT 0 query checks that every declared column exists, without reading data.
@@ -274,15 +281,7 @@ class Engine:
 
     # --- running plans ---------------------------------------------------------------------------
     def _private(self, action: Callable[[], Any]) -> Any:
-        failed = False
-        try:
-            return action()
-        except BackendFailure:
-            failed = True
-        if failed:
-            # Never chain the engine's exception, not even as __context__ (which `raise ... from None`
-            # still sets): its text can quote private values. So raise outside the except block.
-            raise EngineError(ENGINE_FAILED, code="DP300")
+        return _sanitized(action, lambda: EngineError(ENGINE_FAILED, code="DP300"))
 
     def arrow(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
         """A plan's result as Arrow, exactly as the engine returned it (errors sanitized)."""

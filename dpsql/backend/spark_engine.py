@@ -17,6 +17,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -30,6 +31,7 @@ from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
 
 DIALECT = "spark"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[2]"
 SPARK_EXTRA = "pip install 'dpsql[spark]'"
 # Settings every dpsql SparkSession gets. ANSI off: failing expressions yield NULL (no data-
@@ -53,6 +55,9 @@ TEST_CONF = {
 
 
 def _pyspark() -> Any:
+    # pyspark 4.3 warns on import that it does not fully support pandas 3; dpsql moves data to and
+    # from Spark through Arrow (toArrow; createDataFrame from pandas), never toPandas.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     missing = False
     try:
         import pyspark
@@ -112,7 +117,12 @@ def start_spark(master: str | None = None, remote: str | None = None, conf: Mapp
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             builder = SparkSession.builder.master(master)
         builder = builder.appName(app_name)
-        for key, value in {**START_CONF, **(conf or {})}.items():
+        settings = {**START_CONF, **(conf or {})}
+        if remote is None:
+            options = settings.get("spark.driver.extraJavaOptions", "")
+            if "log4j2.configurationFile" not in options:
+                settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}".strip()
+        for key, value in settings.items():
             builder = builder.config(key, value)
         failure = None
         try:

@@ -23,7 +23,7 @@ from dpsql.catalog.model import Policy
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
 from dpsql.accounting.ledger import Ledger
-from dpsql.session import Session, open_session
+from dpsql.session import Session, open_session, start_spark
 
 log = logging.getLogger("dpsql.server")
 DEFAULT_HOST = "127.0.0.1"
@@ -43,6 +43,9 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     workers: int = 32
+    engine: str = "duckdb"
+    spark_master: str | None = None
+    spark_remote: str | None = None
 
     @property
     def ledger_path(self) -> Path:
@@ -62,9 +65,12 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     # lock instead of SQLite's busy-wait backoff (p99 tails in bench/server.py); BEGIN IMMEDIATE
     # still guards against other processes sharing the file.
     ledger = Ledger(config.ledger_path)
+    # One SparkSession for the server, started before the first login; each connection's Session
+    # gets its own child session (temp views, settings) and bounded relations.
+    spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
 
     def session_for(analyst: str) -> Session:
-        return open_session(config.database, loaded, analyst=analyst, ledger=ledger)
+        return open_session(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark)
 
     return ServerContext(loaded, CatalogEmulation(loaded), session_for, tls=config.tls_cert is not None)
 

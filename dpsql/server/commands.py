@@ -24,6 +24,9 @@ def serve_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ledger", type=Path, help="budget ledger SQLite file (default: <policy>.ledger.sqlite beside the policy)")
     parser.add_argument("--tls-cert", type=Path, help="PEM certificate: enables TLS (SSLRequest answered 'S')")
     parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb", help="engine that holds the data")
+    parser.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default local[2]; e.g. spark://host:7077)")
+    parser.add_argument("--spark-remote", metavar="URL", help="Spark Connect server for --engine spark (e.g. sc://host:15002)")
     return parser
 
 
@@ -34,6 +37,7 @@ def serve_main(argv: list[str]) -> int:
     config = ServerConfig(
         policy=args.policy.expanduser().resolve(), database=args.database, host=args.host, port=args.port,
         ledger=args.ledger, tls_cert=args.tls_cert, tls_key=args.tls_key,
+        engine=args.engine, spark_master=args.spark_master, spark_remote=args.spark_remote,
     )  # fmt: skip
     try:
         asyncio.run(run(config))

@@ -1,0 +1,484 @@
+"""DuckDB and Spark compute IDENTICAL exact (pre-noise) values for every plan node and query shape.
+
+Both engines read the same Parquet file (the policy's source=; one test reads the same pandas
+frame instead) and build their bounded relations with the same seed. Every comparison is exact
+equality of the engines' normalised results (`Engine.run` applies `normalise`), with one change
+only: a NaN is replaced by a sentinel so that NaN == NaN (Python's `nan != nan` would make equal
+rows compare unequal). Row order is compared after sorting where the SQL does not fix it.
+
+Each kind of comparison has a negative control (another seed on one side) asserting that the
+comparison does see a real difference, so no check can pass vacuously.
+
+Known parity gaps are recorded as strict xfails (they must fail until fixed): see `GAPS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pytest
+from sqlglot import exp
+
+import dpsql
+from dpsql.analysis.context import AnalysisContext
+from dpsql.backend import mmsql
+from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
+from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend.engine import EngineResult, bounded_name, source_name
+from dpsql.backend.robust import DUCKDB_CAPABILITIES, fetch
+from dpsql.backend.sqlgen import bounded_select, ordered
+from dpsql.backend.spark_engine import SparkEngine
+from dpsql.ir.plan import ModeRequest, RankRequest
+from dpsql.mechanisms.ranks import Histogram, WindowedOrderStatistics, quantile_rank
+from dpsql.pipeline import CompiledQuery, compile_statement
+from tests.spark.conftest import BOUND_SEED, EnginePair, SparkData
+
+QUERY_SEED = 2**61 + 12_345  # the per-query key-bounding seed ($seed / :seed), on both engines
+MODE_PARAMS = {"mode_seed": 2**60 + 7, "tie_seed": 2**59 + 11}
+NAN = "<NaN>"  # NaN's stand-in, so that rows holding NaN compare equal to themselves
+
+
+# --- helpers -------------------------------------------------------------------------------------------------
+
+
+def canon(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return NAN
+    if isinstance(value, (list, tuple)):
+        return tuple(canon(v) for v in value)
+    return value
+
+
+def _order(value: Any) -> tuple[Any, ...]:
+    return (value is None, type(value).__name__, value if value is not None else 0)
+
+
+def exact_rows(result: EngineResult, *, ordered_rows: bool = False) -> list[tuple[Any, ...]]:
+    rows = [tuple(canon(v) for v in row) for row in result.rows]
+    return rows if ordered_rows else sorted(rows, key=lambda row: tuple(_order(v) for v in row))
+
+
+def differences(left: Sequence[Any], right: Sequence[Any], limit: int = 5) -> str:
+    """The first few positions where two row lists differ (for assertion messages)."""
+    out = [f"{len(left)} vs {len(right)} rows"]
+    for i, (a, b) in enumerate(zip(left, right)):
+        if a != b:
+            out.append(f"  row {i}: duckdb {a!r} != spark {b!r}")
+            if len(out) > limit:
+                break
+    return "\n".join(out)
+
+
+def assert_identical(duck: EngineResult, spark: EngineResult, *, ordered_rows: bool = False) -> list[tuple[Any, ...]]:
+    assert duck.names == spark.names
+    left, right = exact_rows(duck, ordered_rows=ordered_rows), exact_rows(spark, ordered_rows=ordered_rows)
+    assert left == right, differences(left, right)
+    assert duck.types == spark.types, (duck.types, spark.types)
+    return left
+
+
+def compile_sql(data: SparkData, sql: str) -> CompiledQuery:
+    _, compiled = compile_statement(sql, None, AnalysisContext(data.policy, data.policy.budget.default_query))
+    assert isinstance(compiled, CompiledQuery), sql
+    return compiled
+
+
+def run_plan(engine: Any, compiled: CompiledQuery, seed: int = QUERY_SEED) -> EngineResult:
+    """The plan's engine query, exactly as Session._answer runs it (rendered for the engine)."""
+    return engine.run(compiled.render_once(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
+
+
+def capabilities(engine: Any) -> frozenset[str]:
+    return DUCKDB_CAPABILITIES if isinstance(engine, DuckDBEngine) else frozenset()
+
+
+def fetched(engine: Any, compiled: CompiledQuery, params: dict[str, int] | None = None) -> list[dict[tuple[Any, ...], Any]]:
+    """What the mechanisms read, per request and group: DuckDB through its reservoir_quantile
+    brackets (capabilities {reservoir_quantile}), Spark through the exact window query (none)."""
+    def runner(select: exp.Select, bound: Any) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        result = engine.run(compiled.render_once(select, engine.dialect), bound)
+        return result.names, result.rows
+
+    return [fetch(query, compiled.plan, runner, params if query.seeded else None)
+            for query in compiled.robust_queries_for(capabilities(engine))]
+
+
+def read_ranks(request: RankRequest, stats: Any) -> dict[int, Any]:
+    """x_(rank) for every rank the mechanisms may read: rho_p(n) -+ reach for each window."""
+    out = {}
+    for p, reach in request.windows:
+        rho = quantile_rank(stats.n, p)
+        for rank in range(max(1, rho - reach), min(stats.n, rho + reach) + 1):
+            out[rank] = canon(stats.at(rank))
+    return out
+
+
+# --- the bounded relation ---------------------------------------------------------------------------------------------
+
+
+def bounded_rows(engine: Any, data: SparkData, table: str) -> EngineResult:
+    columns = list(data.policy.table(table).columns)
+    select = exp.select("*").from_(exp.to_identifier(bounded_name(data.policy.table(table)), quoted=True)).order_by(
+        *[ordered(exp.column(c, quoted=True)) for c in columns])
+    return engine.run(select)
+
+
+@pytest.mark.parametrize("table", ["people", "visits"])
+def test_bounded_relation_keeps_the_same_rows(engines: EnginePair, spark_data: SparkData, table: str) -> None:
+    duck, spark = (bounded_rows(e, spark_data, table) for e in engines)
+    rows = assert_identical(duck, spark, ordered_rows=True)
+    policy_table = spark_data.policy.table(table)
+    # Bounding did choose: rows without a person are gone and the heavy persons were cut to max_rows.
+    assert 0 < len(rows) < spark_data.people.num_rows - 1000
+    per_person: dict[Any, int] = {}
+    for row in rows:
+        per_person[row[0]] = per_person.get(row[0], 0) + 1
+    assert None not in per_person and max(per_person.values()) == policy_table.max_rows
+    values = {v for row in rows for v in row}
+    assert {NAN, math.inf, -math.inf, None} <= values  # NaN, +-inf and NULL rows reach the comparison
+
+
+def test_negative_control_another_bounding_seed_keeps_other_rows(engines: EnginePair, spark_data: SparkData) -> None:
+    table = spark_data.policy.table("people")
+    duck = bounded_rows(engines.duckdb, spark_data, "people")
+    columns = [exp.column(c, quoted=True) for c in table.columns]
+
+    def rebound(seed: int) -> EngineResult:
+        select = bounded_select(table, source_name(table)).order_by(*[ordered(c.copy()) for c in columns])
+        return engines.spark.run(select, {"seed": seed})
+
+    same = rebound(BOUND_SEED)
+    assert exact_rows(same, ordered_rows=True) == exact_rows(duck, ordered_rows=True)  # the materialised relation is this query
+    other = rebound(BOUND_SEED + 1)
+    assert len(other.rows) == len(duck.rows)  # the same number of rows per person ...
+    assert exact_rows(other, ordered_rows=True) != exact_rows(duck, ordered_rows=True)  # ... but other rows
+
+
+def test_the_same_pandas_frame_gives_the_same_bounded_relation(spark: Any, spark_data: SparkData) -> None:
+    frame = spark_data.frame()
+    pair = EnginePair(DuckDBEngine(spark_data.policy, None, {"people": frame}),
+                      SparkEngine(spark_data.policy, spark, frames={"people": frame}))
+    try:
+        for engine in pair:
+            engine.ensure_bounded(spark_data.policy.table("people"), BOUND_SEED)
+        duck, spark_rows = (bounded_rows(e, spark_data, "people") for e in pair)
+        assert_identical(duck, spark_rows, ordered_rows=True)
+        compiled = compile_sql(spark_data, "SELECT region, COUNT(*), SUM(income), AVG(age) FROM people GROUP BY region")
+        assert_identical(*(run_plan(e, compiled) for e in pair))
+    finally:
+        for engine in pair:
+            engine.close()
+
+
+# --- engine_select: counts, sums, averages, filters, groups -------------------------------------------------------
+
+AGGREGATES = [
+    "SELECT COUNT(*) FROM people",
+    "SELECT COUNT(income), COUNT(age), COUNT(day), COUNT(region), COUNT(active) FROM people",
+    "SELECT SUM(age), SUM(score) FROM people",
+    "SELECT SUM(income), AVG(income), AVG(age) FROM people",   # the float grid: fixed-point sums, NaN/inf excluded
+    "SELECT SUM(income), AVG(income), COUNT(*) FROM visits",    # precision = 0.5
+    "SELECT COUNT(DISTINCT pid) FROM people",
+]
+
+PREDICATES = [
+    "age > 40 AND income <= 50000",
+    "income > 400000",                                  # +inf and NaN sort above every number on both engines
+    "income < 0 OR income IS NULL",
+    "age BETWEEN 30 AND 50",
+    "dept IN ('sales', 'hr', 'unknown')",
+    "region NOT IN ('north', 'South')",
+    "region LIKE 'n%'",
+    "region ILIKE 'SOUTH%'",
+    "region IS NULL",
+    "active IS NOT NULL AND NOT active",
+    "lower(region) = 'east' OR upper(dept) = 'HR'",
+    "age * 2 + 1 > 100",
+    "income / 12 > 3000",
+    "age % 7 = 3",
+    "day >= DATE '2015-01-01'",
+    "day < '2012-06-30'",
+    "born BETWEEN DATE '1900-01-01' AND DATE '1999-12-31'",
+    "year(day) = 2010 OR month(born) = 2",
+    "CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'mid' ELSE 'old' END = 'mid'",
+    "isnan(income)",
+    "coalesce(region, 'none') = 'none'",
+    "length(region) > 4 AND substring(region, 1, 1) = 'n'",
+    "round(income, -3) = 20000",
+    "sqrt(income) > 100",
+    "CAST(age AS VARCHAR) = '40'",
+    "regexp_matches(region, '^[ns]')",
+    "region || '-' || dept = 'north-sales'",
+]
+
+# Parity gaps found by this suite (reported, not fixed): the engines give different exact answers,
+# or one refuses what the other runs. Strict xfails: they fail loudly once the gap is closed.
+GAPS = {
+    "income / 0 > 1": "x / 0 is +-inf (NaN for 0/0) on DuckDB, NULL on Spark",
+    "age / 0 > 1": "integer x / 0 is inf on DuckDB, NULL on Spark",
+    "ln(income) > 10": "ln of a negative number is NaN on DuckDB (NaN > 10 holds), NULL on Spark",
+    "isinf(income)": "Spark has no IS_INF: refused on Spark (DP123 at the dry run), answered on DuckDB",
+    "isfinite(income)": "Spark has no ISFINITE: refused on Spark (DP123 at the dry run), answered on DuckDB",
+    "dept + 1 > 2": "text + int is a binder error on DuckDB (DP123), NULL on Spark (answered, charged)",
+}
+
+
+@pytest.mark.parametrize("sql", AGGREGATES)
+def test_ungrouped_aggregates(engines: EnginePair, spark_data: SparkData, sql: str) -> None:
+    compiled = compile_sql(spark_data, sql)
+    rows = assert_identical(*(run_plan(e, compiled) for e in engines))
+    assert rows and all(v not in (None, 0) for v in rows[0])
+
+
+@pytest.mark.parametrize("predicate", PREDICATES)
+def test_where_predicates(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
+    compiled = compile_sql(spark_data, f"SELECT COUNT(*), SUM(age), SUM(income) FROM people WHERE {predicate}")
+    rows = assert_identical(*(run_plan(e, compiled) for e in engines))
+    total = len(bounded_rows(engines.duckdb, spark_data, "people").rows)
+    assert 0 < rows[0][0] < total, (predicate, rows)  # the predicate splits the data: a meaningful check
+
+
+@pytest.mark.parametrize("predicate", list(GAPS))
+def test_known_parity_gaps(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
+    compiled = compile_sql(spark_data, f"SELECT COUNT(*) FROM people WHERE {predicate}")
+    results = []
+    for engine in engines:
+        try:
+            results.append(exact_rows(run_plan(engine, compiled)))
+        except dpsql.Error as err:
+            results.append(type(err).__name__)
+    if results[0] != results[1]:
+        pytest.xfail(f"parity gap: {GAPS[predicate]}: duckdb {results[0]} vs spark {results[1]}")
+    pytest.fail(f"the gap '{GAPS[predicate]}' is closed (both give {results[0]}): move '{predicate}' to PREDICATES")
+
+
+GROUPED = [
+    # a public-domain key: every declared key is released, rows outside the domain are dropped later
+    "SELECT dept, COUNT(*), SUM(income), AVG(age) FROM people GROUP BY dept",
+    # two public keys (text and int domains)
+    "SELECT dept, tier, COUNT(*), SUM(score) FROM people GROUP BY dept, tier",
+    "SELECT tier, COUNT(*), AVG(income) FROM people WHERE region <> 'north' GROUP BY tier",
+    "SELECT dept, COUNT(*), AVG(income) FROM people WHERE day >= DATE '2010-01-01' GROUP BY dept",
+]
+
+SELECTION = [
+    # partition selection on a private key; people: max_groups 2 < max_rows 3 (the seeded key-bounding window)
+    ("SELECT region, COUNT(*), SUM(age) FROM people GROUP BY region", True),
+    ("SELECT region, COUNT(*), AVG(income) FROM people WHERE age > 30 GROUP BY region", True),
+    ("SELECT dept, region, COUNT(*) FROM people GROUP BY dept, region", True),      # a public and a private key
+    ("SELECT dept, active, COUNT(*), SUM(score) FROM people GROUP BY dept, active", True),  # a bool key is private
+    ("SELECT day, COUNT(*) FROM people GROUP BY day", True),                        # a private date key
+    # visits: max_groups 3 >= max_rows 2: persons counted in the same pass, no seed
+    ("SELECT region, COUNT(*), SUM(age), AVG(income) FROM visits GROUP BY region", False),
+    ("SELECT region, day, COUNT(*) FROM visits GROUP BY region, day", False),
+]
+
+
+@pytest.mark.parametrize("sql", GROUPED)
+def test_public_keys(engines: EnginePair, spark_data: SparkData, sql: str) -> None:
+    compiled = compile_sql(spark_data, sql)
+    assert compiled.plan.selection is None
+    rows = assert_identical(*(run_plan(e, compiled) for e in engines))
+    assert len(rows) >= 3
+
+
+@pytest.mark.parametrize(("sql", "seeded"), SELECTION)
+def test_partition_selection(engines: EnginePair, spark_data: SparkData, sql: str, seeded: bool) -> None:
+    compiled = compile_sql(spark_data, sql)
+    assert compiled.plan.selection is not None and compiled.uses_seed is seeded
+    rows = assert_identical(*(run_plan(e, compiled) for e in engines))
+    assert len(rows) > 20 and any(None in row[:len(compiled.plan.query.keys)] for row in rows)  # NULL keys join too
+
+
+def test_negative_control_another_selection_seed_changes_person_counts(engines: EnginePair, spark_data: SparkData) -> None:
+    compiled = compile_sql(spark_data, SELECTION[0][0])
+    duck = exact_rows(run_plan(engines.duckdb, compiled))
+    assert exact_rows(run_plan(engines.spark, compiled, QUERY_SEED)) == duck
+    other = exact_rows(run_plan(engines.spark, compiled, QUERY_SEED + 1))
+    assert [row[0] for row in other] == [row[0] for row in duck] and other != duck  # same keys, other __units
+
+
+# --- robust requests: MEDIAN / QUANTILE / IQR (histograms, windows) and MODE votes ----------------------------
+
+ROBUST = [
+    "SELECT MEDIAN(age), QUANTILE(age, 0.9), IQR(age) FROM people",          # int, histogram
+    "SELECT MEDIAN(score), IQR(score) FROM people",                          # int, windows
+    "SELECT MEDIAN(income), IQR(income), MEDIAN(income, 1000) FROM people",  # float: histogram (SMed grid), windows
+    "SELECT MEDIAN(day), QUANTILE(day, 0.1), IQR(day) FROM people WHERE active",  # date, histogram
+    "SELECT MEDIAN(born), IQR(born) FROM people",                             # date, windows
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(income) FROM people",
+    "SELECT dept, MEDIAN(age), IQR(income), MEDIAN(day) FROM people GROUP BY dept",     # grouped histograms and windows
+    "SELECT dept, MEDIAN(score), MEDIAN(born), MEDIAN(income, 1000) FROM people GROUP BY dept",  # grouped windows
+    "SELECT region, MEDIAN(age), QUANTILE(score, 0.75) FROM people WHERE income > 1000 GROUP BY region",  # private key
+]
+
+
+def test_robust_cases_cover_both_paths(spark_data: SparkData) -> None:
+    covered = set()
+    for sql in ROBUST:
+        compiled = compile_sql(spark_data, sql)
+        for request in compiled.plan.requests:
+            assert isinstance(request, RankRequest)
+            covered.add((request.histogram, bool(compiled.plan.query.keys), request.values.column.type))
+    for histogram in (True, False):
+        for grouped in (True, False):
+            assert {t for h, g, t in covered if h == histogram and g == grouped} >= ({"int", "float", "date"} if not grouped else {"int"}), covered
+    assert {t for h, _, t in covered if not h} == {"int", "float", "date"}
+
+
+@pytest.mark.parametrize("sql", ROBUST)
+def test_order_statistics(engines: EnginePair, spark_data: SparkData, sql: str) -> None:
+    compiled = compile_sql(spark_data, sql)
+    duck, spark = (fetched(e, compiled) for e in engines)
+    assert len(duck) == len(spark) == len(compiled.plan.requests)
+    for request, left, right in zip(compiled.plan.requests, duck, spark):
+        assert set(left) == set(right) and left, (request, sorted(left, key=str), sorted(right, key=str))
+        for key in left:
+            a, b = left[key], right[key]
+            assert a.n == b.n > 0, (key, a.n, b.n)
+            if request.histogram:
+                assert isinstance(a, Histogram) and isinstance(b, Histogram)
+                assert a == b, key
+            else:
+                assert isinstance(a, WindowedOrderStatistics) and isinstance(b, WindowedOrderStatistics)
+                assert read_ranks(request, a) == read_ranks(request, b), key
+    # Windows: DuckDB's exact fallback (the query Spark runs directly) returns the very same rows.
+    duck_queries = compiled.robust_queries_for(DUCKDB_CAPABILITIES)
+    spark_queries = compiled.robust_queries_for(frozenset())
+    for dq, sq in zip(duck_queries, spark_queries):
+        if dq.fallback is not None:
+            assert sq.exact
+            assert_identical(engines.duckdb.run(compiled.render_once(dq.fallback, "duckdb")),
+                             engines.spark.run(compiled.render_once(sq.main, "spark")))
+
+
+MODES = [
+    "SELECT MODE(region) FROM people",
+    "SELECT MODE(income), MODE(day), MODE(active) FROM people",     # floats through hash_input (inf kept), dates, bools
+    "SELECT dept, MODE(age), MODE(region) FROM people GROUP BY dept",
+    "SELECT region, MODE(dept) FROM people WHERE age < 60 GROUP BY region",
+]
+
+
+@pytest.mark.parametrize("sql", MODES)
+def test_mode_votes(engines: EnginePair, spark_data: SparkData, sql: str) -> None:
+    compiled = compile_sql(spark_data, sql)
+    assert all(isinstance(r, ModeRequest) for r in compiled.plan.requests)
+    duck, spark = (fetched(e, compiled, MODE_PARAMS) for e in engines)
+    assert len(duck) == len(spark) == len(compiled.plan.requests)
+    for left, right in zip(duck, spark):
+        assert left and {k: {canon(v): c for v, c in votes.items()} for k, votes in left.items()} == \
+            {k: {canon(v): c for v, c in votes.items()} for k, votes in right.items()}
+
+
+def test_negative_control_other_mode_seeds_change_the_votes(engines: EnginePair, spark_data: SparkData) -> None:
+    compiled = compile_sql(spark_data, MODES[1])
+    duck = fetched(engines.duckdb, compiled, MODE_PARAMS)
+    for changed in ("mode_seed", "tie_seed"):
+        other = fetched(engines.spark, compiled, {**MODE_PARAMS, changed: MODE_PARAMS[changed] + 1})
+        assert other[0] != duck[0], changed  # MODE(income): nearly all values tie, so both seeds matter
+
+
+# --- the Median Mechanism layer's histogram -------------------------------------------------------------------------
+
+
+def test_median_mechanism_histogram(engines: EnginePair, spark_data: SparkData) -> None:
+    table = spark_data.policy.table("people")
+    config = table.median_mechanism
+    assert config is not None
+    duck, spark = (e.private_arrays(mmsql.histogram_select(config, bounded_name(table))) for e in engines)
+    assert set(duck) == set(spark) == {mmsql.X_ID, mmsql.COUNT}
+    for name in duck:
+        assert np.array_equal(np.asarray(duck[name], dtype=np.int64), np.asarray(spark[name], dtype=np.int64)), name
+    assert len(duck[mmsql.X_ID]) > 50 and int(np.sum(duck[mmsql.COUNT])) == len(bounded_rows(engines.duckdb, spark_data, "people").rows)
+
+
+# --- the hash nodes ----------------------------------------------------------------------------------------------------
+
+HASH_SEED = 2**61 + 977
+
+
+def hash_select(table: Any) -> exp.Select:
+    seed = exp.Placeholder(this="seed")
+    col = {name: exp.column(name, quoted=True) for name in ("pid", "region", "day", "income", "active", "born")}
+    inputs = {
+        "int": [col["pid"]], "text": [col["region"]], "date": [col["day"]], "bool": [col["active"]],
+        "float": [hash_input(col["income"], "float")],
+        "all": [col["pid"], col["region"], col["day"], hash_input(col["income"], "float"), col["active"], col["born"]],
+    }
+    hashes = []
+    for name, values in inputs.items():
+        hashes.append(exp.alias_(KeyedHash(this=seed.copy(), expressions=[v.copy() for v in values]), f"h_{name}"))
+        hashes.append(exp.alias_(HashBits(this=seed.copy(), expressions=[v.copy() for v in values]), f"b_{name}"))
+    hashes.append(exp.alias_(KeyedHash(this=seed.copy(), expressions=[exp.Null()]), "h_null"))
+    where = exp.or_(exp.column("pid", quoted=True).is_(exp.null()), exp.column("pid", quoted=True) < 500)
+    return exp.select(*col.values(), *hashes).from_(exp.to_identifier(source_name(table), quoted=True)).where(where)
+
+
+def test_hash_nodes(engines: EnginePair, spark_data: SparkData) -> None:
+    select = hash_select(spark_data.policy.table("people"))
+    rows = assert_identical(*(e.run(select, {"seed": HASH_SEED}) for e in engines))
+    assert len(rows) > 900
+    names = engines.duckdb.run(select.limit(0), {"seed": HASH_SEED}).names
+    at = {name: i for i, name in enumerate(names)}
+    # The documented definition: md5 hex of 'seed:v1:v2...' (NULLs skipped); HashBits its first 15 hex digits.
+    for row in rows[:200]:
+        for kind, value in (("int", row[at["pid"]]), ("text", row[at["region"]]), ("date", row[at["day"]])):
+            text = ":".join(str(v) for v in (HASH_SEED, value) if v is not None)
+            digest = hashlib.md5(text.encode()).hexdigest()
+            assert row[at[f"h_{kind}"]] == digest and row[at[f"b_{kind}"]] == int(digest[:15], 16), (kind, value)
+    assert {row[at["h_null"]] for row in rows} == {hashlib.md5(str(HASH_SEED).encode()).hexdigest()}
+    assert any(row[at["pid"]] is None for row in rows) and any(row[at["income"]] == NAN for row in rows)
+
+
+# --- end to end: dpsql.connect on both engines -------------------------------------------------------------------
+
+SESSION_SEED = 31_337
+SESSION_QUERIES = [
+    "SELECT COUNT(*), SUM(income) FROM people WHERE income > 1000",
+    "SELECT dept, COUNT(*) AS n, AVG(income) FROM people GROUP BY dept",
+    "SELECT region, COUNT(*) AS n FROM people GROUP BY region",                    # partition selection (seeded)
+    "SELECT region, SUM(age) AS s FROM people GROUP BY region HAVING s > 100 ORDER BY s DESC LIMIT 3",
+    "SELECT MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",
+    "SELECT dept, MEDIAN(score) AS m, COUNT(*) FROM people GROUP BY dept ORDER BY m DESC",
+    "SELECT MODE(region), MODE(income) FROM people",
+    "SELECT dept, MODE(age) FROM people GROUP BY dept",
+    "SELECT COUNT(*) FROM people WHERE age >= 40 AND dept = 'sales'",              # the Median Mechanism layer
+    "SELECT dept, COUNT(*) FROM people WHERE active GROUP BY dept",                 # the layer again (grouped)
+    "SELECT dept, region, COUNT(*) FROM people GROUP BY dept, region",
+    "SELECT region, COUNT(*) AS n, AVG(income) AS a FROM visits WHERE day >= '2010-01-01' GROUP BY region",
+    "SELECT COUNT(*) * 2 AS twice, ROUND(AVG(age), 1) AS mean FROM people WHERE born < DATE '1950-01-01'",
+]
+
+
+def session_answers(data: SparkData, ledger: Path, seed: int = SESSION_SEED, **engine: Any) -> tuple[list[Any], list[Any]]:
+    answers = []
+    with dpsql.connect(policy=data.policy_path, ledger=ledger, random_seed=seed, **engine) as con:
+        cur = con.cursor()
+        for sql in SESSION_QUERIES:
+            cur.execute(sql)
+            answers.append((sql, [tuple(canon(v) for v in row) for row in cur.fetchall()], cur.noise_info))
+        entries = [(e.query, e.mechanism, e.plan_hash, e.cost, e.params) for e in con.ledger()]
+    return answers, entries
+
+
+def test_sessions_give_identical_answers(spark: Any, spark_data: SparkData, tmp_path: Path) -> None:
+    duck, duck_ledger = session_answers(spark_data, tmp_path / "duckdb.sqlite", engine="duckdb")
+    spark_answers, spark_ledger = session_answers(spark_data, tmp_path / "spark.sqlite", engine="spark", spark=spark)
+    for (sql, rows, info), (_, spark_rows, spark_info) in zip(duck, spark_answers, strict=True):
+        assert rows == spark_rows, (sql, differences(rows, spark_rows))
+        assert info == spark_info, sql
+    assert duck_ledger == spark_ledger  # the same charges: queries, mechanisms, plans, costs, parameters
+    mechanisms = [entry[1] for entry in duck_ledger]
+    assert "median_mechanism" in mechanisms and any("partition_selection" in m for m in mechanisms)
+    assert any("smed" in m for m in mechanisms) and any("asamp" in m for m in mechanisms)
+    # Not vacuous: some of these queries release many rows, all of them with noise.
+    assert sum(len(rows) for _, rows, _ in duck) > 60
+    # Negative control: the same session on DuckDB with another seed answers differently.
+    other, other_ledger = session_answers(spark_data, tmp_path / "other.sqlite", seed=SESSION_SEED + 1, engine="duckdb")
+    assert [rows for _, rows, _ in other] != [rows for _, rows, _ in spark_answers]
+    assert [e[3] for e in other_ledger] == [e[3] for e in spark_ledger]  # costs are public: they never depend on the seed
