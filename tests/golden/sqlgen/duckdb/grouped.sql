@@ -1,6 +1,6 @@
 # Grouped AVG over a public domain: groups outside the declared domain are dropped after aggregation.
 SELECT dept, AVG(income) FROM people GROUP BY dept;
-SELECT "dept" AS __k0, COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) - 1024000000 END), 0) AS __r0, COUNT(CASE WHEN ISFINITE("income") THEN 1 END) AS __r1 FROM "__dpsql_bounded_people" GROUP BY "dept"
+SELECT "dept" AS __k0, COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) - 1024000000 ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN ISFINITE("income") THEN 1 ELSE NULL END) AS __r1 FROM "__dpsql_bounded_people" GROUP BY "dept"
 ;
 
 # Partition selection: person counts per key after keeping max_groups keys per person ($seed is secret).

@@ -16,7 +16,7 @@ SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age > 3
 
 # SUM on the float grid: clamp, scale by 4096, round to BIGINT, sum as HUGEINT; NaN/inf dropped.
 SELECT SUM(income) FROM people;
-SELECT COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) END), 0) AS __r0 FROM "__dpsql_bounded_people"
+SELECT COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) ELSE NULL END), 0) AS __r0 FROM "__dpsql_bounded_people"
 ;
 
 # AVG on an int column: a centered grid sum and a count.
