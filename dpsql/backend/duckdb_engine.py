@@ -48,7 +48,7 @@ class DuckDBBackend:
     """One private in-memory DuckDB connection per session; the data stays inside it."""
 
     dialect = DIALECT
-    capabilities = frozenset({"reservoir_quantile"})
+    capabilities = frozenset({"reservoir_quantile", "bind_time_checks"})
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
                  frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
@@ -135,6 +135,10 @@ class DuckDBBackend:
     def schema(self, name: str) -> pyarrow.Schema:
         """Column names and Arrow types of a relation (LIMIT 0: no data read)."""
         return self.execute(render(exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0))).schema
+
+    def refusal(self, tree: exp.Expr) -> str | None:
+        """None: every predicate runs inside TRY, so no DuckDB error can depend on data."""
+        return None
 
     def close(self) -> None:
         """Close the connection (temporary relations vanish with it)."""

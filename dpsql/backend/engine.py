@@ -78,6 +78,9 @@ class Backend(Protocol):
     def schema(self, name: str) -> pyarrow.Schema:
         """Column names and Arrow types of a registered relation."""
 
+    def refusal(self, tree: exp.Expr) -> str | None:
+        """Why this engine refuses a plan before the charge (it could fail on data), or None."""
+
     def close(self) -> None:
         """Drop the session's relations and release the engine."""
 
@@ -177,6 +180,12 @@ def normalise(table: pyarrow.Table, declared: Sequence[str | None] | None = None
 
 # --- the engine ------------------------------------------------------------------------------------
 
+# One row of public values per policy type, for dry runs on engines that check constants late.
+_DUMMY: dict[str, exp.Expr] = {
+    "int": exp.Literal.number(1), "float": exp.Literal.number("1.5"), "text": exp.Literal.string("a"),
+    "bool": exp.true(), "date": exp.Literal.string("2000-01-01"),
+}
+
 
 def _sanitized(action: Callable[[], Any], error: Callable[[], Exception]) -> Any:
     """action(), with a BackendFailure replaced by error(). Raised outside the except block: never
@@ -264,10 +273,13 @@ class Engine:
         surface here, with no data present, so the query is refused before it is charged (DESIGN 7).
         """
         with self._lock:
+            reason = self.backend.refusal(select)
+            if reason is not None:
+                raise UnsupportedQueryError(f"the engine rejects this query: {reason}", code="DP123",
+                                            hint="rewrite the expression named above; nothing was charged")
             name = empty_name(table)
             if name not in self._relations:
-                empty = exp.select("*").from_(exp.to_identifier(self.ensure_source(table), quoted=True)).limit(0)
-                self._setup(lambda: self.backend.materialize(name, empty))
+                self._setup(lambda: self.backend.materialize(name, self._dry_relation(table)))
                 self._relations.add(name)
             message = None
             try:
@@ -278,6 +290,16 @@ class Engine:
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                             hint="fix the expression named above; nothing was charged")
+
+    def _dry_relation(self, table: Table) -> exp.Select:
+        """The dry-run table: empty where the engine checks constants when it binds the query
+        (DuckDB), else one row of public dummy values (Spark compiles a constant pattern or format
+        only at its first row). Never a row of the data."""
+        source = exp.to_identifier(self.ensure_source(table), quoted=True)
+        if "bind_time_checks" in self.capabilities:
+            return exp.select("*").from_(source).limit(0)
+        values = [exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()]
+        return exp.select(*values)
 
     # --- running plans ---------------------------------------------------------------------------
     def _private(self, action: Callable[[], Any]) -> Any:

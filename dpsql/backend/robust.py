@@ -73,7 +73,7 @@ class RobustQuery:
         return isinstance(self.request, ModeRequest)
 
 
-DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile"})
+DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks"})
 
 
 def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[RobustQuery, ...]:

@@ -27,6 +27,7 @@ from sqlglot import exp
 from dpsql.backend.dialects import render
 from dpsql.backend.duckdb_engine import LocalDuckDB
 from dpsql.backend.engine import BackendFailure, Engine, Progress
+from dpsql.backend.spark_rules import spark_refusal
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
 
@@ -293,6 +294,10 @@ class SparkBackend:
     def schema(self, name: str) -> pyarrow.Schema:
         """Column names and Arrow types of a relation (LIMIT 0: no data read)."""
         return self.execute(render(exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0), DIALECT)).schema
+
+    def refusal(self, tree: exp.Expr) -> str | None:
+        """Constructs that could fail on private data on Spark, or mean something else there."""
+        return spark_refusal(tree)
 
     def close(self) -> None:
         """Unpersist this session's relations and drop its temp views (a SparkSession is kept for reuse)."""

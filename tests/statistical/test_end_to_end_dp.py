@@ -36,10 +36,11 @@ covered by the DP argument for each fixed seed anyway (see dpsql/backend/duckdb_
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -109,9 +110,16 @@ class Neighbours:
         return len(self.frames[name])
 
 
-@pytest.fixture(scope="module")
-def databases(tmp_path_factory) -> Iterator[Neighbours]:
-    path: Path = tmp_path_factory.mktemp("e2e-dp") / "policy.toml"
+EngineFactory = Callable[[Policy, pd.DataFrame], Any]
+
+
+def duckdb_engine(policy: Policy, frame: pd.DataFrame) -> DuckDBEngine:
+    return DuckDBEngine(policy, None, {"people": frame})
+
+
+def build_neighbours(directory: Path, make_engine: EngineFactory = duckdb_engine) -> Neighbours:
+    """D, D' and one engine per database (DuckDB here; tests/spark runs the same audit on Spark)."""
+    path = directory / "policy.toml"
     path.write_text(policy_text(None), encoding="utf-8")  # each run has its own ledger: 10 >= 1 per run
     policy = load_policy(path)
     d2 = generate_people(3000, seed=5)
@@ -120,9 +128,15 @@ def databases(tmp_path_factory) -> Iterator[Neighbours]:
     d = pd.concat([d2, person.astype(d2.dtypes.to_dict())], ignore_index=True)
     assert d2.groupby("person_id").size().max() <= 3  # bounding keeps every row
     frames = {"D": d, "D2": d2}
-    engines = {name: DuckDBEngine(policy, None, {"people": frame}) for name, frame in frames.items()}
-    yield Neighbours(path, policy, frames, engines)
-    for engine in engines.values():
+    engines = {name: make_engine(policy, frame) for name, frame in frames.items()}
+    return Neighbours(path, policy, frames, engines)
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory) -> Iterator[Neighbours]:
+    neighbours = build_neighbours(tmp_path_factory.mktemp("e2e-dp"))
+    yield neighbours
+    for engine in neighbours.engines.values():
         engine.close()
 
 
@@ -136,10 +150,16 @@ def outputs(db: Neighbours, name: str, seeds: range) -> list[int]:
     return values
 
 
-def event_counts(db: Neighbours, runs: int) -> dict[str, tuple[int, int]]:
-    """{event: (hits on D, hits on D')} for S_hi = {out >= n_D} and S_lo = {out <= n_D'}."""
-    out_d = outputs(db, "D", range(SEEDS_D, SEEDS_D + runs))
-    out_d2 = outputs(db, "D2", range(SEEDS_D2, SEEDS_D2 + runs))
+Outputs = Callable[[Neighbours, str, range], list[int]]
+
+
+def event_counts(db: Neighbours, runs: int, draw: Outputs = outputs) -> dict[str, tuple[int, int]]:
+    """{event: (hits on D, hits on D')} for S_hi = {out >= n_D} and S_lo = {out <= n_D'}.
+
+    `draw` gives the outputs of runs with the given seeds (default: full Session.execute runs).
+    """
+    out_d = draw(db, "D", range(SEEDS_D, SEEDS_D + runs))
+    out_d2 = draw(db, "D2", range(SEEDS_D2, SEEDS_D2 + runs))
     n_d, n_d2 = db.count("D"), db.count("D2")
     return {
         "hi": (sum(v >= n_d for v in out_d), sum(v >= n_d for v in out_d2)),
@@ -149,7 +169,11 @@ def event_counts(db: Neighbours, runs: int) -> dict[str, tuple[int, int]]:
 
 def test_count_satisfies_the_dp_inequality_on_neighbouring_databases(databases: Neighbours) -> None:
     assert databases.count("D") - databases.count("D2") == 3
-    counts = event_counts(databases, RUNS)
+    assert_dp_inequality_holds(event_counts(databases, RUNS))
+
+
+def assert_dp_inequality_holds(counts: dict[str, tuple[int, int]]) -> None:
+    """The check on RUNS runs per database (shared with the Spark suite, tests/spark)."""
     hi_d, hi_d2 = counts["hi"]
     lo_d, lo_d2 = counts["lo"]
     assert not violates(hi_d, hi_d2, RUNS), counts  # P_D(S_hi) <= e^eps P_D'(S_hi) + delta
@@ -188,7 +212,11 @@ def test_control_run_count_suffices() -> None:
 def test_negative_control_half_the_laplace_scale_is_detected(databases: Neighbours, monkeypatch) -> None:
     true_scale = LaplaceSpec.scale
     monkeypatch.setattr(LaplaceSpec, "scale", property(lambda spec: true_scale.fget(spec) / 2))
-    counts = event_counts(databases, CONTROL_RUNS)
+    assert_violation_detected(event_counts(databases, CONTROL_RUNS))
+
+
+def assert_violation_detected(counts: dict[str, tuple[int, int]]) -> None:
+    """The negative control's check on CONTROL_RUNS runs per database (shared with tests/spark)."""
     hi_d, hi_d2 = counts["hi"]
     lo_d, lo_d2 = counts["lo"]
     assert violates(hi_d, hi_d2, CONTROL_RUNS), counts
