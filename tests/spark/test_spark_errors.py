@@ -22,7 +22,8 @@ from tests.spark.conftest import SparkData
 
 SECRET = "secret-7f3a"  # a private value that must never show in an error or on stderr
 
-TINY_POLICY = """
+# One private table t(pid, ...) with one row per person, read from `source`.
+POLICY_HEAD = """
 [budget]
 epsilon = 100.0
 delta = 0.5
@@ -37,7 +38,8 @@ source = "{source}"
 
 [tables.t.columns]
 pid = {{ type = "int" }}
-a = {{ type = "{a_type}" }}
+"""
+TINY_POLICY = POLICY_HEAD + """a = {{ type = "{a_type}" }}
 b = {{ type = "text" }}
 """
 
@@ -107,21 +109,7 @@ def test_engine_errors_on_private_data_are_sanitized(spark: Any, tmp_path: Path,
             assert leak not in text, (leak, text[:500])
 
 
-PATTERN_POLICY = """
-[budget]
-epsilon = 100.0
-delta = 0.5
-default_query_epsilon = 1.0
-default_query_delta = 1e-6
-
-[tables.t]
-privacy_unit = "pid"
-max_rows = 1
-max_groups = 1
-source = "t.parquet"
-
-[tables.t.columns]
-pid = { type = "int" }
+PATTERN_POLICY = POLICY_HEAD.format(source="t.parquet") + """
 a = { type = "text" }
 regex = { type = "text" }
 pat = { type = "text" }
