@@ -6,6 +6,7 @@ from sqlglot import exp
 
 from dpsql.analysis.bind import bind_select, check_budget_values, option_number
 from dpsql.analysis.context import AnalysisContext, refuse
+from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.rules import (
     SELECT_RULES,
@@ -45,6 +46,7 @@ def _check_public(tree: exp.Select, sql: str) -> None:
         if function_name(func) in FORBIDDEN_NAMES:
             raise refuse("DP113", f"the function {function_name(func)}() is not accepted", func, sql,
                          "query the public tables of the policy by name")
+    check_bounded_expressions(tree, sql)  # DP125: public reads cannot exhaust the engine either
 
 
 def _setting(tree: exp.Set, sql: str) -> SetStatement:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -115,8 +116,29 @@ def option_number(node: exp.Expr, name: str, sql: str) -> Fraction:
     inner = node.this if negative else node
     if not isinstance(inner, exp.Literal) or inner.is_string:
         raise InvalidOptionError(f"'{name}' must be set to a number", code="DP120", span=span_of(node, sql), sql=sql)
+    if not _plain_number(inner.this):
+        raise InvalidOptionError(
+            f"'{name}' must be a decimal number of at most {_OPTION_DIGITS} characters between 1e-{_OPTION_EXPONENT} "
+            f"and 1e{_OPTION_EXPONENT}", code="DP120", span=span_of(node, sql), sql=sql, hint="e.g. epsilon = 0.1, delta = 1e-8")
     value = to_fraction(inner.this)
     return -value if negative else value
+
+
+# Privacy options are written by people: a few significant digits and a modest exponent. Longer
+# literals would only reach float conversions (overflow) or Python's digit limit (ValueError).
+_OPTION_DIGITS = 40
+_OPTION_EXPONENT = 30
+
+
+def _plain_number(text: str) -> bool:
+    """A decimal literal short enough, and zero or of a magnitude within 1e-30 .. 1e30."""
+    if len(text) > _OPTION_DIGITS:
+        return False
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return False
+    return number.is_finite() and (number == 0 or -_OPTION_EXPONENT <= number.adjusted() <= _OPTION_EXPONENT)
 
 
 def check_budget_values(epsilon: Fraction, delta: Fraction, sql: str) -> PrivacyCost:
@@ -378,10 +400,10 @@ def _int_clause(select: exp.Select, name: str, sql: str) -> int | None:
     if clause is None:
         return None
     value = clause.expression if isinstance(clause, (exp.Limit, exp.Offset)) else clause
-    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() and len(value.this) <= 18:
         return int(value.this)
     raise refuse("DP119", f"{name.upper()} takes a non-negative integer literal", clause, sql,
-                 f"write {name.upper()} 10", span=keyword_span(sql, name.upper()))
+                 f"write {name.upper()} 10 (at most 18 digits)", span=keyword_span(sql, name.upper()))
 
 
 def _strip_qualifiers(node: exp.Expr) -> exp.Expr:

@@ -10,6 +10,7 @@ from typing import Callable
 from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
+from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import (
     FORBIDDEN_NAMES,
     allowed_aggregate,
@@ -137,6 +138,11 @@ def check_DP113_functions(select: exp.Select, scope: Scope, sql: str) -> None:
                          "use arithmetic, CASE, CAST, COALESCE, string and date functions from grammar/semantic_rules.md")
 
 
+def check_DP125_bounded_arguments(select: exp.Select, scope: Scope, sql: str) -> None:
+    """DP125: constant patterns, formats and sizes; no expression that could build a huge string."""
+    check_bounded_expressions(select, sql)
+
+
 def check_DP109_aggregates(select: exp.Select, scope: Scope, sql: str) -> None:
     """DP109: COUNT, SUM, AVG, MEDIAN/QUANTILE/PERCENTILE_DISC, IQR and MODE have mechanisms; MIN, MAX and the rest are refused."""
     for node in select.find_all(exp.Func):
@@ -180,6 +186,7 @@ SELECT_RULES: tuple[Callable[[exp.Select, Scope, str], None], ...] = (
     check_DP108_no_window,
     check_DP111_columns_known,
     check_DP113_functions,
+    check_DP125_bounded_arguments,
     check_DP109_aggregates,
     check_DP112_aggregate_placement,
     check_DP121_no_distinct_select,

@@ -58,6 +58,11 @@ class DuckDBBackend:
         # DuckDB 2.0 rewrites `row_number() OVER (PARTITION BY unit ...) <= k` into a per-unit
         # top-N aggregate that is 1.7-2.6x slower for contribution bounding (bench/).
         self.connection.execute("SET disabled_optimizers = 'top_n_window_elimination'")
+        # The policy's resource limits ([engine]): one session cannot take the whole machine.
+        for setting, value in (("memory_limit", policy.engine.memory_limit), ("threads", policy.engine.threads)):
+            if value is not None:
+                self.connection.execute(render(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
+                    this=exp.var(setting), expression=exp.Literal.string(str(value)) if isinstance(value, str) else exp.Literal.number(value)))])))
         self._database = Path(database).expanduser().resolve() if database else None
         if self._database is not None:
             if not self._database.exists():

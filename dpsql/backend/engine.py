@@ -30,6 +30,7 @@ import numpy
 import pyarrow
 from sqlglot import exp
 
+from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
 from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
 from dpsql.catalog.model import Policy, Table
@@ -277,6 +278,7 @@ class Engine:
             if reason is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {reason}", code="DP123",
                                             hint="rewrite the expression named above; nothing was charged")
+            self._probe_constants(select)
             name = empty_name(table)
             if name not in self._relations:
                 self._setup(lambda: self.backend.materialize(name, self._dry_relation(table)))
@@ -290,6 +292,24 @@ class Engine:
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                             hint="fix the expression named above; nothing was charged")
+
+    def _probe_constants(self, select: exp.Expr) -> None:
+        """Evaluate each pattern or format function once, bare (not inside TRY), on a constant
+        input: an invalid constant pattern, format or escape fails here on every engine and every
+        release, whatever TRY catches (it catches an invalid regular expression on DuckDB 2.0.1).
+        No data is read, so the engine's text may be shown."""
+        probes = constant_probes(select)
+        if not probes:
+            return
+        probe = exp.select(*(exp.alias_(p, f"__probe{i}", quoted=True) for i, p in enumerate(probes)))
+        message = None
+        try:
+            self.backend.execute(self.render(probe))
+        except BackendFailure as failure:
+            message = str(failure)
+        if message is not None:
+            raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
+                                        hint="fix the pattern or format named above; nothing was charged")
 
     def _dry_relation(self, table: Table) -> exp.Select:
         """The dry-run table: empty where the engine checks constants when it binds the query

@@ -13,23 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-# node class -> the argument that must be a constant (patterns, formats, sizes)
-CONSTANT_ARGUMENTS: dict[type[exp.Expr], str] = {
-    exp.Like: "expression",
-    exp.ILike: "expression",
-    exp.SimilarTo: "expression",
-    exp.Glob: "expression",
-    exp.RegexpLike: "expression",
-    exp.RegexpILike: "expression",
-    exp.RegexpFullMatch: "expression",
-    exp.RegexpExtract: "expression",
-    exp.RegexpReplace: "expression",
-    exp.TimeToStr: "format",
-    exp.StrToTime: "format",
-    exp.StrToDate: "format",
-    exp.Repeat: "times",
-    exp.Pad: "expression",
-}
+from dpsql.analysis.function_arguments import CONSTANT_ARGUMENTS, SIZE_ARGUMENTS, is_constant
 
 # Functions whose Spark meaning differs from DuckDB's (so the same SQL would answer differently).
 DIFFERENT_MEANING: dict[type[exp.Expr], str] = {
@@ -39,23 +23,13 @@ DIFFERENT_MEANING: dict[type[exp.Expr], str] = {
 _EXTRACT_PARTS = {"dow", "dayofweek", "weekday", "isodow"}
 
 
-def _constant(node: exp.Expr | None) -> bool:
-    if node is None:
-        return True
-    if isinstance(node, exp.Paren):
-        return _constant(node.this)
-    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)):
-        return True
-    if isinstance(node, exp.Neg):
-        return _constant(node.this)
-    return isinstance(node, exp.Cast) and _constant(node.this)
-
-
 def spark_refusal(tree: exp.Expr) -> str | None:
     """Why the Spark engine refuses this engine query (before the charge), or None."""
     for node in tree.walk():
-        argument = CONSTANT_ARGUMENTS.get(type(node))
-        if argument is not None and not _constant(node.args.get(argument)):
+        # The analysis refuses these already (DP125, every engine); kept as a second line on Spark.
+        arguments = CONSTANT_ARGUMENTS.get(type(node), ()) + ((SIZE_ARGUMENTS[type(node)],) if type(node) in SIZE_ARGUMENTS else ())
+        argument = next((a for a in arguments if not is_constant(node.args.get(a))), None)
+        if argument is not None:
             name = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
             return (f"on the Spark engine the {argument if argument != 'expression' else 'pattern'} of {name} must be a constant: "
                     "Spark compiles it per row, and a bad value would fail the query on private data")

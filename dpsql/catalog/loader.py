@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import tomllib
 from datetime import date
 from decimal import Decimal
@@ -17,6 +18,7 @@ from dpsql.catalog.model import (
     Analyst,
     Budget,
     Column,
+    EngineLimits,
     MedianMechanismConfig,
     MMColumnDomain,
     Policy,
@@ -24,7 +26,8 @@ from dpsql.catalog.model import (
 )
 from dpsql.errors import CatalogError
 
-TOP_KEYS = frozenset({"budget", "tables", "analysts"})
+TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine"})
+ENGINE_KEYS = frozenset({"memory_limit", "threads"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
 PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "source", "table", "columns", "median_mechanism"})
 PUBLIC_TABLE_KEYS = frozenset({"public", "source", "table", "columns"})
@@ -84,7 +87,23 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
         analysts=MappingProxyType(analysts),
         path=path,
         extra=MappingProxyType(extra),
+        engine=_engine(raw.get("engine", {}), where),
     )
+
+
+_MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.IGNORECASE)
+
+
+def _engine(raw: Any, where: _Where) -> EngineLimits:
+    if not isinstance(raw, dict):
+        raise where.error("engine", "must be a table")
+    _no_unknown(raw, ENGINE_KEYS, "engine.", where)
+    memory, threads = raw.get("memory_limit"), raw.get("threads")
+    if memory is not None and (not isinstance(memory, str) or not _MEMORY.fullmatch(memory)):
+        raise where.error("engine.memory_limit", "must be a size such as \"4GB\" or \"512MiB\"")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise where.error("engine.threads", "must be an integer >= 1")
+    return EngineLimits(memory_limit=memory.strip() if memory else None, threads=threads)
 
 
 def _no_unknown(section: dict[str, Any], allowed: frozenset[str], prefix: str, where: _Where) -> None:

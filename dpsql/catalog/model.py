@@ -178,6 +178,14 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class EngineLimits:
+    """Resources each session's engine may use (`[engine]`): None keeps the engine's default."""
+
+    memory_limit: str | None = None  # e.g. "4GB": DuckDB's memory_limit per session
+    threads: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """A whole policy file, loaded and checked."""
 
@@ -186,6 +194,7 @@ class Policy:
     analysts: Mapping[str, Analyst] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None
     extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    engine: EngineLimits = EngineLimits()
 
     def table(self, name: str) -> Table | None:
         """The declared table of that name (case-insensitive), or None."""

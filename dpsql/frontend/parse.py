@@ -145,6 +145,9 @@ def literal(value: object) -> exp.Expr:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
+    if isinstance(value, int) and value.bit_length() > 127:
+        # Wider than any engine integer (HUGEINT); also keeps clear of Python's int-to-str limit.
+        raise ParameterError("an integer parameter is out of range (at most 38 digits)", code="DP118")
     if isinstance(value, (int, decimal.Decimal)):
         return exp.Literal.number(value)
     if isinstance(value, float):

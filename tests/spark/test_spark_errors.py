@@ -73,16 +73,27 @@ def tiny_policy(directory: Path, source: str, a_type: str = "text") -> Path:
     "SELECT COUNT(*) FROM people WHERE strftime(day, '%U') = '01'",  # sqlglot keeps '%U' as is
     "SELECT COUNT(*) FROM people WHERE region LIKE 'ab\\'",
     "SELECT COUNT(*) FROM people WHERE regexp_matches(region, '(')",
-    # Patterns that are not constants could fail on one person's value: refused on Spark.
-    "SELECT COUNT(*) FROM people WHERE regexp_matches(region, region)",
-    "SELECT COUNT(*) FROM people WHERE region LIKE region",
-    "SELECT COUNT(*) FROM people WHERE repeat(region, age) = 'x'",
 ])
 def test_query_only_errors_are_refused_uncharged(con: dpsql.Connection, sql: str) -> None:
     before = con.ledger()
     with pytest.raises(UnsupportedQueryError) as info:
         con.execute(sql)
     assert info.value.code == "DP123" and "nothing was charged" in str(info.value)
+    assert con.ledger() == before
+
+
+@pytest.mark.parametrize("sql", [
+    # Patterns and sizes that are not constants could fail on one person's value: the analysis
+    # refuses them on every engine (DP125), before any engine sees the query.
+    "SELECT COUNT(*) FROM people WHERE regexp_matches(region, region)",
+    "SELECT COUNT(*) FROM people WHERE region LIKE region",
+    "SELECT COUNT(*) FROM people WHERE repeat(region, age) = 'x'",
+])
+def test_non_constant_patterns_are_refused_uncharged(con: dpsql.Connection, sql: str) -> None:
+    before = con.ledger()
+    with pytest.raises(UnsupportedQueryError) as info:
+        con.execute(sql)
+    assert info.value.code == "DP125"
     assert con.ledger() == before
 
 
@@ -124,7 +135,7 @@ PATTERN_QUERIES = {
 }
 # Spark raises on these values whatever spark.sql.ansi.enabled says (its Guarded(...) is the bare
 # predicate), so one person's value could decide whether the query answers: Spark refuses a
-# non-constant pattern or format before the charge instead (dpsql/backend/spark_rules.py).
+# non-constant pattern or format before the charge instead (DP125, on every engine).
 
 
 def pattern_outcomes(spark: Any, directory: Path, engine: str, extra_person: bool) -> dict[str, str]:
@@ -152,7 +163,7 @@ def pattern_outcomes(spark: Any, directory: Path, engine: str, extra_person: boo
 
 @pytest.mark.parametrize("engine", [
     "duckdb",
-    "spark",  # non-constant patterns are refused before the charge (dpsql/backend/spark_rules.py)
+    "spark",  # non-constant patterns are refused before the charge (DP125, dpsql/analysis/function_arguments.py)
 ])
 def test_values_in_private_data_cannot_make_a_query_fail(spark: Any, tmp_path: Path, engine: str) -> None:
     d = pattern_outcomes(spark, tmp_path / "D", engine, extra_person=False)
