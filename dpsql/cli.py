@@ -13,6 +13,7 @@ from typing import Callable, TextIO
 
 from dpsql import errors
 from dpsql.dbapi.connection import Connection, connect
+from dpsql.policy_command import policy_main
 from dpsql.server.commands import hash_password_main, serve_main
 from dpsql.repl.app import run_repl
 from dpsql.repl.runner import run_script
@@ -21,12 +22,16 @@ from dpsql.repl.script import split_statements
 __all__ = ["build_parser", "main", "split_statements"]
 
 
-SUBCOMMANDS = {"serve": serve_main, "hash-password": hash_password_main}  # dispatched before the parser
+SUBCOMMANDS = {"serve": serve_main, "hash-password": hash_password_main, "policy": policy_main}  # dispatched before the parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
-    parser = argparse.ArgumentParser(prog="dpsql", description="Differentially private SQL over a policy-checked database.")
+    parser = argparse.ArgumentParser(
+        prog="dpsql", description="Differentially private SQL over a policy-checked database.",
+        epilog="other commands: 'dpsql serve --policy FILE' (the PostgreSQL wire-protocol server), "
+               "'dpsql hash-password' (a SCRAM verifier for [analysts.<name>]), 'dpsql policy init SOURCE' "
+               "(a policy skeleton), 'dpsql policy check FILE' (validate a policy); each takes --help")
     parser.add_argument("database", nargs="?", help="DuckDB database file (omit with no --policy for the bundled demo)")
     parser.add_argument("--policy", help="policy TOML file")
     parser.add_argument("--analyst", help="analyst name (whose budget is charged)")
