@@ -5,13 +5,13 @@ SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people"
 
 # The row filter runs inside TRY(...), so an error on a row makes it false.
 SELECT COUNT(*) FROM people WHERE age >= 30 AND dept = 'sales';
-SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age >= 30 AND dept = 'sales'), FALSE)
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(age >= 30 AND dept = 'sales', FALSE)
 ;
 
 # WHERE with bound qmark parameters: parameters become literals before analysis.
 # params: [30, "north"]
 SELECT COUNT(*) FROM people WHERE age > ? AND region = ?;
-SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age > 30 AND region = 'north'), FALSE)
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(age > 30 AND region = 'north', FALSE)
 ;
 
 # SUM on the float grid: clamp, scale by 4096, round to BIGINT, sum as HUGEINT; NaN/inf dropped.
