@@ -23,7 +23,6 @@ reopened by the next one. Every psycopg error becomes LedgerError, without the s
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,11 +73,12 @@ _GONE = "the budget ledger database is not the one opened (dropped or replaced);
 
 
 def _psycopg() -> Any:
-    """psycopg 3, or a LedgerError naming the extra that installs it."""
+    """psycopg 3, or a LedgerError naming the extra that installs it (imported only for a URL)."""
     try:
-        return importlib.import_module("psycopg")
+        import psycopg
     except ImportError as err:
         raise LedgerError(MISSING_DRIVER) from err
+    return psycopg
 
 
 class PostgresStore(LedgerStore):
