@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -62,7 +63,8 @@ class PostgresServer:
         bindir = server_bindir()
         assert bindir is not None, missing_reason()
         self.bindir = bindir
-        self.directory = Path(tempfile.mkdtemp(prefix="dpsql-pg-"))
+        # Under root the server user must reach the directory: /tmp, whatever TMPDIR says.
+        self.directory = Path(tempfile.mkdtemp(prefix="dpsql-pg-", dir="/tmp" if os.geteuid() == 0 else None))
         self.data = self.directory / "data"
         self.log = self.directory / "server.log"
         self.port = 0
@@ -113,8 +115,6 @@ class PostgresServer:
 
     def url(self, dbname: str = "postgres") -> str:
         """A postgresql:// URL (password percent-encoded)."""
-        from urllib.parse import quote
-
         return f"postgresql://{SUPERUSER}:{quote(PASSWORD, safe='')}@127.0.0.1:{self.port}/{dbname}"
 
     def admin(self) -> psycopg.Connection:

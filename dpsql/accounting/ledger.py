@@ -22,7 +22,13 @@ from typing import TypeVar
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.sqlite_ledger import SqliteStore
-from dpsql.accounting.store import SCHEMA_VERSION, LedgerStore, TotalRow, is_postgres_url, redact
+from dpsql.accounting.store import (
+    SCHEMA_VERSION,
+    LedgerStore,
+    TotalRow,
+    is_postgres_url,
+    redact,
+)
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerStore", "open_ledger", "redact"]
@@ -76,7 +82,9 @@ def open_ledger(target: str | Path | None = None) -> Ledger:
         LedgerError: the ledger cannot be opened (or psycopg 3 is missing for a URL).
     """
     if is_postgres_url(target):
-        from dpsql.accounting.postgres_ledger import PostgresStore  # psycopg only when asked for
+        from dpsql.accounting.postgres_ledger import (
+            PostgresStore,  # psycopg only when asked for
+        )
 
         return Ledger(store=PostgresStore(str(target).strip()))
     return Ledger(target)
@@ -179,7 +187,7 @@ class Ledger:
         """Every recorded charge (of one analyst, or of all), in charge order."""
         rows = self._read(lambda: self._store.rows(analyst))
         try:
-            return [LedgerEntry(*row[:7], json.loads(row[7]), _cost(*row[8:])) for row in rows]  # type: ignore[arg-type]
+            return [LedgerEntry(*row[:7], json.loads(row[7]), _cost(*row[8:])) for row in rows]  # type: ignore[arg-type, call-arg]
         except ValueError as err:
             raise LedgerError("the budget ledger holds invalid parameters") from err
 

@@ -16,7 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dpsql.accounting.store import CHARGE_FIELDS, SCHEMA_VERSION, ChargeRow, LedgerStore, TotalRow, new_ledger_id
+from dpsql.accounting.store import (
+    CHARGE_FIELDS,
+    SCHEMA_VERSION,
+    ChargeRow,
+    LedgerStore,
+    TotalRow,
+    new_ledger_id,
+)
 from dpsql.errors import LedgerError
 
 _BUSY_TIMEOUT_S = 30.0
@@ -110,13 +117,13 @@ class SqliteStore(LedgerStore):
         return self._conn.execute(f"{_SELECT} WHERE analyst = ? ORDER BY id", (analyst,)).fetchall()
 
     def verify(self) -> None:
-        if self._path is not None:
+        if self._path is not None and self._files is not None:
             try:
-                files = _file_ids(self._path)
+                db, wal = _file_ids(self._path)
             except OSError as err:
                 raise LedgerError(_GONE) from err
             # A WAL that did not exist at open may appear; one that did must not change.
-            if files[0] != self._files[0] or (self._files[1] is not None and files[1] != self._files[1]):
+            if db != self._files[0] or (self._files[1] is not None and wal != self._files[1]):
                 raise LedgerError(_GONE)
         if self._conn.execute("SELECT ledger_id FROM ledger_identity").fetchall() != [(self._ledger_id,)]:
             raise LedgerError(_GONE)
