@@ -109,7 +109,8 @@ class PostgresStore(LedgerStore):
         except psycopg.Error as err:
             if getattr(self, "_conn", None) is not None:
                 self._conn.close()
-            raise LedgerError("the budget ledger could not be opened (PostgreSQL)") from err
+            # The URL without its password: the operator's own setting, never data.
+            raise LedgerError(f"the budget ledger {redact(url)} could not be opened") from err
         except LedgerError:
             self._conn.close()
             raise
