@@ -2,8 +2,9 @@
 
 Each authenticated connection gets one Session (`open_session(..., analyst=<user>,
 ledger=<the server's ledger>)`), so every answer is charged to that analyst's budget in one
-shared ledger: a SQLite file, or a PostgreSQL database that several servers share. Protocol work (and so the Session's blocking engine calls) runs in a thread
-pool; the event loop only moves bytes.
+shared ledger: a SQLite file, or a PostgreSQL database that several servers share. Protocol work
+(and so the Session's blocking engine calls) runs in a thread pool; the event loop only moves
+bytes.
 """
 
 from __future__ import annotations
