@@ -1,4 +1,4 @@
-"""`dpsql [DATABASE] [--policy FILE] [--analyst NAME] [--ledger FILE] [--engine duckdb|spark] [-c SQL]`.
+"""`dpsql [DATABASE] [--policy FILE] [--analyst NAME] [--ledger FILE|URL] [--engine duckdb|spark] [-c SQL]`.
 
 Runs the statements (and backslash commands) of -c, or of stdin when it is not a terminal, and
 prints each answer with its intervals and the remaining budget; exits 1 (a message, no
@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("database", nargs="?", help="DuckDB database file (omit with no --policy for the bundled demo)")
     parser.add_argument("--policy", help="policy TOML file")
     parser.add_argument("--analyst", help="analyst name (whose budget is charged)")
-    parser.add_argument("--ledger", help="budget ledger SQLite file (default: in-memory for this run)")
+    parser.add_argument("--ledger", metavar="FILE|URL",
+                        help="budget ledger: a SQLite file or a postgresql:// URL (default: in-memory for this run)")
     parser.add_argument("-c", "--command", help="run these statements and exit")
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
                         help="engine that holds the data (spark: the policy names Parquet paths or Spark tables)")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import Ledger, LedgerEntry
+from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend.duckdb_engine import DuckDBEngine
@@ -433,4 +433,5 @@ def open_session(
         # A ledger shared by many sessions of one process (the server): its lock serialises
         # charges in-process, and the session must not close it.
         return Session(loaded, runner, ledger, analyst=analyst or DEFAULT_ANALYST, rng=rng, owns_ledger=False)
-    return Session(loaded, runner, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)
+    # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
+    return Session(loaded, runner, open_ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)

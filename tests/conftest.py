@@ -5,6 +5,7 @@ Kept small on purpose; add fixtures here only when several test modules need the
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -105,3 +106,30 @@ def connect(policy_file: PolicyFactory, people_frame: pd.DataFrame) -> Iterator[
     yield open_
     for con in opened:
         con.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL server on 127.0.0.1 (tests/postgres_server.py), for the session.
+
+    Skips where the server binaries are missing, but fails under CI=true (.ci/run installs them).
+    """
+    from tests.postgres_server import PostgresServer, missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the PostgreSQL ledger tests: {reason}")
+        pytest.skip(reason)
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any) -> str:
+    """The postgresql:// URL of a fresh, empty database on the test server."""
+    return postgres_server.new_database()

@@ -215,6 +215,9 @@ def connect(
 ) -> Connection:
     """Open a dpsql connection. With neither database, policy nor tables: the bundled demo.
 
+    `ledger` is where the budget is charged: a SQLite file path, a `postgresql://` URL (one
+    budget shared by several processes and hosts; needs the `postgres` extra), or None for a
+    fresh in-memory budget for this connection.
     `random_seed` makes the noise reproducible: for tests and marked experiments only.
     `engine="spark"` runs the plans on Apache Spark: pass your SparkSession (`spark=`), or let
     dpsql start one (`master="local[2]"` or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`).

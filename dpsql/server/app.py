@@ -1,9 +1,10 @@
 """The asyncio transport of `dpsql serve`: sockets, TLS and threads around PgConnection.
 
 Each authenticated connection gets one Session (`open_session(..., analyst=<user>,
-ledger=<the server's ledger file>)`), so every answer is charged to that analyst's budget in one
-shared SQLite ledger. Protocol work (and so the Session's blocking engine calls) runs in a thread
-pool; the event loop only moves bytes.
+ledger=<the server's ledger>)`), so every answer is charged to that analyst's budget in one
+shared ledger: a SQLite file, or a PostgreSQL database that several servers share. Protocol work
+(and so the Session's blocking engine calls) runs in a thread pool; the event loop only moves
+bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
-from dpsql.accounting.ledger import Ledger
+from dpsql.accounting.ledger import open_ledger, redact
 from dpsql.session import Session, open_session, start_spark
 
 log = logging.getLogger("dpsql.server")
@@ -39,7 +40,7 @@ class ServerConfig:
     database: Path | None = None
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    ledger: Path | None = None
+    ledger: str | Path | None = None  # a SQLite file, or a postgresql:// URL (a str)
     tls_cert: Path | None = None
     tls_key: Path | None = None
     workers: int = 32
@@ -48,8 +49,9 @@ class ServerConfig:
     spark_remote: str | None = None
 
     @property
-    def ledger_path(self) -> Path:
-        """The shared ledger: --ledger, else `<policy stem>.ledger.sqlite` beside the policy.
+    def ledger_path(self) -> str | Path:
+        """The shared ledger: --ledger (a file or a postgresql:// URL), else
+        `<policy stem>.ledger.sqlite` beside the policy.
 
         Never in-memory: a per-connection ledger would hand out a fresh budget on every login.
         """
@@ -63,8 +65,9 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     loaded = policy if policy is not None else load_policy(config.policy)
     # One Ledger for the whole server: concurrent connections of an analyst then queue on its
     # lock instead of SQLite's busy-wait backoff (p99 tails in bench/server.py); BEGIN IMMEDIATE
-    # still guards against other processes sharing the file.
-    ledger = Ledger(config.ledger_path)
+    # still guards against other processes sharing the file (or the advisory lock, other servers
+    # sharing a PostgreSQL ledger).
+    ledger = open_ledger(config.ledger_path)
     # One SparkSession for the server, started before the first login; each connection's Session
     # gets its own child session (temp views, settings) and bounded relations.
     spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
@@ -206,7 +209,7 @@ async def run(config: ServerConfig) -> None:
     server = PgServer(config)
     await server.start()
     tls = "TLS available" if config.tls_cert else "no TLS"
-    log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls, config.ledger_path)
+    log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls, redact(config.ledger_path))
     try:
         await server.serve_forever()
     finally:

@@ -21,7 +21,9 @@ def serve_parser() -> argparse.ArgumentParser:
     parser.add_argument("--database", type=Path, help="DuckDB database file with the policy's tables")
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
-    parser.add_argument("--ledger", type=Path, help="budget ledger SQLite file (default: <policy>.ledger.sqlite beside the policy)")
+    parser.add_argument("--ledger", metavar="FILE|URL",  # a str: Path() would turn postgresql:// into postgresql:/
+                        help="budget ledger: a SQLite file, or a postgresql:// URL that several servers share "
+                             "(default: <policy>.ledger.sqlite beside the policy)")
     parser.add_argument("--tls-cert", type=Path, help="PEM certificate: enables TLS (SSLRequest answered 'S')")
     parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb", help="engine that holds the data")

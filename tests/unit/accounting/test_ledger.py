@@ -1,4 +1,9 @@
-"""The budget ledger: exact sums, refusals, persistence, concurrency and crash safety."""
+"""The budget ledger: exact sums, refusals, persistence, concurrency and crash safety.
+
+Behaviour tests run on both storages where they apply: `ledger` is an in-memory SQLite ledger or
+a fresh PostgreSQL database, `backend` gives fresh persistent targets (a SQLite file or a
+postgresql:// URL) and raw SQL access to them. The PostgreSQL server is real (tests/postgres_server.py).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,17 @@ import os
 import signal
 import sqlite3
 import threading
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import Ledger, LedgerEntry
+from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -35,9 +42,45 @@ def charge(ledger: Ledger, cost: PrivacyCost, budget: PrivacyCost, analyst: str 
     )
 
 
-@pytest.fixture
-def ledger():
-    with Ledger() as led:
+class Backend:
+    """Fresh persistent ledger targets of one storage, and raw SQL on them (`{charges}`, `{meta}`)."""
+
+    def __init__(self, name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.name = name
+        self._tmp = tmp_path
+        self._server = request.getfixturevalue("postgres_server") if name == "postgres" else None
+        self._count = 0
+
+    def target(self) -> str:
+        """A new, empty ledger location: a file path or a postgresql:// URL."""
+        self._count += 1
+        if self._server is not None:
+            return self._server.new_database()
+        return str(self._tmp / f"ledger{self._count}" / "l.db")
+
+    def execute(self, target: str, statement: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement outside dpsql (an operator, or an attacker with write access)."""
+        if self.name == "postgres":
+            import psycopg
+
+            statement = statement.format(charges="dpsql_charges", meta="dpsql_ledger").replace("?", "%s")
+            with psycopg.connect(target, autocommit=True) as raw:
+                cursor = raw.execute(statement, args)
+                return cursor.fetchall() if cursor.description else []
+        statement = statement.format(charges="charges", meta="schema_version")
+        with sqlite3.connect(target) as raw:
+            return raw.execute(statement, args).fetchall()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return Backend(request.param, tmp_path, request)
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    target = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    with open_ledger(target) as led:
         yield led
 
 
@@ -71,27 +114,34 @@ def test_sum_that_float_rounding_would_push_over_the_budget_is_accepted(ledger: 
     assert ledger.spent("alice").epsilon == 1
 
 
-def test_costs_wider_than_64_bits_round_trip_exactly(tmp_path: Path) -> None:
+def test_costs_wider_than_64_bits_round_trip_exactly(backend: Backend) -> None:
     cost = PrivacyCost(Fraction(2**80 + 1, 3**60), Fraction(1, 7**40))
     budget = PrivacyCost(10, Fraction(1, 2))
-    with Ledger(tmp_path / "l.db") as led:
+    target = backend.target()
+    with open_ledger(target) as led:
         charge(led, cost, budget)
         charge(led, cost, budget)
-    with Ledger(tmp_path / "l.db") as led:
+    with open_ledger(target) as led:
         assert [e.cost for e in led.entries()] == [cost, cost]
         assert led.spent("alice") == cost + cost
-    with sqlite3.connect(tmp_path / "l.db") as raw:
-        types = raw.execute("SELECT typeof(eps_num), typeof(eps_den), typeof(delta_num), typeof(delta_den) FROM charges")
-        assert set(types.fetchall()) == {("text", "text", "text", "text")}
+    if backend.name == "sqlite":
+        types = backend.execute(target, "SELECT typeof(eps_num), typeof(eps_den), typeof(delta_num), typeof(delta_den) FROM charges")
+        assert set(types) == {("text", "text", "text", "text")}
+    else:
+        types = backend.execute(target, "SELECT pg_typeof(eps_num)::text, pg_typeof(eps_den)::text, "
+                                "pg_typeof(delta_num)::text, pg_typeof(delta_den)::text FROM {charges}")
+        assert set(types) == {("text", "text", "text", "text")}
+    assert backend.execute(target, "SELECT eps_num, delta_den FROM {charges}")[0] == (str(2**80 + 1), str(7**40))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     costs=st.lists(st.fractions(min_value=0, max_value=1, max_denominator=1000), max_size=25),
     budget=st.fractions(min_value=0, max_value=5, max_denominator=1000),
 )
-def test_a_charge_is_accepted_iff_the_exact_total_fits(costs: list[Fraction], budget: Fraction) -> None:
-    with Ledger() as led:
+def test_a_charge_is_accepted_iff_the_exact_total_fits(backend: Backend, costs: list[Fraction], budget: Fraction) -> None:
+    # The fixture is shared by the examples, so each example opens a fresh target.
+    with (Ledger() if backend.name == "sqlite" else open_ledger(backend.target())) as led:
         total = Fraction(0)
         for eps in costs:
             if total + eps <= budget:
@@ -178,16 +228,28 @@ def test_restart_does_not_reset_spending(tmp_path: Path) -> None:
         assert raw.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
 
 
+def test_reopening_does_not_reset_spending(backend: Backend) -> None:
+    target = backend.target()
+    with open_ledger(target) as led:
+        charge(led, PrivacyCost(Fraction(7, 10)), PrivacyCost(1))
+    with open_ledger(target) as led:
+        assert led.spent("alice") == PrivacyCost(Fraction(7, 10))
+        with pytest.raises(BudgetExhaustedError):
+            charge(led, PrivacyCost(Fraction(4, 10)), PrivacyCost(1))
+        assert [e.params for e in led.entries()] == [PARAMS]
+    assert backend.execute(target, "SELECT version FROM {meta}") == [(1,)]
+
+
 def test_in_memory_ledger_has_no_path(ledger: Ledger) -> None:
     assert ledger.path is None
 
 
-def test_other_schema_version_is_refused(tmp_path: Path) -> None:
-    Ledger(tmp_path / "l.db").close()
-    with sqlite3.connect(tmp_path / "l.db") as raw:
-        raw.execute("UPDATE schema_version SET version = 99")
+def test_other_schema_version_is_refused(backend: Backend) -> None:
+    target = backend.target()
+    open_ledger(target).close()
+    backend.execute(target, "UPDATE {meta} SET version = 99")
     with pytest.raises(LedgerError):
-        Ledger(tmp_path / "l.db")
+        open_ledger(target)
 
 
 def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
@@ -197,25 +259,27 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("row", [("1", "0", "0", "1"), ("-5", "1", "0", "1"), ("x", "1", "0", "1")])
-def test_a_corrupt_cost_fails_closed(tmp_path: Path, row: tuple[str, ...]) -> None:
-    with Ledger(tmp_path / "l.db") as led:
+def test_a_corrupt_cost_fails_closed(backend: Backend, row: tuple[str, ...]) -> None:
+    target = backend.target()
+    with open_ledger(target) as led:
         charge(led, PrivacyCost(Fraction(1, 2)), PrivacyCost(1))
-    with sqlite3.connect(tmp_path / "l.db") as raw:
-        raw.execute("UPDATE charges SET eps_num = ?, eps_den = ?, delta_num = ?, delta_den = ?", row)
-    with Ledger(tmp_path / "l.db") as led:
+    backend.execute(target, "UPDATE {charges} SET eps_num = ?, eps_den = ?, delta_num = ?, delta_den = ?", row)
+    with open_ledger(target) as led:
         for call in (lambda: led.spent("alice"), led.entries, lambda: charge(led, PrivacyCost(0), PrivacyCost(1))):
             with pytest.raises(LedgerError):
                 call()
 
 
-def test_a_closed_ledger_raises_ledger_error(tmp_path: Path) -> None:
-    led = Ledger(tmp_path / "l.db")
+def test_a_closed_ledger_raises_ledger_error(backend: Backend) -> None:
+    led = open_ledger(backend.target())
     led.close()
     led.close()
     with pytest.raises(LedgerError):
         charge(led, PrivacyCost(0), PrivacyCost(1))
     with pytest.raises(LedgerError):
         led.spent("alice")
+    with pytest.raises(LedgerError):
+        led.entries()
 
 
 def test_unserialisable_params_are_refused_before_charging(ledger: Ledger) -> None:
@@ -228,8 +292,8 @@ def test_unserialisable_params_are_refused_before_charging(ledger: Ledger) -> No
 # --- concurrency and crashes ---------------------------------------------------------------
 
 
-def _charge_many(path: str, start: object, analysts: list[str], budget: PrivacyCost, results: object) -> None:
-    led = Ledger(path)
+def _charge_many(target: str, start: object, analysts: list[str], budget: PrivacyCost, results: object) -> None:
+    led = open_ledger(target)
     ok = refused = 0
     errors: list[str] = []
     start.wait(timeout=60)  # type: ignore[attr-defined]  # a Barrier: both processes begin together
@@ -245,34 +309,34 @@ def _charge_many(path: str, start: object, analysts: list[str], budget: PrivacyC
     results.put((ok, refused, errors))  # type: ignore[attr-defined]
 
 
-def _run_two_processes(path: str, analysts: list[str], budget: PrivacyCost) -> tuple[int, int]:
-    start, results = SPAWN.Barrier(2), SPAWN.Queue()
-    procs = [SPAWN.Process(target=_charge_many, args=(path, start, analysts, budget, results)) for _ in range(2)]
+def _run_processes(target: str, analysts: list[str], budget: PrivacyCost, count: int = 2) -> tuple[int, int]:
+    start, results = SPAWN.Barrier(count), SPAWN.Queue()
+    procs = [SPAWN.Process(target=_charge_many, args=(target, start, analysts, budget, results)) for _ in range(count)]
     for proc in procs:
         proc.start()
     outcomes = [results.get(timeout=60) for _ in procs]
     for proc in procs:
         proc.join(timeout=30)
         assert proc.exitcode == 0
-    assert [errors for _, _, errors in outcomes] == [[], []]
+    assert [errors for _, _, errors in outcomes] == [[]] * count
     return sum(ok for ok, _, _ in outcomes), sum(refused for _, refused, _ in outcomes)
 
 
-def test_two_processes_cannot_overspend(tmp_path: Path) -> None:
-    path = str(tmp_path / "l.db")
-    assert _run_two_processes(path, ["alice"] * 200, PrivacyCost(3.0)) == (300, 100)
-    with Ledger(path) as led:
+def test_two_processes_cannot_overspend(backend: Backend) -> None:
+    target = backend.target()
+    assert _run_processes(target, ["alice"] * 200, PrivacyCost(3.0)) == (300, 100)
+    with open_ledger(target) as led:
         assert led.spent("alice") == PrivacyCost(3)
         assert len(led.entries()) == 300
 
 
-def test_two_processes_race_for_many_last_slots(tmp_path: Path) -> None:
+def test_two_processes_race_for_many_last_slots(backend: Backend) -> None:
     # Every analyst can afford exactly one charge and both processes try each one at the same
     # moment: 200 budget boundaries, so a check outside the write transaction shows up.
-    path = str(tmp_path / "l.db")
+    target = backend.target()
     analysts = [f"analyst{i}" for i in range(200)]
-    assert _run_two_processes(path, analysts, PrivacyCost(Fraction(1, 100))) == (200, 200)
-    with Ledger(path) as led:
+    assert _run_processes(target, analysts, PrivacyCost(Fraction(1, 100))) == (200, 200)
+    with open_ledger(target) as led:
         assert all(led.spent(a) == PrivacyCost(Fraction(1, 100)) for a in analysts)
 
 
@@ -298,15 +362,15 @@ def test_threads_cannot_overspend_an_in_memory_ledger(ledger: Ledger) -> None:
     assert ledger.spent("alice") == PrivacyCost(3)
 
 
-def _charge_then_hang(path: str, charged: object) -> None:
-    led = Ledger(path)
+def _charge_then_hang(target: str, charged: object) -> None:
+    led = open_ledger(target)
     charge(led, PrivacyCost(Fraction(1, 4)), PrivacyCost(1))
     charged.set()  # type: ignore[attr-defined]
     threading.Event().wait(120)
 
 
-def test_a_process_killed_after_charging_keeps_its_charge(tmp_path: Path) -> None:
-    path = str(tmp_path / "l.db")
+def test_a_process_killed_after_charging_keeps_its_charge(backend: Backend) -> None:
+    path = backend.target()
     charged = SPAWN.Event()
     proc = SPAWN.Process(target=_charge_then_hang, args=(path, charged))
     proc.start()
@@ -316,6 +380,6 @@ def test_a_process_killed_after_charging_keeps_its_charge(tmp_path: Path) -> Non
     finally:
         proc.join(timeout=30)
     assert proc.exitcode == -signal.SIGKILL
-    with Ledger(path) as led:
+    with open_ledger(path) as led:
         assert led.spent("alice") == PrivacyCost(Fraction(1, 4))
         assert len(led.entries()) == 1

@@ -1,0 +1,160 @@
+"""The SQLite store of the ledger: one file (WAL mode), or memory.
+
+``charging`` runs in ``BEGIN IMMEDIATE``: the write lock is taken before the analyst's total is
+read, so two processes cannot overspend, and a COMMIT with ``synchronous = FULL`` survives a
+killed process. Inside that transaction the file at the path must still be the one opened (same
+device and inode, for the database and its WAL) and hold the random ledger id read at open:
+a ledger whose file was deleted or replaced under an open connection would otherwise keep
+charging a file nobody else sees (and the next session would start from a fresh budget).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dpsql.accounting.store import (
+    CHARGE_FIELDS,
+    SCHEMA_VERSION,
+    ChargeRow,
+    LedgerStore,
+    TotalRow,
+    new_ledger_id,
+)
+from dpsql.errors import LedgerError
+
+_BUSY_TIMEOUT_S = 30.0
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS charges (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, session TEXT NOT NULL,
+        time REAL NOT NULL, query TEXT NOT NULL, plan_hash TEXT NOT NULL, mechanism TEXT NOT NULL,
+        params TEXT NOT NULL, eps_num TEXT NOT NULL, eps_den TEXT NOT NULL,
+        delta_num TEXT NOT NULL, delta_den TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS charges_by_analyst ON charges (analyst, id)",
+    # Added after schema version 1 without changing it: older files get an id when next opened.
+    "CREATE TABLE IF NOT EXISTS ledger_identity (ledger_id TEXT NOT NULL)",
+)
+_FIELDS = ", ".join(CHARGE_FIELDS)
+_INSERT = f"INSERT INTO charges ({_FIELDS}) VALUES ({', '.join('?' * len(CHARGE_FIELDS))})"
+_SELECT = f"SELECT id, {_FIELDS} FROM charges"
+# Grouped by exact cost, so the sum stays cheap when the same costs repeat.
+_TOTALS = (
+    "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
+    "GROUP BY eps_num, eps_den, delta_num, delta_den"
+)
+_GONE = "the budget ledger file was removed or replaced since it was opened; the query was not run"
+
+FileIds = tuple[tuple[int, int], tuple[int, int] | None]
+
+
+def _file_ids(path: Path) -> FileIds:
+    """(device, inode) of the database file and of its WAL (None when there is no WAL)."""
+    db = os.stat(path)
+    try:
+        wal = os.stat(f"{path}-wal")
+    except FileNotFoundError:
+        return (db.st_dev, db.st_ino), None
+    return (db.st_dev, db.st_ino), (wal.st_dev, wal.st_ino)
+
+
+class SqliteStore(LedgerStore):
+    """A SQLite ledger file, or an in-memory one (``path`` None or ":memory:").
+
+    Raises:
+        LedgerError: the file cannot be opened, is not a ledger, or has another schema version.
+    """
+
+    driver_errors = (sqlite3.Error, OSError)
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self._path = None if path is None or str(path) == ":memory:" else Path(path).expanduser()
+        try:
+            if self._path is not None:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            target = ":memory:" if self._path is None else str(self._path)
+            # timeout= is SQLite's busy timeout: a concurrent writer makes us wait, not fail.
+            self._conn = sqlite3.connect(target, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        except (sqlite3.Error, OSError) as err:
+            raise LedgerError("the budget ledger could not be opened") from err
+        try:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            with self._transaction():
+                self._ledger_id = self._create_schema()
+                # Taken with the write lock held: nobody can swap the file between open and here.
+                self._files = None if self._path is None else _file_ids(self._path)
+        except BaseException as err:
+            self._conn.close()
+            if isinstance(err, (sqlite3.Error, OSError)):
+                raise LedgerError("the budget ledger could not be opened") from err
+            raise
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @contextmanager
+    def charging(self, analyst: str) -> Iterator[None]:
+        with self._transaction():
+            self.verify()
+            yield
+
+    def totals(self, analyst: str) -> list[TotalRow]:
+        return self._conn.execute(_TOTALS, (analyst,)).fetchall()
+
+    def insert(self, row: tuple[object, ...]) -> int:
+        row_id = self._conn.execute(_INSERT, row).lastrowid
+        assert row_id is not None
+        return row_id
+
+    def rows(self, analyst: str | None) -> list[ChargeRow]:
+        if analyst is None:
+            return self._conn.execute(f"{_SELECT} ORDER BY id").fetchall()
+        return self._conn.execute(f"{_SELECT} WHERE analyst = ? ORDER BY id", (analyst,)).fetchall()
+
+    def verify(self) -> None:
+        if self._path is not None and self._files is not None:
+            try:
+                db, wal = _file_ids(self._path)
+            except OSError as err:
+                raise LedgerError(_GONE) from err
+            # A WAL that did not exist at open may appear; one that did must not change.
+            if db != self._files[0] or (self._files[1] is not None and wal != self._files[1]):
+                raise LedgerError(_GONE)
+        if self._conn.execute("SELECT ledger_id FROM ledger_identity").fetchall() != [(self._ledger_id,)]:
+            raise LedgerError(_GONE)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _create_schema(self) -> str:
+        for statement in _SCHEMA:
+            self._conn.execute(statement)
+        versions = [v for (v,) in self._conn.execute("SELECT version FROM schema_version")]
+        if not versions:
+            self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        elif versions != [SCHEMA_VERSION]:
+            raise LedgerError("the budget ledger has an unsupported schema version")
+        ids = [i for (i,) in self._conn.execute("SELECT ledger_id FROM ledger_identity")]
+        if not ids:
+            ids = [new_ledger_id()]
+            self._conn.execute("INSERT INTO ledger_identity (ledger_id) VALUES (?)", ids)
+        if len(ids) != 1 or not isinstance(ids[0], str):
+            raise LedgerError("the budget ledger has an invalid identity")
+        return ids[0]
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT; roll back on any exception."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
