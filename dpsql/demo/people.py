@@ -102,7 +102,8 @@ _SOURCE_LINE = "@SOURCE@\n"
 _DEPT_LIST = ", ".join(json.dumps(d) for d in DEPTS)  # as TOML strings
 _POLICY_TEMPLATE = f"""\
 # dpsql demo policy: the synthetic `people` table (see dpsql/demo/people.py).
-# Copy this file and edit it to describe your own data; DESIGN.md section 4 lists every key.
+# Copy this file and edit it to describe your own data; docs/policy-reference.md in the dpsql
+# repository lists every key (`dpsql policy init SOURCE` writes a skeleton from your data).
 
 [budget]                          # the privacy budget of each analyst, for the life of the ledger
 epsilon = 10.0                    # total epsilon an analyst may spend over all queries
