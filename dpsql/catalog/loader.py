@@ -347,8 +347,11 @@ def _analyst(name: str, spec: Any, where: _Where) -> Analyst:
         raise where.error(f"{prefix}.password", "must be a SCRAM-SHA-256 verifier string")
     budget = None
     if "epsilon" in spec or "delta" in spec:
-        budget = PrivacyCost(
-            _number(spec.get("epsilon", 0), f"{prefix}.epsilon", where),
-            _number(spec.get("delta", 0), f"{prefix}.delta", where),
-        )
+        epsilon = _number(spec.get("epsilon", 0), f"{prefix}.epsilon", where)
+        delta = _number(spec.get("delta", 0), f"{prefix}.delta", where)
+        if epsilon < 0:
+            raise where.error(f"{prefix}.epsilon", "must be >= 0")
+        if not 0 <= delta < 1:
+            raise where.error(f"{prefix}.delta", "must be in [0, 1)")
+        budget = PrivacyCost(epsilon, delta)
     return Analyst(name=name, password=password, budget=budget)

@@ -38,3 +38,10 @@ def test_engine_limits_reach_the_session_engine(tmp_path: Path) -> None:
 def test_without_engine_limits_duckdb_keeps_its_defaults() -> None:
     policy = policy_from_dict(BASE)
     assert policy.engine.memory_limit is None and policy.engine.threads is None
+
+
+@pytest.mark.parametrize("analyst", [{"epsilon": -1}, {"delta": 1}, {"epsilon": 1, "delta": -0.1}])
+def test_analyst_budgets_out_of_range_are_policy_errors(analyst: dict[str, object]) -> None:
+    with pytest.raises(CatalogError) as info:
+        policy_from_dict({**BASE, "analysts": {"bob": analyst}})
+    assert info.value.code == "DP001" and "analysts.bob." in str(info.value)
