@@ -4,7 +4,7 @@
     python bench/engines.py --rows 1000000 10000000 --runs 3 1   # --runs per size: 3 at 1M, 1 at 10M
     python bench/engines.py --rows 1000000 --spark-conf spark.sql.shuffle.partitions=200  # Spark default
 
-Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run, in this
+Run by hand, not a test (bench/README.md). Every number printed is measured in this run, in this
 process; the printed report is also written to bench/results-engines.txt (overwritten).
 
 Data: the cached `people` Parquet file and its policy (total budget epsilon 1e9) per size, made by

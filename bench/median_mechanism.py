@@ -4,7 +4,7 @@
     python bench/median_mechanism.py --part utility      # or --part latency
     python bench/median_mechanism.py --queries 35000 --sizes 1000 10000 100000
 
-Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run.
+Run by hand, not a test (bench/README.md). Every number printed is measured in this run.
 
 1. Utility. On a correlated workload (drill-downs: a 2-D range on a column pair, then an equality,
    then a range; and overlapping 2-D ranges on column pairs; 4 columns; fixed seeds) at a total

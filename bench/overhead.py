@@ -3,7 +3,7 @@
     python bench/overhead.py [--rows 1000000 10000000] [--runs 7] [--data-dir bench/data]
     python bench/overhead.py --rows 10000000 --profile dept      # profile warm dpsql runs only
 
-Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run, in
+Run by hand, not a test (bench/README.md). Every number printed is measured in this run, in
 this process, with time.perf_counter:
 
 1. Data: the synthetic `people` table (dpsql.demo.people) at each size, written once as Parquet

@@ -4,10 +4,10 @@
     python bench/robust.py --rows 100000 1000000 --runs 40  # more releases per mechanism
     python bench/robust.py --mode-sweep-only                # MODE on Zipf data at n = 500 .. 10000
 
-Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run.
+Run by hand, not a test (bench/README.md). Every number printed is measured in this run.
 
 Data (cached as Parquet with its policy in --data-dir/robust-<rows>/): one row per person
-(max_rows = 1, row-level privacy, as in design/ptr-and-asamp.md section 6), columns
+(max_rows = 1, row-level privacy, the setting the PTR analysis in docs/mechanisms.md assumes), columns
   age     int in [18, 90], the demo's age distribution (flat to 60, thinning to 90);
   income  float, lognormal (median about 40,000, sigma 0.8), clipped to [0, 500000], cents;
           no `precision`: SMed ranks it on the derived grid 500 (ir.plan.median_grid);

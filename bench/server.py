@@ -2,7 +2,7 @@
 
     python bench/server.py [--clients 1 4 16] [--queries 240] [--warmup 2]
 
-Run by hand, not a test (DESIGN section 11). Every number printed is measured in this run:
+Run by hand, not a test (bench/README.md). Every number printed is measured in this run:
 
 1. Data: the bundled demo (`people`, 100,000 rows, as Parquet), with a copy of its policy that
    gives the analyst `bench` a SCRAM verifier and a budget of epsilon 1e9, so nothing is exhausted.
