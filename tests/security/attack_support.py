@@ -17,7 +17,13 @@ import pandas as pd
 from scipy import stats
 
 import dpsql
-from tests.integration.test_security import SECRET, SECRET_ID, exception_texts, forbid_engine, with_secret_person
+from tests.integration.test_security import (
+    SECRET,
+    SECRET_ID,
+    exception_texts,
+    forbid_engine,
+    with_secret_person,
+)
 
 __all__ = ["SECRET", "SECRET_ID", "Outcome", "cp_lower", "cp_upper", "dp_violations", "exception_texts",
            "forbid_engine", "outcome", "with_secret_person"]
