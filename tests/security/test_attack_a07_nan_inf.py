@@ -103,7 +103,7 @@ def test_nan_and_inf_of_one_person_move_each_raw_aggregate_by_at_most_its_sensit
             assert isinstance(a, int) and isinstance(b, int), (release, a, b)
             distance += abs(a - b)
         assert distance <= release.spec.sensitivity, (release.raw.kind, distance, release.spec.sensitivity)
-    # NaN, +-inf and NULL are dropped before clamping (DESIGN 2): when all the person's values
+    # NaN, +-inf and NULL are dropped before clamping (README, "Privacy semantics"): when all the person's values
     # are such, the sum of incomes does not move at all.
     if kind != "mixed" and not compiled.plan.query.keys:
         assert raw_d[()][2] == raw_d2[()][2]
