@@ -97,6 +97,7 @@ def test_a02_differencing_pair_is_within_the_charged_two_epsilon(neighbours) -> 
     assert sum(y1 - y2 == 3 for y1, y2 in out_d) < RUNS / 2
 
 
+@pytest.mark.slow
 def test_a02_negative_control_noise_reused_across_the_two_queries_is_caught(neighbours) -> None:
     policy, engines, n = neighbours
     runs = 200  # 200/200 against 0/200 is flagged at e^2 from n = 128 on (alpha^(1/n) > e^2 / (1 + e^2))

@@ -121,6 +121,7 @@ def test_unique_private_key_is_released_with_probability_at_most_delta(selection
     assert lower <= p0 <= upper, (hits, n, p0)
 
 
+@pytest.mark.slow
 def test_unique_private_key_through_the_sql_path_matches_the_release_step(selection_setup) -> None:
     # The whole session path (compile, charge, engine with a fresh selection seed, release, post-
     # processing): 300 trials, each a fresh Session with its own seeded source and ledger. The
@@ -134,6 +135,7 @@ def test_unique_private_key_through_the_sql_path_matches_the_release_step(select
     assert clopper_pearson(hits, n)[0] <= DELTA
 
 
+@pytest.mark.slow
 def test_negative_control_a_lowered_threshold_is_detected(selection_setup, monkeypatch) -> None:
     policy, engine, compiled, raw = selection_setup
     monkeypatch.setattr(PartitionSelectionSpec, "threshold", property(lambda self: 3))

@@ -56,8 +56,8 @@ def test_a14_bottom_is_charged_and_reads_the_same_whatever_the_data(connect, peo
     assert len(seen) == 1, seen
 
 
-def refusal_rates(tmp, runs: int) -> tuple[int, int]:
-    d, d2 = mode_prepared(tmp, 8, 2)
+def refusal_rates(directory, runs: int) -> tuple[int, int]:
+    d, d2 = mode_prepared(directory, 8, 2)
     assert d.stats() == {"y": 9, "x": 2} and d2.stats() == {"y": 8, "x": 3}  # d = tau = 3 and tau - 1
     return (sum(v == REFUSED for v in d.outputs(runs, 0)), sum(v == REFUSED for v in d2.outputs(runs, 50_000)))
 
