@@ -29,6 +29,7 @@ ANSWERED_ON_BOTH = [
     f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN age + 9223372036854775807 > 0 ELSE true END",
     f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN sqrt(0 - age) > 0 ELSE true END",
     f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN ln(0 - age) > 0 ELSE true END",
+    f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN chr(CAST(age * 100000 AS INTEGER)) = 'x' ELSE true END",
     f"SELECT SUM(income) FROM people WHERE CASE WHEN person_id = {T} THEN CAST(region AS DOUBLE) > 0 ELSE true END",
     f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) dept, COUNT(*) FROM people "
     f"WHERE CASE WHEN person_id = {T} THEN CAST(region AS INT) > 0 ELSE true END GROUP BY dept",
@@ -37,6 +38,7 @@ REFUSED_ON_BOTH = [  # (query, code): refused before the charge whatever the dat
     (f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN error('x') ELSE true END", "DP113"),
     (f"SELECT SUM(age * 9223372036854775807) FROM people WHERE person_id = {T}", "DP115"),
     ("SELECT SUM(sqrt(0 - age)) FROM people", "DP115"),
+    # chr has no BIGINT overload on DuckDB: a type error, found by the dry run on no data
     (f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN chr(age * 100000) = 'x' ELSE true END", "DP123"),
     (f"SELECT COUNT(*) FROM people WHERE CASE WHEN person_id = {T} THEN regexp_matches(region, region) ELSE false END", "DP125"),
 ]
