@@ -1,13 +1,14 @@
 """Attacks from design/attacks.md, run end to end against dpsql.connect and the DuckDB engine.
 
-Each test names the attack row it covers (A3, A4, A6, A7, A8 and the refusal channel of DESIGN
-section 2) and would fail if the defence it checks were removed; the comments say how.
+Each test names the attack row it covers (A3, A4, A8 and the refusal channel of DESIGN section 2)
+and would fail if the defence it checks were removed; the comments say how. The standing attack
+suite is tests/security (one module per attack, A1-A15); the A6 and A7 blocks moved there, and
+its modules import the helpers below.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -15,7 +16,6 @@ import sys
 import textwrap
 import time
 import traceback
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,25 +23,13 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pytest
-from scipy import stats
 from sqlglot import exp
 
 import dpsql
 from dpsql.accounting.ledger import Ledger
-from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult, bounded_name
-from dpsql.backend.files import write_duckdb
-from dpsql.catalog.loader import load_policy
+from dpsql.backend.duckdb_engine import bounded_name
 from dpsql.demo.people import generate_people
 from dpsql.errors import BudgetExhaustedError, EngineError, OperationalError, ProgrammingError
-from dpsql.ir.plan import release_name
-from dpsql.ir.query import key_name
-from dpsql.mechanisms import laplace
-from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.pipeline import CompiledQuery, compile_statement, release_rows
-from dpsql.session import Session
-from tests.conftest import make_policy_text
 
 SECRET = "Alice-Secret-42"
 SECRET_INCOME = 123456.78  # a distinctive private number
@@ -187,106 +175,6 @@ def test_a_single_query_over_the_budget_is_refused_and_nothing_is_recorded(conne
     with pytest.raises(BudgetExhaustedError):
         con.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1.0000001) COUNT(*) FROM people")
     assert calls == [] and con.ledger() == [] and con.budget == (1.0, 1e-5)
-
-
-# --- A7: NaN and +-inf injected by one person ---------------------------------------------------
-
-NAN_QUERIES = (
-    "SELECT COUNT(*), COUNT(income), SUM(income), AVG(income), SUM(age) FROM people",
-    "SELECT dept, COUNT(*), SUM(income), AVG(income) FROM people GROUP BY dept",
-)
-# Incomes of the injected person, as text cast to DOUBLE inside DuckDB. (A pandas NaN would
-# arrive as NULL: DuckDB reads float NaN of a DataFrame as NULL, so real NaN needs a file.)
-INJECTED = {
-    "nan": ["nan"] * 10,
-    "inf": ["inf"] * 10,
-    "-inf": ["-inf"] * 10,
-    "null": [None] * 10,
-    "mixed": ["nan", "inf", "-inf", "1e308", "-1e308", "nan", "500001", "inf", "1e308", "1e308"],
-}
-SPREAD_DEPTS = ["sales", "hr", "legal", "engineering", "sales", "hr", "legal", "engineering", "sales", "hr"]
-
-
-def people_database(path: Path, frame: pd.DataFrame, incomes: list[str | None] = ()) -> Path:
-    """A DuckDB file with `frame` as table people, plus one person (SECRET_ID) with one row per
-    entry of `incomes` (text such as 'nan' or 'inf' cast to DOUBLE by DuckDB), spread over depts."""
-    write_duckdb(frame, path, "people")
-    with duckdb.connect(str(path)) as con:
-        for income, dept in zip(incomes, SPREAD_DEPTS):
-            con.execute("INSERT INTO people VALUES (?, 44, CAST(? AS DOUBLE), ?, ?)", [SECRET_ID, income, dept, SECRET])
-    return path
-
-
-def raw_aggregates(policy_path: Path, database: Path, sql: str, seed: int = 987654321) -> tuple[CompiledQuery, dict]:
-    """The exact pre-noise aggregates of `sql`: {group key: {release index: value}}."""
-    policy = load_policy(policy_path)
-    _, compiled = compile_statement(sql, None, AnalysisContext(policy, policy.budget.default_query))
-    engine = DuckDBEngine(policy, database)
-    try:
-        engine.ensure_bounded(compiled.plan.query.table, seed)  # same bounding seed for D and D'
-        raw = engine.run(compiled.engine)
-    finally:
-        engine.close()
-    nkeys = len(compiled.plan.query.keys)
-    index = {name: i for i, name in enumerate(raw.names)}
-    out = {}
-    for row in raw.rows:
-        out[tuple(row[:nkeys])] = {r: row[index[release_name(r)]] for r in range(len(compiled.plan.releases))}
-    return compiled, out
-
-
-def test_injected_values_really_are_nan_and_inf(tmp_path: Path, people_frame: pd.DataFrame) -> None:
-    path = people_database(tmp_path / "d.duckdb", people_frame, INJECTED["mixed"])
-    with duckdb.connect(str(path), read_only=True) as con:
-        values = [v for (v,) in con.execute("SELECT income FROM people WHERE person_id = ?", [SECRET_ID]).fetchall()]
-    assert sum(math.isnan(v) for v in values) == 2 and values.count(math.inf) == 2 and values.count(-math.inf) == 1
-
-
-@pytest.mark.parametrize("kind", list(INJECTED))
-@pytest.mark.parametrize("sql", NAN_QUERIES)
-def test_nan_and_inf_of_one_person_move_each_raw_aggregate_by_at_most_its_sensitivity(
-    policy_file, people_frame, tmp_path: Path, kind: str, sql: str
-) -> None:
-    # D' = the people table; D = D' plus one person with 10 rows (over max_rows = 3) whose
-    # incomes are NaN/inf/NULL/huge, spread over several departments. For every released raw
-    # aggregate, the L1 distance between D and D' over all groups must stay within the planned
-    # sensitivity (grid units), and every raw value must be an exact integer. This fails if NaN
-    # reaches the sum (|NaN - x| <= s is false), if clamping or max_rows bounding is skipped
-    # (10 x 500000 > 3 x 500000), or if a sensitivity is understated.
-    policy = policy_file()
-    compiled, raw_d = raw_aggregates(policy, people_database(tmp_path / "d.duckdb", people_frame, INJECTED[kind]), sql)
-    _, raw_d2 = raw_aggregates(policy, people_database(tmp_path / "d2.duckdb", people_frame), sql)
-    for r, release in enumerate(compiled.plan.releases):
-        distance = 0
-        for key in set(raw_d) | set(raw_d2):
-            a, b = raw_d.get(key, {}).get(r) or 0, raw_d2.get(key, {}).get(r) or 0
-            assert isinstance(a, int) and isinstance(b, int), (release, a, b)
-            distance += abs(a - b)
-        assert distance <= release.spec.sensitivity, (release.raw.kind, distance, release.spec.sensitivity)
-    # NaN, +-inf and NULL are dropped before clamping (DESIGN 2): when all the person's values
-    # are such, the sum of incomes does not move at all.
-    if kind != "mixed" and not compiled.plan.query.keys:
-        assert raw_d[()][2] == raw_d2[()][2]
-
-
-def test_nan_output_is_impossible_end_to_end_and_noise_free_sums_differ_by_at_most_the_sensitivity(
-    connect, policy_file, people_frame, tmp_path: Path, monkeypatch
-) -> None:
-    # The same check through dpsql.connect, with the Laplace draw replaced by the exact value.
-    monkeypatch.setattr(laplace, "release", lambda spec, raw, rng: int(raw))
-    policy = policy_file()
-    sql = "SELECT SUM(income), AVG(income), COUNT(income) FROM people"
-    outputs = []
-    for name, incomes in (("d", INJECTED["mixed"]), ("d2", [])):
-        con = connect(policy, database=people_database(tmp_path / f"{name}.duckdb", people_frame, incomes), random_seed=3)
-        row = con.execute(sql).fetchone()
-        assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in row), row
-        outputs.append((row, con.ledger()[-1].params["releases"]))
-    (row_d, releases), (row_d2, _) = outputs
-    sum_sensitivity = Fraction(releases[0]["sensitivity"])  # value units: 3 x 500000
-    assert sum_sensitivity == 1_500_000
-    assert abs(Fraction(row_d[0]) - Fraction(row_d2[0])) <= sum_sensitivity
-    assert abs(row_d[2] - row_d2[2]) <= 3
 
 
 # --- A8: data-dependent engine errors -----------------------------------------------------------
@@ -487,120 +375,6 @@ def test_two_processes_of_200_charges_spend_exactly_the_budget(policy_file, tmp_
     with Ledger(ledger) as led:
         entries = led.entries("alice")
         assert len(entries) == 300 and led.spent("alice").epsilon == Fraction(3)
-
-
-# --- A6: a private-domain key held by one person is released with probability <= delta -----------
-#
-# Hypothesis H0 (what the partition selection claims): a GROUP BY key present only because of
-# one person, who keeps 1 row, is released with probability p <= delta. With eps = 1, delta =
-# 0.05 and max_groups = 2 the noise on person counts is discrete Laplace of scale 2, and the
-# implementation's threshold t satisfies max_groups * P(X >= t - 1) <= delta, so the exact
-# release probability of the unique key is p0 = P(X >= t - 1) = q^(t-1) / (1 + q), q = e^(-1/2).
-# p0 is about 0.019, well below delta = 0.05, so N trials estimate it sharply: with N = 20,000
-# the one-sided Clopper-Pearson upper bound at confidence 1 - 1e-6 lands near 0.024.
-# Negative control: a threshold lowered to 3 releases the key with P(X >= 2) ~ 0.23, and the
-# same check then fails (its lower bound is far above delta).
-
-DELTA = 0.05
-UNIQUE = "Zyx-Unique-Region"
-SELECT_REGIONS = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = {DELTA}) region FROM people GROUP BY region"
-CONFIDENCE_ALPHA = 1e-6
-
-
-def clopper_pearson(hits: int, n: int, alpha: float = CONFIDENCE_ALPHA) -> tuple[float, float]:
-    """One-sided Clopper-Pearson bounds, each holding with probability >= 1 - alpha."""
-    lower = 0.0 if hits == 0 else float(stats.beta.ppf(alpha, hits, n - hits + 1))
-    upper = 1.0 if hits == n else float(stats.beta.ppf(1 - alpha, hits + 1, n - hits))
-    return lower, upper
-
-
-def upper_tail(scale: Fraction, k: int) -> float:
-    """P(X >= k) for X discrete Laplace of `scale`, k >= 0: q^k / (1 + q), q = e^(-1/scale)."""
-    q = math.exp(-1 / float(scale))
-    return q**k / (1 + q)
-
-
-@pytest.fixture(scope="module")
-def selection_setup(tmp_path_factory) -> Iterator[tuple[Any, DuckDBEngine, CompiledQuery, EngineResult]]:
-    path = tmp_path_factory.mktemp("selection") / "policy.toml"
-    path.write_text(make_policy_text(delta=0.5))
-    policy = load_policy(path)
-    frame = with_secret_person(generate_people(400, seed=99), rows=1, region=UNIQUE)
-    engine = DuckDBEngine(policy, None, {"people": frame})
-    _, compiled = compile_statement(SELECT_REGIONS, None, AnalysisContext(policy, policy.budget.default_query))
-    engine.ensure_bounded(compiled.plan.query.table, 1)
-    raw = engine.run(compiled.engine, {"seed": 1})
-    yield policy, engine, compiled, raw
-    engine.close()
-
-
-def unique_key_hits_by_release(compiled: CompiledQuery, raw: EngineResult, seeds: range) -> int:
-    hits = 0
-    for seed in seeds:
-        columns, _ = release_rows(compiled, raw, SeededRandomSource(seed))
-        hits += UNIQUE in columns[key_name(0)]
-    return hits
-
-
-def unique_key_hits_by_sql(policy: Any, engine: DuckDBEngine, seeds: range) -> int:
-    hits = 0
-    for seed in seeds:
-        session = Session(policy, engine, Ledger(None), rng=SeededRandomSource(seed))  # a fresh budget per trial
-        keys = {row[0] for row in session.execute(SELECT_REGIONS).rows}
-        assert keys <= {"north", "south", "east", "west", "central", UNIQUE}
-        hits += UNIQUE in keys
-    return hits
-
-
-def test_selection_threshold_meets_delta_and_is_tight(selection_setup) -> None:
-    _, _, compiled, raw = selection_setup
-    spec = compiled.plan.selection
-    assert spec is not None and spec.max_groups == 2 and spec.epsilon == 1 and spec.scale == 2
-    t = spec.threshold
-    assert spec.max_groups * upper_tail(spec.scale, t - 1) <= DELTA < spec.max_groups * upper_tail(spec.scale, t - 2)
-    # The engine's person count of the unique key is 1 and does not depend on the selection seed
-    # (every person here has one region), so the release step alone decides what is released.
-    units = {row[0]: row[-1] for row in raw.rows}
-    assert units[UNIQUE] == 1
-    other = DuckDBEngine.run(selection_setup[1], compiled.engine, {"seed": 2})
-    assert sorted(other.rows) == sorted(raw.rows)
-
-
-def test_unique_private_key_is_released_with_probability_at_most_delta(selection_setup) -> None:
-    _, _, compiled, raw = selection_setup
-    n = 20_000
-    hits = unique_key_hits_by_release(compiled, raw, range(n))
-    lower, upper = clopper_pearson(hits, n)
-    assert upper <= DELTA, (hits, n, upper)
-    # Sharper: the rate matches the exact p0 (two-sided, 2e-6 in all), so the per-key bound
-    # delta / max_groups of the partition-selection analysis holds too.
-    p0 = upper_tail(compiled.plan.selection.scale, compiled.plan.selection.threshold - 1)
-    assert lower <= p0 <= upper, (hits, n, p0)
-
-
-def test_unique_private_key_through_the_sql_path_matches_the_release_step(selection_setup) -> None:
-    # The whole session path (compile, charge, engine with a fresh selection seed, release, post-
-    # processing): 300 trials, each a fresh Session with its own seeded source and ledger. The
-    # release count must be consistent with p0 (two-sided binomial test at 1e-6) and show no
-    # evidence of exceeding delta.
-    policy, engine, compiled, _ = selection_setup
-    n = 300
-    hits = unique_key_hits_by_sql(policy, engine, range(10**6, 10**6 + n))
-    p0 = upper_tail(compiled.plan.selection.scale, compiled.plan.selection.threshold - 1)
-    assert stats.binomtest(hits, n, p0).pvalue > CONFIDENCE_ALPHA, (hits, n, p0)
-    assert clopper_pearson(hits, n)[0] <= DELTA
-
-
-def test_negative_control_a_lowered_threshold_is_detected(selection_setup, monkeypatch) -> None:
-    policy, engine, compiled, raw = selection_setup
-    monkeypatch.setattr(PartitionSelectionSpec, "threshold", property(lambda self: 3))
-    n = 2_000
-    hits = unique_key_hits_by_release(compiled, raw, range(n))
-    lower, upper = clopper_pearson(hits, n)
-    assert upper > DELTA  # the main check above would fail
-    assert lower > DELTA  # and confidently: released with probability ~0.23 > delta
-    hits = unique_key_hits_by_sql(policy, engine, range(10**6, 10**6 + 150))
-    assert clopper_pearson(hits, 150)[0] > DELTA  # detected through the SQL path too
 
 
 def test_query_only_engine_errors_are_refused_before_the_charge(connect, numeric_text_people) -> None:

@@ -1,0 +1,80 @@
+"""A5: join fan-out. A self-join on the privacy unit, a foreign-key chain, `UNION ALL` of a table
+with itself, or `FROM t, t` multiplies one person's rows: a person with k rows moves a self-join
+COUNT by k^2, past the sensitivity (max_rows) the noise is calibrated for.
+
+Pass criterion: dpsql reads one table per query, so every such query is refused with DP110
+before the charge and before the engine is reached, with the same text whatever the data. The
+control shows the attack is real: the same self-join run bare on the engine moves by k^2 = 9
+when one person with 3 rows is added, three times the COUNT's sensitivity.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pytest
+
+import dpsql
+from tests.security.attack_support import (
+    forbid_engine,
+    with_secret_person,
+    without_person,
+)
+
+VISITS = """
+[tables.visits]
+privacy_unit = "person_id"
+max_rows = 3
+
+[tables.visits.columns]
+person_id = { type = "int" }
+site = { type = "text" }
+"""
+
+FANOUT = [
+    "SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id",
+    "SELECT COUNT(*) FROM people a JOIN people b ON a.dept = b.dept",
+    "SELECT COUNT(*) FROM people, people",
+    "SELECT COUNT(*) FROM people a, people b WHERE a.person_id = b.person_id",
+    "SELECT COUNT(*) FROM people CROSS JOIN people",
+    "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id",
+    "SELECT COUNT(*) FROM people p JOIN visits v USING (person_id) JOIN visits w USING (person_id)",
+    "SELECT COUNT(*) FROM (SELECT * FROM people UNION ALL SELECT * FROM people) t",
+    "SELECT COUNT(*) FROM people UNION ALL SELECT COUNT(*) FROM people",
+    "SELECT SUM(age) FROM (SELECT age FROM people UNION ALL SELECT age FROM people)",
+    "WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t a JOIN t b ON a.person_id = b.person_id",
+    "SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits)",
+    "SELECT COUNT(*) FROM people p, LATERAL (SELECT * FROM visits v WHERE v.person_id = p.person_id)",
+]
+
+
+@pytest.fixture
+def frames(people_frame: pd.DataFrame) -> dict[str, dict[str, pd.DataFrame]]:
+    d = with_secret_person(people_frame, rows=3)
+    visits = pd.DataFrame({"person_id": d["person_id"], "site": "a"})
+    return {"D": {"people": d, "visits": visits},
+            "D2": {"people": without_person(d), "visits": without_person(visits)}}
+
+
+@pytest.mark.parametrize("sql", FANOUT)
+def test_a05_fan_out_is_refused_before_the_charge(connect, policy_file, frames, monkeypatch, sql: str) -> None:
+    policy = policy_file(extra=VISITS)
+    texts = []
+    for name in ("D", "D2"):
+        con = connect(policy, tables=frames[name], random_seed=1)
+        calls = forbid_engine(con, monkeypatch)
+        with pytest.raises(dpsql.ProgrammingError) as info:
+            con.execute(sql)
+        assert info.value.code == "DP110", str(info.value)
+        assert con.ledger() == [] and calls == []
+        texts.append(str(info.value))
+    assert texts[0] == texts[1]
+
+
+def test_a05_control_a_bare_self_join_moves_by_k_squared(frames) -> None:
+    counts = {}
+    for name in ("D", "D2"):
+        with duckdb.connect() as con:
+            con.register("people", frames[name]["people"])
+            counts[name] = con.execute("SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id").fetchone()[0]
+    assert counts["D"] - counts["D2"] == 9 > 3  # 3 rows -> 3 x 3 pairs; COUNT(*)'s sensitivity is max_rows = 3
