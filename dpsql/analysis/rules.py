@@ -55,6 +55,13 @@ def check_DP110_single_select(select: exp.Select, sql: str) -> None:
         if node is not select:
             raise refuse("DP110", "subqueries are not accepted yet", node, sql, "use a single SELECT over one table",
                          span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+    sample = select.find(exp.TableSample)
+    if sample is not None:
+        # Sampling inside the engine would be randomness the mechanism does not account for, and
+        # dropping it silently would answer another question than the one asked.
+        raise refuse("DP110", "sampling (USING SAMPLE, TABLESAMPLE) is not accepted", sample, sql,
+                     "query the whole table: the noise already protects every person",
+                     span=keyword_span(sql, "SAMPLE") or keyword_span(sql, "TABLESAMPLE"))
     from_ = select.args.get("from_")
     if from_ is None:
         raise refuse("DP103", "the query reads no table", None, sql, "add FROM <table> naming a table of the policy",

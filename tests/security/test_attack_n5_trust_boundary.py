@@ -38,7 +38,6 @@ PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 QUERY = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}) COUNT(*) FROM people"
 # Strict: these pass with the ledger's file-identity check (branch i14ledger, checked by a trial
 # merge); remove the marker when that branch is merged, or the XPASS fails the suite.
-LEDGER_FAILS_CLOSED = pytest.mark.xfail(strict=True, reason="ledger fail-closed lands with the ledger branch")
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,6 @@ def remove_ledger(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-@LEDGER_FAILS_CLOSED
 def test_n5_a_deleted_ledger_fails_closed_on_the_server(server: Server) -> None:
     with psycopg.connect(server.dsn(), autocommit=True) as con:
         con.execute(QUERY.format(eps=0.5)).fetchall()
@@ -133,7 +131,6 @@ def test_n5_a_deleted_ledger_fails_closed_on_the_server(server: Server) -> None:
     assert answered == 0
 
 
-@LEDGER_FAILS_CLOSED
 def test_n5_a_deleted_ledger_fails_closed_through_dbapi(connect, policy_file, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     con = connect(policy_file(epsilon=1.0), ledger=ledger, analyst="alice", random_seed=1)

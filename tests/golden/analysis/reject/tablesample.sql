@@ -1,0 +1,2 @@
+-- expect: DP110
+SELECT COUNT(*) FROM people TABLESAMPLE (10 ROWS)
