@@ -207,7 +207,10 @@ class PgConnection:
                 self.state = "sasl_final"
                 return
             final = self._scram.final(message.payload)
-        except (scram.ScramError, codec.ProtocolViolation):
+        except codec.ProtocolViolation:
+            self._fatal(out, "08P01", "malformed SASL message")  # the framing, the same for every user
+            return
+        except scram.ScramError:
             final = None
         if final is None or not self._known_user:
             self._fatal(out, "28P01", f'password authentication failed for user "{self.client.user}"')
