@@ -33,6 +33,7 @@ _LOCKDOWN = (
 
 
 UNSUPPORTED = "catalog query not supported by the dpsql catalog emulation"
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # text in one catalog answer (client probes get kilobytes)
 
 
 class CatalogQueryError(EngineError):
@@ -52,7 +53,7 @@ class CatalogLimitError(CatalogQueryError):
 class MetadataDB:
     """Metadata tables and macros in a locked-down in-memory DuckDB, shared by connections."""
 
-    def __init__(self, *, memory_mb: int = 256, timeout: float = 10.0, max_rows: int = 100_000) -> None:
+    def __init__(self, *, memory_mb: int = 64, timeout: float = 10.0, max_rows: int = 100_000) -> None:
         self._con = duckdb.connect(":memory:", config={"memory_limit": f"{int(memory_mb)}MB"})
         self._lock = threading.Lock()
         self._locked = False
@@ -120,6 +121,8 @@ class MetadataDB:
             raise self._refusal(failure)
         if len(rows) > self._max_rows:
             raise CatalogLimitError("54000", f"catalog query returns more than {self._max_rows} rows")
+        if sum(_size(value) for row in rows for value in row) > MAX_ANSWER_BYTES:
+            raise CatalogLimitError("54000", f"catalog query returns more than {MAX_ANSWER_BYTES // 2**20} MiB")
         return EngineResult(names, types, rows)
 
     def _refusal(self, failure: duckdb.Error) -> CatalogQueryError:
@@ -128,10 +131,21 @@ class MetadataDB:
             return CatalogLimitError("57014", f"catalog query canceled: it ran longer than {self._timeout:g} s")
         if isinstance(failure, duckdb.OutOfMemoryException):
             return CatalogLimitError("53200", "catalog query canceled: it needs more memory than the catalog may use")
-        log.warning("catalog probe failed in the metadata database: %s", str(failure).split("\n")[0])
+        log.warning("catalog probe failed in the metadata database: %.300s", str(failure).split("\n")[0])
         return CatalogQueryError(UNSUPPORTED, code="DP400")
 
     def close(self) -> None:
         """Close the database."""
         with self._lock:
             self._con.close()
+
+
+def _size(value: Any) -> int:
+    """About how many bytes a fetched value takes on the wire."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_size(item) for item in value) + 4
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items())
+    return 8

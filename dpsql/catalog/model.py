@@ -187,7 +187,7 @@ class ServerSettings:
     statement_timeout: float = 300.0  # one statement of the analyst's Session
     max_message_bytes: int = 16 * 1024 * 1024  # one protocol message after login
     catalog_timeout: float = 10.0  # one catalog probe in the shared metadata database
-    catalog_memory_mb: int = 256  # the metadata database's DuckDB memory_limit
+    catalog_memory_mb: int = 64  # the metadata database's DuckDB memory_limit (its tables take well under 1 MB)
     catalog_max_rows: int = 100_000  # rows of one catalog answer
 
 

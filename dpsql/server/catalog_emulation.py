@@ -223,7 +223,7 @@ class CatalogEmulation:
         try:
             result = self._db.query(rewritten, list(params))
         except CatalogQueryError as err:
-            log.warning("catalog probe not emulated (%s): %s", err.message, " ".join(tree.sql(dialect="postgres").split()))
+            log.warning("catalog probe not emulated (%s): %.500s", err.message, " ".join(tree.sql(dialect="postgres").split()))
             raise
         columns = tuple((name, pgtypes.oid_for_engine_type(type_)) for name, type_ in zip(result.names, result.types, strict=True))
         return Answer(columns, result.rows, f"SELECT {len(result.rows)}")

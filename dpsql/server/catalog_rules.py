@@ -56,7 +56,7 @@ ALLOWED_NAMES = frozenset({
     "has_schema_privilege", "has_database_privilege", "has_column_privilege", "has_any_column_privilege",
     "has_function_privilege", "has_sequence_privilege", "pg_has_role", "has_type_privilege", "has_language_privilege",
     "json_build_object", "jsonb_build_object", "json_agg", "current_schemas", "current_database", "current_catalog",
-    "current_user", "session_user", "current_role", "format_type", "regexp_split_to_table", "array_agg", "string_agg",
+    "current_user", "session_user", "current_role", "regexp_split_to_table", "array_agg", "string_agg",
     "bool_and", "bool_or", "row_number", "lower", "upper", "length", "char_length", "coalesce", "nullif",
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip

@@ -105,6 +105,15 @@ def test_engine_error_text_is_never_sent(server: ServerProcess) -> None:
     assert error.diag.message_primary == "DP400: catalog query not supported by the dpsql catalog emulation"
 
 
+def test_string_doubling_through_ctes_is_stopped_by_the_memory_limit(server: ServerProcess) -> None:
+    # Each CTE repeats the last one's text 8 times: 7 levels make 600 MB from 300 bytes, with only
+    # allowlisted concatenation. The catalog's memory limit (64 MB here) stops it.
+    ctes = ["a0 AS (SELECT string_agg(typname, ',') AS s FROM pg_catalog.pg_type)"]
+    ctes += [f"a{i} AS (SELECT {' || '.join(['s'] * 8)} AS s FROM a{i - 1})" for i in range(1, 8)]
+    error = _refusal(server, "WITH " + ", ".join(ctes) + " SELECT length(s), s FROM a7")
+    assert error.diag.message_primary.startswith("DP403:") and error.diag.sqlstate == "53200"
+
+
 @pytest.mark.slow
 def test_heavy_catalog_join_is_stopped_by_the_timeout(server: ServerProcess) -> None:
     started = time.monotonic()
