@@ -18,6 +18,7 @@ import duckdb
 from sqlglot import exp
 
 from dpsql.backend.duckdb_engine import EngineResult, render
+from dpsql.backend.watchdog import WATCHDOG
 from dpsql.errors import EngineError
 
 log = logging.getLogger("dpsql.server")
@@ -103,9 +104,7 @@ class MetadataDB:
         failure: duckdb.Error | None = None
         with self._lock:
             cursor = self._con.cursor()
-        timer = threading.Timer(self._timeout, cursor.interrupt)
-        timer.daemon = True
-        timer.start()
+        alarm = WATCHDOG.arm(self._timeout, cursor.interrupt)
         try:
             cursor.execute(sql, params if params else None)
             rows = cursor.fetchmany(self._max_rows + 1)
@@ -114,8 +113,7 @@ class MetadataDB:
         except duckdb.Error as err:
             failure = err
         finally:
-            timer.cancel()
-            timer.join()
+            alarm.disarm()
             cursor.close()
         if failure is not None:
             raise self._refusal(failure)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dpsql import errors
+from dpsql.backend.watchdog import WATCHDOG
 from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.result import NoisyResult
 from dpsql.server import codec, pgtypes, scram
@@ -452,24 +452,16 @@ def _statement_timeout(seconds: float, interrupt: Callable[[], None]) -> Iterato
     gets 57014, whatever the statement would have answered. A charge made before stays (never
     refunded). Whether a charged query finishes in time can depend on the data: that is the timing
     channel, out of scope (README); the default is generous so honest queries never meet it."""
-    fired = threading.Event()
-
-    def fire() -> None:
-        fired.set()
-        interrupt()
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
+    alarm = WATCHDOG.arm(seconds, interrupt)
     error: errors.Error | None = None
+    fired = False
     try:
         yield
     except errors.Error as err:
-        error = err  # an interrupted engine fails: re-raised below unless the timer fired
+        error = err  # an interrupted engine fails: re-raised below unless the alarm fired
     finally:
-        timer.cancel()
-        timer.join()  # an interrupt never lands on the next statement
-    if fired.is_set():
+        fired = alarm.disarm()  # waits for a firing interrupt: none lands on the next statement
+    if fired:
         # Raised outside the except block: the engine's failure is not kept as __context__.
         raise ServerError("57014", "canceling statement due to statement timeout")
     if error is not None:
