@@ -208,10 +208,11 @@ class PgServer:
                 writer.write(bytes(out.data))
                 await writer.drain()
                 if out.start_tls and self._tls is not None:
-                    await writer.start_tls(self._tls)
+                    # The handshake counts against the login time too (a stalled one is dropped).
+                    await asyncio.wait_for(writer.start_tls(self._tls), max(0.0, login_deadline - loop.time()))
                 if out.close:
                     break
-        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
+        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError):
             pass
         except asyncio.CancelledError:
             pass

@@ -5,8 +5,8 @@ PostgreSQL answer named) and a closed connection, never a dead task or a buffere
 
 from __future__ import annotations
 
-import socket
 import struct
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,6 +130,7 @@ def test_authentication_timeout_closes_idle_and_stalled_sockets(server: ServerPr
             sock.close()
 
 
+@pytest.mark.slow
 def test_login_before_the_timeout_is_not_cut(server: ServerProcess) -> None:
     client = rawclient.RawClient(server.host, server.port, "alice", PASSWORDS["alice"])
     try:
@@ -151,3 +152,26 @@ def test_post_login_cap_is_larger_and_configurable(server: ServerProcess) -> Non
         assert closed and errors_of(messages)[0]["C"] == "08P01" and errors_of(messages)[0]["S"] == "FATAL"
     finally:
         client.sock.close()
+
+
+@pytest.mark.slow
+def test_tls_server_refuses_queued_plaintext_and_drops_stalled_handshakes(tmp_path: Path, people_frame: pd.DataFrame) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                           "-days", "1", "-subj", "/CN=127.0.0.1"], capture_output=True, check=False)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip("openssl cannot make a test certificate here")
+    tls = start_server(tmp_path, people_frame, "authentication_timeout = 1\n", ("--tls-cert", str(cert), "--tls-key", str(key)))
+    try:
+        # CVE-2021-23214: a startup packet queued behind the SSLRequest must not be read as if it came through TLS.
+        _fatal_and_closed(tls, struct.pack("!ii", 8, codec.SSL_REQUEST) + startup_packet())
+        with tls.connect() as sock:  # 'S', then no handshake: dropped at the authentication timeout
+            sock.sendall(struct.pack("!ii", 8, codec.SSL_REQUEST))
+            started = time.monotonic()
+            assert sock.recv(1) == b"S"
+            sock.settimeout(15)
+            assert sock.recv(1024) == b""  # closed by the server
+            assert time.monotonic() - started < 10
+    finally:
+        stderr = tls.stop()
+    assert "Traceback" not in stderr, stderr
