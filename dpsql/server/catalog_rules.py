@@ -26,16 +26,18 @@ _CLASS_NAMES = (
     # the session's identity and the server's version
     "CurrentDatabase", "CurrentCatalog", "CurrentSchema", "CurrentSchemas", "CurrentUser", "SessionUser",
     "CurrentRole", "CurrentVersion", "CurrentTimestamp", "CurrentDate", "CurrentTime",
-    # text that never grows past its inputs
+    # text no longer than its inputs (or a fixed multiple of them)
     "Lower", "Upper", "Initcap", "Length", "Substring", "Trim", "Left", "Right", "StrPosition", "SplitPart",
-    "RegexpSplit", "Concat", "ConcatWs", "StringToArray",
+    "RegexpSplit", "Concat", "ConcatWs", "StringToArray", "StartsWith", "Reverse", "Ascii", "Chr", "MD5", "Encode",
+    "TimeToStr",
     # arrays and sets no larger than their inputs
-    "Array", "ArrayAgg", "ArraySize", "ArrayToString", "ArrayJoin", "Unnest", "Explode",
+    "Array", "ArrayAgg", "ArraySize", "ArrayToString", "ArrayJoin", "ArrayPosition", "ArrayRemove", "ArrayAppend",
+    "ArrayConcat", "Unnest", "Explode",
     # aggregates and windows over catalog rows
     "Count", "Min", "Max", "Sum", "Avg", "LogicalAnd", "LogicalOr", "GroupConcat", "RowNumber", "Rank", "DenseRank",
-    "JSONObject",
-    # numbers
-    "Abs", "Round", "Floor", "Ceil", "Extract",
+    "FirstValue", "LastValue", "Lag", "Lead", "JSONObject", "JSONArrayAgg",
+    # numbers and times
+    "Abs", "Sign", "Round", "Floor", "Ceil", "Extract", "Localtimestamp",
 )  # fmt: skip
 ALLOWED_CLASSES: frozenset[type] = frozenset(c for c in (getattr(exp, n, None) for n in _CLASS_NAMES) if c is not None)
 
@@ -57,7 +59,8 @@ ALLOWED_NAMES = frozenset({
     "has_function_privilege", "has_sequence_privilege", "pg_has_role", "has_type_privilege", "has_language_privilege",
     "json_build_object", "jsonb_build_object", "json_agg", "current_schemas", "current_database", "current_catalog",
     "current_user", "session_user", "current_role", "regexp_split_to_table", "array_agg", "string_agg",
-    "bool_and", "bool_or", "row_number", "lower", "upper", "length", "char_length", "coalesce", "nullif",
+    "bool_and", "bool_or", "every", "row_number", "lower", "upper", "length", "char_length", "octet_length", "coalesce",
+    "nullif", "jsonb_agg", "row_to_json", "quote_literal", "regexp_match", "regexp_matches",
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip
 _SERIES = frozenset({"generate_series"})
