@@ -3,10 +3,14 @@
 It never sees private data: the caller loads tables of public metadata (built from the policy)
 and constant macro definitions. External access (files, network, extensions) is switched off and
 the configuration locked before any client query runs, so a catalog probe cannot read a file.
+Probes are free (no budget), so each is bounded: one thread, a memory limit, no spilling to disk,
+a timeout (the cursor is interrupted) and a row cap; DuckDB's own error text never reaches the
+client (it is logged).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Mapping, Sequence
 
@@ -14,14 +18,23 @@ import duckdb
 from sqlglot import exp
 
 from dpsql.backend.duckdb_engine import EngineResult, render
+from dpsql.backend.watchdog import WATCHDOG
 from dpsql.errors import EngineError
 
+log = logging.getLogger("dpsql.server")
 _LOCKDOWN = (
+    "SET threads = 1",
+    "SET preserve_insertion_order = false",
+    "SET temp_directory = ''",
     "SET autoinstall_known_extensions = false",
     "SET autoload_known_extensions = false",
     "SET enable_external_access = false",
     "SET lock_configuration = true",
 )
+
+
+UNSUPPORTED = "catalog query not supported by the dpsql catalog emulation"
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # text in one catalog answer (client probes get kilobytes)
 
 
 class CatalogQueryError(EngineError):
@@ -30,13 +43,23 @@ class CatalogQueryError(EngineError):
     sqlstate = "42000"
 
 
+class CatalogLimitError(CatalogQueryError):
+    """A catalog probe passed one of the metadata database's limits (time, memory, rows)."""
+
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message, code="DP403", hint="catalog queries are bounded; ask for less (server.catalog_* in the policy)")
+        self.sqlstate = sqlstate
+
+
 class MetadataDB:
     """Metadata tables and macros in a locked-down in-memory DuckDB, shared by connections."""
 
-    def __init__(self) -> None:
-        self._con = duckdb.connect(":memory:")
+    def __init__(self, *, memory_mb: int = 64, timeout: float = 10.0, max_rows: int = 100_000) -> None:
+        self._con = duckdb.connect(":memory:", config={"memory_limit": f"{int(memory_mb)}MB"})
         self._lock = threading.Lock()
         self._locked = False
+        self._timeout = timeout
+        self._max_rows = max_rows
 
     def create_schema(self, name: str) -> None:
         """Create a schema for metadata tables."""
@@ -73,26 +96,54 @@ class MetadataDB:
             self._con.execute(sql)
 
     def query(self, tree: exp.Expr, params: Mapping[str, Any] | Sequence[Any] | None = None) -> EngineResult:
-        """Run a (rewritten) catalog probe; errors come back as CatalogQueryError."""
+        """Run a (rewritten) catalog probe within the limits; errors come back as CatalogQueryError
+        with a fixed text (DuckDB's is logged, never sent)."""
         if not self._locked:
             raise RuntimeError("lock() the metadata database before running queries")
         sql = render(tree)
-        message = None
+        failure: duckdb.Error | None = None
         with self._lock:
             cursor = self._con.cursor()
+        alarm = WATCHDOG.arm(self._timeout, cursor.interrupt)
         try:
             cursor.execute(sql, params if params else None)
-            rows = cursor.fetchall()
+            rows = cursor.fetchmany(self._max_rows + 1)
             names = tuple(d[0] for d in cursor.description or ())
             types = tuple(str(d[1]) for d in cursor.description or ())
-            return EngineResult(names, types, rows)
         except duckdb.Error as err:
-            message = str(err).split("\n")[0]
+            failure = err
         finally:
+            alarm.disarm()
             cursor.close()
-        raise CatalogQueryError(f"catalog query not supported by the dpsql catalog emulation: {message}", code="DP400")
+        if failure is not None:
+            raise self._refusal(failure)
+        if len(rows) > self._max_rows:
+            raise CatalogLimitError("54000", f"catalog query returns more than {self._max_rows} rows")
+        if sum(_size(value) for row in rows for value in row) > MAX_ANSWER_BYTES:
+            raise CatalogLimitError("54000", f"catalog query returns more than {MAX_ANSWER_BYTES // 2**20} MiB")
+        return EngineResult(names, types, rows)
+
+    def _refusal(self, failure: duckdb.Error) -> CatalogQueryError:
+        """The fixed dpsql error for a DuckDB failure (built outside its except block: no __context__)."""
+        if isinstance(failure, duckdb.InterruptException):
+            return CatalogLimitError("57014", f"catalog query canceled: it ran longer than {self._timeout:g} s")
+        if isinstance(failure, duckdb.OutOfMemoryException):
+            return CatalogLimitError("53200", "catalog query canceled: it needs more memory than the catalog may use")
+        log.warning("catalog probe failed in the metadata database: %.300s", str(failure).split("\n")[0])
+        return CatalogQueryError(UNSUPPORTED, code="DP400")
 
     def close(self) -> None:
         """Close the database."""
         with self._lock:
             self._con.close()
+
+
+def _size(value: Any) -> int:
+    """About how many bytes a fetched value takes on the wire."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_size(item) for item in value) + 4
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items())
+    return 8

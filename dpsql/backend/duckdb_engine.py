@@ -123,6 +123,10 @@ class DuckDBBackend:
                 message = _first_line(err)
         raise BackendFailure(message)
 
+    def interrupt(self) -> None:
+        """Interrupt the running statement (DuckDB allows this from another thread)."""
+        self.connection.interrupt()
+
     def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
         """CREATE TEMPORARY TABLE (or VIEW) name AS select."""
         create = _temp_table(name, select)

@@ -82,6 +82,9 @@ class Backend(Protocol):
     def refusal(self, tree: exp.Expr) -> str | None:
         """Why this engine refuses a plan before the charge (it could fail on data), or None."""
 
+    def interrupt(self) -> None:
+        """Stop the statement running now (called from another thread; a no-op when idle)."""
+
     def close(self) -> None:
         """Drop the session's relations and release the engine."""
 
@@ -371,6 +374,11 @@ class Engine:
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
         """Evaluate post-processing SQL over the noisy table (released values only)."""
         return self.local.postprocess(columns, types, select)
+
+    def interrupt(self) -> None:
+        """Ask the backend to stop the statement it runs now (the server's statement_timeout; from
+        another thread, so without the engine's lock). The statement then fails sanitized."""
+        self.backend.interrupt()
 
     def close(self) -> None:
         """Close the backend and the local DuckDB (session relations vanish with them)."""

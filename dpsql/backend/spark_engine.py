@@ -309,6 +309,13 @@ class SparkBackend:
         """Constructs that could fail on private data on Spark, or mean something else there."""
         return spark_refusal(tree)
 
+    def interrupt(self) -> None:
+        """Interrupt this session's running operations (Spark 4: classic and Connect)."""
+        try:
+            self.spark.interruptAll()
+        except Exception:  # noqa: BLE001 - best effort: a stopped JVM or an old server has nothing to interrupt
+            pass
+
     def close(self) -> None:
         """Unpersist this session's relations and drop its temp views (a SparkSession is kept for reuse)."""
         with self._lock:

@@ -22,11 +22,12 @@ from dpsql.catalog.model import (
     MedianMechanismConfig,
     MMColumnDomain,
     Policy,
+    ServerSettings,
     Table,
 )
 from dpsql.errors import CatalogError
 
-TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine"})
+TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine", "server"})
 ENGINE_KEYS = frozenset({"memory_limit", "threads"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
 PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "source", "table", "columns", "median_mechanism"})
@@ -42,6 +43,14 @@ MM_KEYS = frozenset({
 MM_MAX_CELLS = 2_000_000  # |X|: dense candidates cost candidates * |X| * 8 bytes
 MM_MAX_CANDIDATE_CELLS = 20_000_000
 MM_MAX_RANGE = 100_000  # an int column without bins: at most this many values
+# [server]: integer keys with their allowed range, and timeouts in seconds (0 < t <= a day).
+SERVER_INTS = {
+    "max_connections": (1, 100_000), "max_message_bytes": (10_000, 1 << 30), "catalog_memory_mb": (16, 1 << 20),
+    "catalog_max_rows": (1, 100_000_000),
+}  # fmt: skip
+SERVER_TIMES = frozenset({"authentication_timeout", "statement_timeout", "catalog_timeout"})
+SERVER_KEYS = frozenset(SERVER_INTS) | SERVER_TIMES
+MAX_TIMEOUT = 86_400
 
 
 class _Where:
@@ -88,6 +97,7 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
         path=path,
         extra=MappingProxyType(extra),
         engine=_engine(raw.get("engine", {}), where),
+        server=_server(raw.get("server", {}), where),
     )
 
 
@@ -104,6 +114,27 @@ def _engine(raw: Any, where: _Where) -> EngineLimits:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise where.error("engine.threads", "must be an integer >= 1")
     return EngineLimits(memory_limit=memory.strip() if memory else None, threads=threads)
+
+
+def _server(raw: Any, where: _Where) -> ServerSettings:
+    """`[server]`: the pgwire server's limits (README, section Server)."""
+    if not isinstance(raw, dict):
+        raise where.error("server", "must be a table")
+    _no_unknown(raw, SERVER_KEYS, "server.", where)
+    values: dict[str, Any] = {}
+    for key, (low, high) in SERVER_INTS.items():
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise where.error(f"server.{key}", f"must be an integer from {low} to {high}")
+            values[key] = value
+    for key in SERVER_TIMES:
+        if key in raw:
+            seconds = _number(raw[key], f"server.{key}", where)
+            if not 0 < seconds <= MAX_TIMEOUT:
+                raise where.error(f"server.{key}", f"must be a number of seconds > 0 and <= {MAX_TIMEOUT}")
+            values[key] = float(seconds)
+    return ServerSettings(**values)
 
 
 def _no_unknown(section: dict[str, Any], allowed: frozenset[str], prefix: str, where: _Where) -> None:

@@ -186,6 +186,20 @@ class EngineLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """`[server]`: the limits `dpsql serve` puts on its clients (each one bounds what a client,
+    logged in or not, can make the server hold or compute). Times are in seconds."""
+
+    max_connections: int = 100  # open sockets, logged in or not (PostgreSQL's max_connections)
+    authentication_timeout: float = 60.0  # from accept to a completed login
+    statement_timeout: float = 300.0  # one statement of the analyst's Session
+    max_message_bytes: int = 16 * 1024 * 1024  # one protocol message after login
+    catalog_timeout: float = 10.0  # one catalog probe in the shared metadata database
+    catalog_memory_mb: int = 64  # the metadata database's DuckDB memory_limit (its tables take well under 1 MB)
+    catalog_max_rows: int = 100_000  # rows of one catalog answer
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """A whole policy file, loaded and checked."""
 
@@ -194,7 +208,8 @@ class Policy:
     analysts: Mapping[str, Analyst] = field(default_factory=lambda: MappingProxyType({}))
     path: Path | None = None
     extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
-    engine: EngineLimits = EngineLimits()
+    engine: EngineLimits = field(default_factory=EngineLimits)
+    server: ServerSettings = field(default_factory=ServerSettings)
 
     def table(self, name: str) -> Table | None:
         """The declared table of that name (case-insensitive), or None."""

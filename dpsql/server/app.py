@@ -4,12 +4,14 @@ Each authenticated connection gets one Session (`open_session(..., analyst=<user
 ledger=<the server's ledger>)`), so every answer is charged to that analyst's budget in one
 shared ledger: a SQLite file, or a PostgreSQL database that several servers share. Protocol work
 (and so the Session's blocking engine calls) runs in a thread pool; the event loop only moves
-bytes.
+bytes. The transport enforces the connection limit and the authentication timeout of `[server]`
+(the message caps and timeouts of statements are the protocol's and the catalog's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import os
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.model import Policy, ServerSettings
+from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
 from dpsql.accounting.ledger import open_ledger, redact
@@ -30,6 +33,7 @@ log = logging.getLogger("dpsql.server")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5433
 READ_SIZE = 64 * 1024
+REFUSAL_LINGER = 2.0  # seconds a refused connection is drained, so the client reads the refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,15 @@ class ServerConfig:
     engine: str = "duckdb"
     spark_master: str | None = None
     spark_remote: str | None = None
+    # Overrides of the policy's [server] limits (the CLI's flags); None keeps the policy's value.
+    max_connections: int | None = None
+    authentication_timeout: float | None = None
+    statement_timeout: float | None = None
+
+    def limits(self, policy: Policy) -> ServerSettings:
+        """The policy's [server] limits with this config's overrides."""
+        overrides = {key: getattr(self, key) for key in ("max_connections", "authentication_timeout", "statement_timeout")}
+        return dataclasses.replace(policy.server, **{k: v for k, v in overrides.items() if v is not None})
 
     @property
     def ledger_path(self) -> str | Path:
@@ -75,7 +88,8 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     def session_for(analyst: str) -> Session:
         return open_session(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark)
 
-    return ServerContext(loaded, CatalogEmulation(loaded), session_for, tls=config.tls_cert is not None)
+    limits = config.limits(loaded)
+    return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits)
 
 
 def _tls_context(config: ServerConfig) -> ssl.SSLContext | None:
@@ -97,6 +111,8 @@ class PgServer:
         self._pids = itertools.count(os.getpid() * 1000 % 2**30 + 1)
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._open = 0  # connections being served (logged in or not), for max_connections
+        self._refusing = 0  # refused connections still lingering (at most max_connections)
         self.port = config.port
 
     async def start(self) -> None:
@@ -121,25 +137,84 @@ class PgServer:
         self._pool.shutdown(wait=True)
         self.context.emulation.close()
 
+    @property
+    def connections(self) -> int:
+        """Connections being served now (logged in or not)."""
+        return self._open
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        try:
+            if self._open >= self.context.limits.max_connections:
+                await self._refuse(reader, writer)
+                return
+            self._open += 1
+            try:
+                await self._serve(reader, writer)
+            finally:
+                self._open -= 1
+        finally:
+            self._tasks.discard(task)  # last: stop() waits for every task still in the set
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """FATAL 53300 to a connection over max_connections, then close it (PostgreSQL's answer).
+
+        The refusal is sent at once (libpq reads it as the answer to its SSLRequest or startup
+        packet); what the client sends meanwhile is read and dropped for a moment, so closing does
+        not reset the connection before the client has read the refusal.
+        """
+        limit = self.context.limits.max_connections
+        try:
+            writer.write(codec.error_response("53300", f"sorry, too many clients already (max_connections = {limit})",
+                                              severity="FATAL"))
+            await writer.drain()
+            writer.write_eof()
+            if self._refusing < limit:  # a flood of refused sockets is closed at once
+                self._refusing += 1
+                try:
+                    await self._drain_for(reader, REFUSAL_LINGER)
+                finally:
+                    self._refusing -= 1
+        except (ConnectionError, ssl.SSLError, OSError, TimeoutError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, OSError, asyncio.CancelledError):
+                pass
+
+    @staticmethod
+    async def _drain_for(reader: asyncio.StreamReader, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (remaining := deadline - loop.time()) > 0:
+            if not await asyncio.wait_for(reader.read(READ_SIZE), remaining):
+                return
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
         connection = PgConnection(self.context, next(self._pids))
+        login_deadline = loop.time() + self.context.limits.authentication_timeout
         try:
             while True:
-                data = await reader.read(READ_SIZE)
+                if connection.authenticated:
+                    data = await reader.read(READ_SIZE)
+                else:
+                    data = await self._read_before_login(reader, writer, login_deadline - loop.time())
                 if not data:
                     break
                 out = await loop.run_in_executor(self._pool, connection.receive, data)
                 writer.write(bytes(out.data))
                 await writer.drain()
                 if out.start_tls and self._tls is not None:
-                    await writer.start_tls(self._tls)
+                    # The handshake counts against the login time too (a stalled one is dropped).
+                    await asyncio.wait_for(writer.start_tls(self._tls), max(0.0, login_deadline - loop.time()))
                 if out.close:
                     break
-        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError):
+        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError):
             pass
         except asyncio.CancelledError:
             pass
@@ -150,8 +225,18 @@ class PgServer:
                 await writer.wait_closed()
             except (ConnectionError, ssl.SSLError, RuntimeError, asyncio.CancelledError):
                 pass
-            finally:
-                self._tasks.discard(task)  # last: stop() waits for every task still in the set
+
+    async def _read_before_login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, remaining: float) -> bytes:
+        """Read before the login completes; past authentication_timeout (counted from the accept),
+        FATAL 57014 and b"" (close): a socket that never logs in holds no slot for long."""
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(reader.read(READ_SIZE), remaining)
+        except TimeoutError:
+            writer.write(codec.error_response("57014", "canceling authentication due to timeout", severity="FATAL"))
+            await writer.drain()
+            return b""
 
 
 class ServerThread:

@@ -6,7 +6,9 @@ PostgreSQL-shaped metadata tables built from the policy (pg_catalog.py). A probe
 PostgreSQL SQL and rewritten for DuckDB: catalog tables move to the emulation's schemas, reg*
 casts and PostgreSQL-only operators become macros, and per-connection values (current_user,
 current_database(), settings) become literals. A statement that names a policy table is never
-answered here: it goes to the Session.
+answered here: it goes to the Session. Only statements that read the catalog come here (a catalog
+table or function, or no FROM at all: `SELECT 1`); before running, a probe's work must be
+statically bounded (catalog_rules.py), and it runs within the metadata database's limits.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dpsql.backend.catalog_db import CatalogQueryError, MetadataDB
-from dpsql.catalog.model import Policy
+from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import NotSupportedError
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
+from dpsql.server.catalog_rules import calls_catalog_function, check_probe
 
 log = logging.getLogger("dpsql.server")
 PG_SCHEMA, INFO_SCHEMA = "pgc", "pgi"
@@ -138,9 +141,10 @@ def _macros() -> list[str]:
 class CatalogEmulation:
     """The emulated catalog of one policy, shared by all connections of a server."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, limits: ServerSettings | None = None) -> None:
         self.policy = policy
-        self._db = MetadataDB()
+        limits = limits if limits is not None else policy.server
+        self._db = MetadataDB(memory_mb=limits.catalog_memory_mb, timeout=limits.catalog_timeout, max_rows=limits.catalog_max_rows)
         self._db.create_schema(PG_SCHEMA)
         self._db.create_schema(INFO_SCHEMA)
         for name, rows in pgc.catalog_rows(policy).items():
@@ -174,7 +178,9 @@ class CatalogEmulation:
         if tree is None or not isinstance(tree, exp.Query):
             return "session", None
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-        for table in tree.find_all(exp.Table):
+        tables = list(tree.find_all(exp.Table))
+        reads_catalog = False
+        for table in tables:
             if isinstance(table.this, exp.Func):
                 if _function_name(table.this) not in _TABLE_FUNCTIONS:
                     return "session", None  # read_csv(...) and friends: the Session refuses them with a rule code
@@ -183,6 +189,10 @@ class CatalogEmulation:
                 continue
             if not _is_catalog_table(table):
                 return "session", None
+            reads_catalog = True
+        if not reads_catalog and (tables or ctes) and not calls_catalog_function(tree):
+            # Only CTEs and generated rows: no catalog read, so not a probe (the Session refuses it).
+            return "session", None
         return "catalog", tree
 
     def parameter_types(self, sql: str) -> list[int]:
@@ -203,6 +213,7 @@ class CatalogEmulation:
     # --- answers ---------------------------------------------------------------------------------
     def query(self, tree: exp.Expr, client: ClientState, params: Sequence[Any] = (), *, describe_only: bool = False) -> Answer:
         """Run a catalog probe; the answer holds metadata only. `describe_only`: no rows (LIMIT 0)."""
+        check_probe(tree)
         rewritten = rewrite(tree.copy(), client)
         if describe_only:
             if isinstance(rewritten, exp.Select):
@@ -212,7 +223,7 @@ class CatalogEmulation:
         try:
             result = self._db.query(rewritten, list(params))
         except CatalogQueryError as err:
-            log.warning("catalog probe not emulated (%s): %s", err.message, " ".join(tree.sql(dialect="postgres").split()))
+            log.warning("catalog probe not emulated (%s): %.500s", err.message, " ".join(tree.sql(dialect="postgres").split()))
             raise
         columns = tuple((name, pgtypes.oid_for_engine_type(type_)) for name, type_ in zip(result.names, result.types, strict=True))
         return Answer(columns, result.rows, f"SELECT {len(result.rows)}")

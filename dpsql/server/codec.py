@@ -15,7 +15,12 @@ PROTOCOL_V3 = 196608  # 3 << 16
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
-MAX_MESSAGE = 64 * 1024 * 1024  # refuse larger messages instead of buffering them
+# Before login every message (startup packet, SSLRequest, CancelRequest, SASL messages) is capped
+# like PostgreSQL's MAX_STARTUP_PACKET_LENGTH: an unauthenticated peer can make the server buffer at
+# most this much. After login the (configurable) larger cap applies. A message whose announced
+# length passes the cap is refused when its length arrives, before its body is buffered.
+MAX_STARTUP_MESSAGE = 10_000
+MAX_MESSAGE = 16 * 1024 * 1024
 
 
 class ProtocolViolation(Exception):
@@ -143,20 +148,21 @@ class _Reader:
         self.pos = 0
 
     def int16(self) -> int:
-        (value,) = struct.unpack_from("!h", self.body, self.pos)
-        self.pos += 2
+        (value,) = struct.unpack("!h", self.raw(2))
         return int(value)
 
     def int32(self) -> int:
-        (value,) = struct.unpack_from("!i", self.body, self.pos)
-        self.pos += 4
+        (value,) = struct.unpack("!i", self.raw(4))
         return int(value)
 
     def cstring(self) -> str:
         end = self.body.find(b"\0", self.pos)
         if end < 0:
             raise ProtocolViolation("unterminated string in message")
-        text = self.body[self.pos : end].decode("utf-8")
+        try:
+            text = self.body[self.pos : end].decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ProtocolViolation("invalid UTF-8 in message") from err
         self.pos = end + 1
         return text
 
@@ -168,7 +174,15 @@ class _Reader:
         return data
 
     def byte(self) -> str:
-        return self.raw(1).decode("ascii")
+        value = self.raw(1)
+        if not value.isascii():
+            raise ProtocolViolation("invalid byte in message")
+        return value.decode("ascii")
+
+    def end(self) -> None:
+        """The message must hold nothing more (PostgreSQL's pq_getmsgend)."""
+        if self.pos != len(self.body):
+            raise ProtocolViolation("invalid message format")
 
 
 class Decoder:
@@ -176,11 +190,23 @@ class Decoder:
 
     The first message of a connection has no type byte (startup phase); after it, every
     message has one. Call `expect_startup()` again after an SSLRequest answered with 'S'/'N'.
+    Until `authenticated()` raises it, every message is capped at MAX_STARTUP_MESSAGE bytes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_message: int = MAX_MESSAGE) -> None:
         self._buffer = bytearray()
         self.startup_phase = True
+        self.limit = MAX_STARTUP_MESSAGE
+        self._max_message = max_message
+
+    def authenticated(self) -> None:
+        """The peer logged in: from now on messages may be up to the post-login cap."""
+        self.limit = self._max_message
+
+    @property
+    def pending(self) -> int:
+        """Bytes received but not yet decoded."""
+        return len(self._buffer)
 
     def expect_startup(self) -> None:
         """The next message is again an untyped startup-phase message."""
@@ -203,8 +229,12 @@ class Decoder:
         if len(self._buffer) < offset + 4:
             return None
         (length,) = struct.unpack_from("!i", self._buffer, offset)
-        if length < 4 or length > MAX_MESSAGE:
+        if self.startup_phase and not 8 <= length <= self.limit:
+            raise ProtocolViolation("invalid length of startup packet")
+        if length < 4:
             raise ProtocolViolation(f"invalid message length {length}")
+        if length > self.limit:
+            raise ProtocolViolation(f"message of {length} bytes exceeds the limit of {self.limit} bytes")
         if len(self._buffer) < offset + length:
             return None
         kind = chr(self._buffer[0]) if offset else ""
@@ -219,23 +249,27 @@ class Decoder:
 
 
 def decode_startup(body: bytes) -> FrontendMessage:
-    """A startup-phase message body (after the length)."""
+    """A startup-phase message body (after the length); ProtocolViolation when it is malformed."""
     reader = _Reader(body)
     code = reader.int32()
-    if code == SSL_REQUEST:
-        return SSLRequest()
-    if code == GSSENC_REQUEST:
-        return GSSEncRequest()
+    if code in (SSL_REQUEST, GSSENC_REQUEST):
+        reader.end()
+        return SSLRequest() if code == SSL_REQUEST else GSSEncRequest()
     if code == CANCEL_REQUEST:
-        return CancelRequest(reader.int32(), reader.int32())
+        request = CancelRequest(reader.int32(), reader.int32())
+        reader.end()
+        return request
     if code >> 16 != 3:
         raise ProtocolViolation(f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}")
+    if not body.endswith(b"\0"):
+        raise ProtocolViolation("invalid startup packet layout: expected terminator as last byte")
     parameters: dict[str, str] = {}
     while reader.pos < len(body):
         name = reader.cstring()
         if not name:
             break
         parameters[name] = reader.cstring()
+    reader.end()
     return Startup(code, parameters)
 
 
@@ -246,7 +280,7 @@ def decode_message(kind: str, body: bytes) -> FrontendMessage:
         return Unsupported(kind)
     try:
         return decoder(_Reader(body))
-    except (struct.error, UnicodeDecodeError) as err:
+    except (struct.error, UnicodeDecodeError, ValueError) as err:
         raise ProtocolViolation(f"malformed '{kind}' message") from err
 
 
@@ -286,7 +320,9 @@ def parse_sasl_initial(payload: bytes) -> tuple[str, bytes]:
     reader = _Reader(payload)
     mechanism = reader.cstring()
     size = reader.int32()
-    return mechanism, b"" if size == -1 else reader.raw(size)
+    data = b"" if size == -1 else reader.raw(size)
+    reader.end()
+    return mechanism, data
 
 
 # --- backend messages ---------------------------------------------------------------------------

@@ -29,7 +29,25 @@ def serve_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb", help="engine that holds the data")
     parser.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default local[2]; e.g. spark://host:7077)")
     parser.add_argument("--spark-remote", metavar="URL", help="Spark Connect server for --engine spark (e.g. sc://host:15002)")
+    limits = parser.add_argument_group("limits", "override the policy's [server] values")
+    limits.add_argument("--max-connections", type=_positive_int, metavar="N", help="open connections, logged in or not (default 100)")
+    limits.add_argument("--authentication-timeout", type=_seconds, metavar="SECONDS", help="time to log in (default 60)")
+    limits.add_argument("--statement-timeout", type=_seconds, metavar="SECONDS", help="time of one statement (default 300)")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be an integer >= 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError("must be a number of seconds > 0 and <= 86400")
+    return value
 
 
 def serve_main(argv: list[str]) -> int:
@@ -40,6 +58,8 @@ def serve_main(argv: list[str]) -> int:
         policy=args.policy.expanduser().resolve(), database=args.database, host=args.host, port=args.port,
         ledger=args.ledger, tls_cert=args.tls_cert, tls_key=args.tls_key,
         engine=args.engine, spark_master=args.spark_master, spark_remote=args.spark_remote,
+        max_connections=args.max_connections, authentication_timeout=args.authentication_timeout,
+        statement_timeout=args.statement_timeout,
     )  # fmt: skip
     try:
         asyncio.run(run(config))

@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dpsql import errors
-from dpsql.catalog.model import Policy
+from dpsql.backend.watchdog import WATCHDOG
+from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.result import NoisyResult
 from dpsql.server import codec, pgtypes, scram
 from dpsql.server import pg_catalog as pgc
@@ -37,6 +40,7 @@ class ServerContext:
     open_session: Callable[[str], Session]
     tls: bool = False
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    limits: ServerSettings = field(default_factory=ServerSettings)
 
 
 @dataclass
@@ -84,7 +88,7 @@ class PgConnection:
         self.ctx = context
         self.pid = pid
         self.key = secrets.randbits(31)
-        self.decoder = codec.Decoder()
+        self.decoder = codec.Decoder(context.limits.max_message_bytes)
         self.state = "startup"
         self.client: ClientState | None = None
         self.session: Session | None = None
@@ -94,6 +98,11 @@ class PgConnection:
         self._skip_to_sync = False
         self._statements: dict[str, Prepared] = {}
         self._portals: dict[str, Portal] = {}
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether the client has logged in (the transport's authentication timeout stops here)."""
+        return self.state == "ready"
 
     # --- input ------------------------------------------------------------------------------------
     def receive(self, data: bytes) -> Output:
@@ -130,6 +139,11 @@ class PgConnection:
     # --- startup and authentication -------------------------------------------------------------
     def _startup(self, message: codec.FrontendMessage, out: Output) -> None:
         if isinstance(message, codec.SSLRequest):
+            if self.ctx.tls and self.decoder.pending:
+                # Bytes sent before the TLS handshake would be read as if they came through TLS
+                # (CVE-2021-23214): PostgreSQL refuses them too.
+                self._fatal(out, "08P01", "received unencrypted data after SSL request")
+                return
             out.data += b"S" if self.ctx.tls else b"N"
             out.start_tls = self.ctx.tls
             self.decoder.expect_startup()
@@ -193,7 +207,10 @@ class PgConnection:
                 self.state = "sasl_final"
                 return
             final = self._scram.final(message.payload)
-        except (scram.ScramError, codec.ProtocolViolation):
+        except codec.ProtocolViolation:
+            self._fatal(out, "08P01", "malformed SASL message")  # the framing, the same for every user
+            return
+        except scram.ScramError:
             final = None
         if final is None or not self._known_user:
             self._fatal(out, "28P01", f'password authentication failed for user "{self.client.user}"')
@@ -207,6 +224,7 @@ class PgConnection:
         except errors.Error as err:
             self._fatal(out, err.sqlstate, _message(err))
             return
+        self.decoder.authenticated()
         out.data += codec.auth_sasl_final(server_final) + codec.auth_ok()
         self.client.settings["session_authorization"] = self.client.user
         for name in pgc.REPORTED_SETTINGS:
@@ -353,8 +371,9 @@ class PgConnection:
             return self._utility(command)
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
         if route == "catalog" and tree is not None:
-            return self.ctx.emulation.query(tree, self.client, params)
-        return _answer(self.session.execute(sql, list(params)))
+            return self.ctx.emulation.query(tree, self.client, params)  # bounded by the catalog's own limits
+        with _statement_timeout(self.ctx.limits.statement_timeout, self.session.engine.interrupt):
+            return _answer(self.session.execute(sql, list(params)))
 
     def _utility(self, command: Utility) -> Answer:
         assert self.client is not None
@@ -425,6 +444,28 @@ class PgConnection:
         fmts = _expand(formats, len(oids))
         for row in answer.rows[start:end]:
             out.data += codec.data_row([pgtypes.encode(oid, value, fmt) for oid, value, fmt in zip(oids, row, fmts, strict=True)])
+
+
+@contextmanager
+def _statement_timeout(seconds: float, interrupt: Callable[[], None]) -> Iterator[None]:
+    """Cancel a statement that runs longer than `seconds`: the engine is interrupted and the client
+    gets 57014, whatever the statement would have answered. A charge made before stays (never
+    refunded). Whether a charged query finishes in time can depend on the data: that is the timing
+    channel, out of scope (README); the default is generous so honest queries never meet it."""
+    alarm = WATCHDOG.arm(seconds, interrupt)
+    error: errors.Error | None = None
+    fired = False
+    try:
+        yield
+    except errors.Error as err:
+        error = err  # an interrupted engine fails: re-raised below unless the alarm fired
+    finally:
+        fired = alarm.disarm()  # waits for a firing interrupt: none lands on the next statement
+    if fired:
+        # Raised outside the except block: the engine's failure is not kept as __context__.
+        raise ServerError("57014", "canceling statement due to statement timeout")
+    if error is not None:
+        raise error
 
 
 def _field(name: str, oid: int, fmt: int) -> codec.FieldDescription:

@@ -143,7 +143,8 @@ class ScramServer:
         self._client_first_bare = parts[2]
         attrs = _attributes(self._client_first_bare)
         client_nonce = attrs.get("r", "")
-        if not client_nonce or "m" in attrs:
+        # RFC 5802: a nonce is printable ASCII without ','; anything else could not be echoed back.
+        if not client_nonce or "m" in attrs or not all("!" <= ch <= "~" for ch in client_nonce):
             raise ScramError("malformed client-first-message")
         self._nonce = client_nonce + self._server_nonce
         v = self._verifier

@@ -1,0 +1,87 @@
+"""The catalog route's static bounds (catalog_rules.check_probe) and its routing of statements that
+read no catalog table (CatalogEmulation.route), on parsed SQL only."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator
+
+import pytest
+import sqlglot
+
+from dpsql.catalog.loader import policy_from_dict
+from dpsql.demo.people import policy_text
+from dpsql.errors import NotSupportedError
+from dpsql.server.catalog_emulation import CatalogEmulation
+from dpsql.server.catalog_rules import check_probe
+
+
+@pytest.fixture(scope="module")
+def emulation() -> Iterator[CatalogEmulation]:
+    emulated = CatalogEmulation(policy_from_dict(tomllib.loads(policy_text("people.parquet"))))
+    yield emulated
+    emulated.close()
+
+
+def _check(sql: str) -> None:
+    check_probe(sqlglot.parse_one(sql, read="postgres"))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t, pg_class",
+        "SELECT repeat(relname, 1000) FROM pg_class",
+        "SELECT lpad(relname, 1000) FROM pg_class",
+        "SELECT rpad(relname, 1000, 'x') FROM pg_class",
+        "SELECT replace(relname, 'a', relname) FROM pg_class",
+        "SELECT regexp_replace(relname, 'a', 'bb', 'g') FROM pg_class",
+        "SELECT translate(relname, 'a', 'b') FROM pg_class",
+        "SELECT overlay(relname placing 'x' from 1) FROM pg_class",
+        "SELECT array_fill(1, ARRAY[1000000])",
+        "SELECT count(*) FROM pg_class, generate_series(1, 1000000)",
+        "SELECT count(*) FROM pg_class, generate_series(1, oid)",
+        "SELECT count(*) FROM pg_class, generate_series(1, 10, 0)",
+        "SELECT read_csv('/etc/passwd')",
+        "SELECT some_new_function(relname) FROM pg_class",
+    ],
+)
+def test_unbounded_constructs_are_refused_with_dp402(sql: str) -> None:
+    with pytest.raises(NotSupportedError) as info:
+        _check(sql)
+    assert info.value.code == "DP402"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "SELECT version()",
+        "SELECT current_schema(), current_database(), current_user",
+        "SELECT count(*) FROM pg_class, generate_series(1, 100) g",
+        "SELECT string_agg(attname, ', ') FROM pg_catalog.generate_series(0, pg_catalog.array_upper(pr.prattrs::pg_catalog.int2[], 1)) s",
+        "SELECT n.nspname, c.relname, pg_catalog.pg_get_userbyid(c.relowner) FROM pg_catalog.pg_class c "
+        "LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relname OPERATOR(pg_catalog.~) '^(people)$' "
+        "AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1, 2",
+        "SELECT row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum), nullif(a.attidentity, '') FROM pg_attribute a",
+    ],
+)
+def test_client_probes_pass(sql: str) -> None:
+    _check(sql)
+
+
+@pytest.mark.parametrize(
+    "sql, route",
+    [
+        ("SELECT 1", "catalog"),
+        ("SELECT repeat('x', 5)", "catalog"),  # then refused by check_probe, never sent to the Session
+        ("SELECT * FROM unnest(current_schemas(true))", "catalog"),
+        ("SELECT relname FROM pg_catalog.pg_class", "catalog"),
+        ("WITH t AS (SELECT 1 AS n) SELECT n FROM t", "session"),
+        ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t", "session"),
+        ("SELECT count(*) FROM generate_series(1, 1000000000)", "session"),
+        ("SELECT COUNT(*) FROM people", "session"),
+    ],
+)
+def test_only_catalog_reads_take_the_catalog_route(emulation: CatalogEmulation, sql: str, route: str) -> None:
+    assert emulation.route(sql)[0] == route
