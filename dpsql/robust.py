@@ -15,10 +15,9 @@ from typing import Any, Sequence
 
 from dpsql.backend.robust import GroupKey, RobustQuery, Runner, decode, fetch
 from dpsql.ir.plan import ModeRequest, Plan, RobustRelease, release_name, robust_name
-from dpsql.mechanisms import exponential, ptr, subsample
+from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.ranks import Histogram, OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.planner.plan import robust_cost
 
 SEED_BOUND = 2**62
 TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
@@ -58,32 +57,20 @@ def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[
         data.append(fetch(query, plan, run, params))
     for index, release in enumerate(plan.robust):
         raw = data[release.request]
+        empty = plan.requests[release.request].empty
         values = []
         for row, group in enumerate(groups):
-            value = _release_one(release, raw.get(tuple(group)), columns, row, rng)
+            value = _release_one(release, raw.get(tuple(group), empty), columns, row, rng)
             values.append(None if value is ptr.REFUSED else value)
         columns[robust_name(index)] = values
         types[robust_name(index)] = robust_type(plan, release)
 
 
-_EMPTY = Histogram((), ())
-
-
 def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]], row: int, rng: RandomSource) -> Any:
-    spec = release.spec
-    if isinstance(spec, subsample.ASampSpec):
-        return subsample.release(spec, raw or {}, rng)
-    stats: OrderStatistics = raw if raw is not None else _EMPTY
-    if isinstance(spec, ptr.SMedSpec):
-        value = ptr.smed_release(spec, stats, rng)
-    elif isinstance(spec, ptr.PTRLaplaceSpec):
-        value = ptr.ptr_laplace_release(spec, stats, rng)
-    elif isinstance(spec, exponential.ExponentialQuantileSpec):
-        assert isinstance(stats, Histogram)
-        value = exponential.release(spec, stats, rng)
-    else:
-        assert isinstance(spec, ptr.ScaleSpec) and release.n_hat is not None
-        return ptr.scale_release(spec, stats, columns[release_name(release.n_hat)][row], rng)
+    """One group's release: votes (MODE), order statistics, or (IQR) order statistics and n_hat."""
+    if release.n_hat is not None:  # Scale: its value is the IQR itself, not a mapped value
+        return registry.release(release.spec, ptr.ScaleInput(raw, columns[release_name(release.n_hat)][row]), rng)
+    value = registry.release(release.spec, raw, rng)
     return value if value is ptr.REFUSED else decode(release.values, value)
 
 
@@ -112,32 +99,21 @@ def _advice(release: RobustRelease) -> str:
 
 def refusal_sentence(release: RobustRelease, label: str) -> str:
     """The ⊥ message: public facts only (the aggregate, the mechanism family, its cost)."""
-    cost = robust_cost(release.spec)
+    cost = registry.cost(release.spec)
     return (f"{label} refused: {_what(release)}. {_advice(release)} Its budget (epsilon {float(cost.epsilon):.4g}, "
             f"delta {float(cost.delta):.3g}) was spent.")
 
 
 def describe(plan: Plan, release: RobustRelease) -> dict[str, Any]:
     """noise_info of a bare robust output (ci95 filled per cell by the caller)."""
-    spec = release.spec
-    cost = robust_cost(spec)
+    cost = registry.cost(release.spec)
+    error = registry.error(release.spec)
     label = plan.query.aggregates[release.aggregate].label
-    info: dict[str, Any] = {"mechanism": release.mechanism, "scale": None, "ci95": None,
+    info: dict[str, Any] = {"mechanism": release.mechanism, "scale": error.scale, "ci95": error.ci95,
                             "epsilon": float(cost.epsilon), "delta": float(cost.delta)}
-    if isinstance(spec, ptr.PTRLaplaceSpec):
-        info["scale"] = float(spec.noise_units * spec.grid)
-        info["ci95"] = float(spec.half_width())
-        info["bound"] = float(spec.bound)
-    if isinstance(spec, exponential.ExponentialQuantileSpec):
-        info["rank_error95"] = spec.rank_error()
-        info["candidates"] = spec.candidates
-    else:
-        test = spec.test
-        info.update({"threshold": test.threshold, "cap": test.cap, "refusal": refusal_sentence(release, label), "refused": False})
-        if hasattr(spec, "shift"):
-            info["rank_shift"] = spec.shift  # type: ignore[union-attr]
-        if isinstance(spec, subsample.ASampSpec):
-            info["blocks"] = spec.blocks
+    info.update(error.details)
+    if "threshold" in info:  # a stability test: the release can be ⊥
+        info.update({"refusal": refusal_sentence(release, label), "refused": False})
     return info
 
 
@@ -152,7 +128,7 @@ def mark_refusals(infos: list[dict[str, Any] | None], rows: Sequence[Sequence[An
 
 def robust_params(plan: Plan, release: RobustRelease) -> dict[str, Any]:
     """The ledger's record of a robust release: mechanism and public parameters (no data)."""
-    cost = robust_cost(release.spec)
+    cost = registry.cost(release.spec)
     record: dict[str, Any] = {"mechanism": release.mechanism, "aggregate": plan.query.aggregates[release.aggregate].label,
                               "epsilon": str(cost.epsilon), "delta": str(cost.delta)}
     test = getattr(release.spec, "test", None)

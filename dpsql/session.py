@@ -337,6 +337,7 @@ def _ledger_params(compiled: CompiledQuery) -> dict[str, Any]:
             for r in plan.releases
         ],
         "max_rows": plan.bounding.max_rows,
+        "losses": [loss.record() for loss in plan.cost.losses],  # per release, for a tighter accountant
     }
     if plan.robust:
         params["robust"] = [robust_params(plan, r) for r in plan.robust]

@@ -21,12 +21,14 @@ from dpsql.mechanisms.exponential import ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
+from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "robust"]
 RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "scale", "asamp"]
 RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ScaleSpec | ASampSpec
+EMPTY_HISTOGRAM = Histogram((), ())
 
 
 def release_name(index: int) -> str:
@@ -156,6 +158,11 @@ class RankRequest:
     windows: tuple[tuple[Fraction, int], ...]
     histogram: bool
 
+    @property
+    def empty(self) -> Histogram:
+        """What a group without rows reads: no order statistics."""
+        return EMPTY_HISTOGRAM
+
 
 @dataclass(frozen=True, slots=True)
 class ModeRequest:
@@ -164,6 +171,11 @@ class ModeRequest:
 
     column: Column
     blocks: int
+
+    @property
+    def empty(self) -> dict[object, int]:
+        """What a group without rows reads: no votes."""
+        return {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,7 +188,8 @@ class TableLayer:
         params = self.calibration.ledger_params()
         params.update({"table": self.table.name, "columns": list(self.config.columns), "cells": self.domain.cells,
                        "candidates": self.config.candidates, "public_seed": self.public_seed,
-                       "after_halt": self.config.after_halt})
+                       "after_halt": self.config.after_halt,
+                       "losses": [loss.record() for loss in self.calibration.cost.losses]})
         return params
 
     # --- EXPLAIN ------------------------------------------------------------------------------
