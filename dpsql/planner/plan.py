@@ -25,7 +25,7 @@ from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.planner.robust import RobustPlanner, needs_delta, person_groups
+from dpsql.planner.robust_aggregates import RobustPlanner, needs_delta, person_groups
 
 
 def plan_query(query: BoundQuery) -> Plan:

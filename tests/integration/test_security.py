@@ -39,7 +39,8 @@ from dpsql.ir.query import key_name
 from dpsql.mechanisms import laplace
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.pipeline import CompiledQuery, compile_statement, release_rows
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.release import release_rows
 from dpsql.session import Session
 from tests.conftest import make_policy_text
 

@@ -30,7 +30,9 @@ from dpsql.backend.spark_engine import SparkEngine
 from dpsql.catalog.model import Policy
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.pipeline import CompiledQuery, compile_statement, release_rows, simple_rows
+from dpsql.execution.assemble import simple_rows
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.release import release_rows
 from tests.statistical import test_end_to_end_dp as audit
 
 pytestmark = pytest.mark.statistical  # and `spark` (tests/spark/conftest.py)

@@ -44,7 +44,7 @@ from scipy import stats
 
 from dpsql.accounting.ledger import Ledger
 from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
-from dpsql.backend.robust import fetch
+from dpsql.backend.robust_sql import fetch
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.ir.plan import robust_name
@@ -52,7 +52,8 @@ from dpsql.mechanisms import exponential, ptr
 from dpsql.mechanisms.ranks import quantile_rank
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sampling import discrete_laplace_upper_tail
-from dpsql.pipeline import CompiledQuery, release_robust_rows, release_rows
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.session import Session
 
 pytestmark = pytest.mark.statistical
@@ -252,7 +253,7 @@ def test_smed_negative_control_shift_one_too_small_is_flagged(tmp: Path, monkeyp
     # and e * 0.099 + 0.05 = 0.32: an excess of about 0.41.
     from dpsql.mechanisms import ranks
     monkeypatch.setattr(ranks, "rank_shift", lambda k, p: max(1, math.ceil(k * max(p, 1 - p))) - 1)
-    import dpsql.planner.robust as planner_robust
+    import dpsql.planner.robust_aggregates as planner_robust
     monkeypatch.setattr(planner_robust, "rank_shift", ranks.rank_shift)
     d, d2 = pair(tmp, base, person, SMED + " ", max_rows=3)  # a new SQL text: compiled again with s = 1
     assert d.compiled.plan.robust[0].spec.shift == 1

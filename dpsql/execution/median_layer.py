@@ -1,4 +1,4 @@
-"""The session's Median Mechanism layers: one per enabled table, asked before the ordinary path.
+"""The Median Mechanism layers' orchestration: one per enabled table, asked before the ordinary path.
 
 `MedianMechanismLayers.take(compiled)` returns a NoisyResult when the layer answers the query,
 or None when the ordinary per-query path should (the table has no layer, the query is not
@@ -6,9 +6,11 @@ measurable over X, the calibration gives too few hard slots, the reservation doe
 budget, or the layer has halted with `after_halt = "laplace"`). Every one of these decisions
 depends on the query, the policy, the budget and the released transcript only.
 
-On the first query it takes in a session, a table's layer charges its whole reservation to the
-ledger in one entry (mode and parameters recorded), then reads the bounded data once into a
-histogram over X. Easy, hard and repeated answers cost nothing more.
+On the first query it takes in a session, a table's layer charges its whole reservation through
+the session's Charger (one ledger entry, mode and parameters recorded), then reads the bounded
+data once into a histogram over X. Easy, hard and repeated answers cost nothing more. The
+algorithm is in dpsql.mechanisms.median_mechanism, the measurability check in
+dpsql.planner.measurable.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ import itertools
 import math
 import threading
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engine import Engine, key_type
+from dpsql.backend.engine import key_type
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -40,18 +41,18 @@ from dpsql.errors import (
     MedianMechanismHaltedError,
     MedianMechanismWarning,
 )
+from dpsql.execution.charge import Charger
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.engine_calls import EngineCalls
 from dpsql.ir.plan import release_name
 from dpsql.ir.query import key_name
+from dpsql.mechanisms.median_mechanism.core import LayerCore, Release, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
-from dpsql.mmlayer.core import LayerCore, Release, SecretHistogram
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
-from dpsql.mmlayer.query import MMQuery, measurable
-from dpsql.pipeline import CompiledQuery
+from dpsql.planner.measurable import MMQuery, measurable
 from dpsql.result import NoisyResult, ResultColumn
 
-Reserve = Callable[[str, dict[str, Any], PrivacyCost], None]
-Bounded = Callable[[Table], str]
 MASK_CACHE_BYTES = 64 * 2**20
 MECHANISM = "median_mechanism"
 
@@ -70,8 +71,8 @@ def _fmt(value: object) -> str:
 class TableLayer:
     """The Median Mechanism layer of one table in one session."""
 
-    def __init__(self, table: Table, config: MedianMechanismConfig, engine: Engine, rng: RandomSource,
-                 reserve: Reserve, bounded: Bounded) -> None:
+    def __init__(self, table: Table, config: MedianMechanismConfig, engine: EngineCalls, rng: RandomSource,
+                 charger: Charger) -> None:
         self.table = table
         self.config = config
         self.domain = DomainIndex(config)
@@ -82,8 +83,7 @@ class TableLayer:
         self.data_reads = 0  # engine queries over private data (the histogram, once per session)
         self._engine = engine
         self._rng = rng
-        self._reserve = reserve
-        self._bounded = bounded
+        self._charger = charger
         self._masks: dict[str, np.ndarray | None] = {}
         self._warned = False
         self._domain_ready = False
@@ -157,7 +157,7 @@ class TableLayer:
         cost = PrivacyCost.zero()
         if self.core is None:
             try:
-                self._reserve(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
+                self._charger.charge_reservation(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
             except BudgetExhaustedError:
                 self.unaffordable = True
                 self.warn_disabled()
@@ -175,7 +175,7 @@ class TableLayer:
 
     def _start(self) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X."""
-        bounded = self._bounded(self.table)
+        bounded = self._engine.bounded(self.table)
         self.data_reads += 1
         fetched = self._engine.private_arrays(histogram_select(self.config, bounded))
         counts = np.zeros(self.domain.cells, dtype=np.int64)
@@ -188,8 +188,7 @@ class TableLayer:
         params = self.calibration.ledger_params()
         params.update({"table": self.table.name, "columns": list(self.config.columns), "cells": self.domain.cells,
                        "candidates": self.config.candidates, "public_seed": self.public_seed,
-                       "after_halt": self.config.after_halt,
-                       "losses": [loss.record() for loss in self.calibration.cost.losses]})
+                       "after_halt": self.config.after_halt})
         return params
 
     # --- EXPLAIN ------------------------------------------------------------------------------
@@ -238,7 +237,7 @@ def _domain_text(domain: Any) -> str:
     return f"{domain.column} ({domain.size - 1} values + NULL)"
 
 
-def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: Engine,
+def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: EngineCalls,
                  cost: PrivacyCost) -> NoisyResult:
     """A NoisyResult from a layer release: keys in public-domain order, the count per group.
 
@@ -288,12 +287,11 @@ def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration,
 class MedianMechanismLayers:
     """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
 
-    def __init__(self, policy: Policy, engine: Engine, rng: RandomSource, *, reserve: Reserve, bounded: Bounded) -> None:
+    def __init__(self, policy: Policy, engine: EngineCalls, rng: RandomSource, charger: Charger) -> None:
         self._policy = policy
         self._engine = engine
         self._rng = rng
-        self._reserve = reserve
-        self._bounded = bounded
+        self._charger = charger
         self._layers: dict[str, TableLayer] = {}
         self._lock = threading.Lock()  # EXPLAIN and cost_of may run outside the session's lock
 
@@ -305,7 +303,7 @@ class MedianMechanismLayers:
         with self._lock:
             if declared.name not in self._layers:
                 self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
-                                                         self._reserve, self._bounded)
+                                                         self._charger)
             return self._layers[declared.name]
 
     def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:

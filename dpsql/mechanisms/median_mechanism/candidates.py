@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 
 FLOOR = 1e-9  # total mass spread over X so that every cell stays positive (raking needs p > 0)
 SWEEPS = 2

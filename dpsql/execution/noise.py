@@ -1,0 +1,122 @@
+"""noise_info: per output column, the mechanism, scale, 95% interval and cost of its values.
+
+Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
+and, given the answer's rows, which cells were (`refused`). A refusal sentence holds public facts
+only (the aggregate as written, the mechanism family, its epsilon and delta): never a distance,
+a noisy distance, n, or which discretisation failed (design/ptr-and-asamp.md 2.3, attacks A14).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from dpsql.backend.postsql import release_deps, release_width, robust_deps
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.ir.plan import Plan, RobustRelease
+from dpsql.mechanisms import registry
+
+
+def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None) -> list[dict[str, Any] | None]:
+    """One dict per output column (None for group keys): mechanism, scale, epsilon, delta.
+
+    Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
+    and, given the answer's rows, which cells were (`refused`: a bool, or one flag per row).
+    """
+    plan = compiled.plan
+    infos: list[dict[str, Any] | None] = []
+    for output in plan.query.outputs:
+        deps = release_deps(output.expr, plan)
+        robust = robust_deps(output.expr, plan)
+        if robust:
+            infos.append(_robust_info(plan, output.expr, deps, robust))
+            continue
+        if not deps:
+            infos.append(None)
+            continue
+        releases = [plan.releases[r] for r in deps]
+        scales = [float(r.spec.scale * r.unit) for r in releases]
+        kinds = {plan.estimates[a].kind for a in output.aggregates}
+        single = len(deps) == 1 and output.expr.find(exp.Column) == output.expr
+        infos.append(
+            {
+                "mechanism": "laplace" if single else "laplace (" + ", ".join(sorted(kinds)) + ", post-processed)",
+                "scale": scales[0] if len(scales) == 1 else tuple(scales),
+                "ci95": float(release_width(plan, deps[0], 1)) if single else None,
+                "epsilon": float(sum(r.spec.epsilon for r in releases)),
+                "delta": 0.0,
+            }
+        )
+    if rows is not None:
+        mark_refusals(infos, rows)
+    return infos
+
+
+def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> dict[str, Any]:
+    infos = [describe(plan, plan.robust[r]) for r in robust]
+    if len(robust) == 1 and not deps and expr.find(exp.Column) == expr:
+        return infos[0]
+    refusals = [i["refusal"] for i in infos if "refusal" in i]
+    info: dict[str, Any] = {
+        "mechanism": ", ".join([i["mechanism"] for i in infos] + (["laplace"] if deps else [])) + " (post-processed)",
+        "scale": None,
+        "ci95": None,
+        "epsilon": sum(i["epsilon"] for i in infos) + float(sum(plan.releases[r].spec.epsilon for r in deps)),
+        "delta": sum(i["delta"] for i in infos),
+    }
+    if refusals:
+        info.update({"refusal": " ".join(refusals), "refused": False})
+    return info
+
+
+def _what(release: RobustRelease) -> str:
+    spec = release.spec
+    if release.mechanism == "scale":
+        return "the quartiles are not stable on this data (too few rows, or a quartile in a sparse region)"
+    if release.mechanism == "asamp":
+        return ("no value is consistently most frequent across subsamples (top values too close, or too few rows)")
+    p = getattr(spec, "p", Fraction(1, 2))
+    name = "median" if p == Fraction(1, 2) else f"{float(p):g} quantile"
+    return (f"the {name} is not stable on this data (too few rows, the {name} lies in a gap between clusters, "
+            f"or at the edge of a block of equal values)")
+
+
+def _advice(release: RobustRelease) -> str:
+    if release.mechanism == "smed":
+        return "Try a coarser precision, a proposed bound b, a larger epsilon, or more rows."
+    if release.mechanism == "ptr-laplace":
+        return "Try a larger bound b, a larger epsilon, or more rows."
+    return "Try a larger epsilon or more rows."
+
+
+def refusal_sentence(release: RobustRelease, label: str) -> str:
+    """The ⊥ message: public facts only (the aggregate, the mechanism family, its cost)."""
+    cost = registry.cost(release.spec)
+    return (f"{label} refused: {_what(release)}. {_advice(release)} Its budget (epsilon {float(cost.epsilon):.4g}, "
+            f"delta {float(cost.delta):.3g}) was spent.")
+
+
+def describe(plan: Plan, release: RobustRelease) -> dict[str, Any]:
+    """noise_info of a bare robust output (ci95 filled per cell by the caller)."""
+    cost = registry.cost(release.spec)
+    error = registry.error(release.spec)
+    label = plan.query.aggregates[release.aggregate].label
+    info: dict[str, Any] = {"mechanism": release.mechanism, "scale": error.scale, "ci95": error.ci95,
+                            "epsilon": float(cost.epsilon), "delta": float(cost.delta)}
+    info.update(error.details)
+    if "threshold" in info:  # a stability test: the release can be ⊥
+        info.update({"refusal": refusal_sentence(release, label), "refused": False})
+    return info
+
+
+def mark_refusals(infos: list[dict[str, Any] | None], rows: Sequence[Sequence[Any]]) -> None:
+    """`refused`: True/False for the column, or one flag per row when rows differ (⊥ = a NULL cell)."""
+    for i, info in enumerate(infos):
+        if info is None or "refusal" not in info:
+            continue
+        flags = tuple(row[i] is None for row in rows)
+        info["refused"] = flags[0] if flags and len(set(flags)) == 1 else (flags if flags else False)
+
+
