@@ -14,7 +14,7 @@ import duckdb
 from sqlglot import exp
 
 from dpsql.backend.duckdb_engine import EngineResult, render
-from dpsql.errors import EngineError
+from dpsql.errors import CatalogQueryError
 
 _LOCKDOWN = (
     "SET autoinstall_known_extensions = false",
@@ -22,12 +22,6 @@ _LOCKDOWN = (
     "SET enable_external_access = false",
     "SET lock_configuration = true",
 )
-
-
-class CatalogQueryError(EngineError):
-    """A catalog probe failed in the metadata database (its text names no data: there is none)."""
-
-    sqlstate = "42000"
 
 
 class MetadataDB:
