@@ -23,7 +23,7 @@ from dpsql.backend.engine import Engine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
-from dpsql.errors import InterfaceError
+from dpsql.errors import InterfaceError, ProgrammingError
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.executor import Executor
@@ -35,16 +35,6 @@ from dpsql.result import NoisyResult, ResultColumn
 
 DEFAULT_ANALYST = "analyst"
 PLAN_CACHE_SIZE = 256
-
-
-@dataclass(frozen=True, slots=True)
-class SessionConfig:
-    """Where a session's policy, data and ledger come from."""
-
-    policy: Path
-    database: Path | None = None
-    analyst: str = DEFAULT_ANALYST
-    ledger: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,36 +240,56 @@ def _engine(policy: Policy, name: str, database: str | Path | None, tables: Mapp
     raise InterfaceError(f"unknown engine '{name}': use one of {', '.join(ENGINES)}")
 
 
-def open_session(
-    database: str | Path | None = None,
-    policy: str | Path | Policy | None = None,
-    *,
-    analyst: str | None = None,
-    ledger: str | Path | Ledger | None = None,
-    tables: Mapping[str, Any] | None = None,
-    random_seed: int | None = None,
-    engine: str = "duckdb",
-    spark: Any = None,
-    master: str | None = None,
-    remote: str | None = None,
-    progress: Any = None,
-) -> Session:
-    """Open a session; with neither database, policy nor tables, the bundled demo.
+@dataclass(frozen=True)
+class SessionOptions:
+    """How to open a session: the one list of options of `dpsql.connect`, `open_session`, the
+    CLI and the pgwire server. With neither database, policy nor tables: the bundled demo.
 
-    `engine="spark"` runs the same plans on Apache Spark: a given SparkSession (`spark=`), or one
-    dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or Spark Connect `remote="sc://host"`).
-    `progress` receives Spark stage-progress lines during long jobs.
+    `database`: a DuckDB file (engine="duckdb"); `policy`: the policy file or a loaded Policy;
+    `analyst`: whose budget is charged; `ledger`: the ledger file, or a Ledger shared by many
+    sessions of one process (the server), which the session then does not close; `tables`:
+    pandas (or Spark) DataFrames by table name; `random_seed`: reproducible noise, for tests and
+    marked experiments only (DESIGN 8); `engine`: "duckdb" or "spark"; with Spark, a given
+    SparkSession (`spark`), or one dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or
+    Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines.
     """
-    if policy is None and database is None and not tables:
-        policy = ensure_demo()
-    if policy is None:
-        raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
-    loaded = policy if isinstance(policy, Policy) else load_policy(policy)
-    runner = _engine(loaded, engine, database, tables, spark, master, remote, progress)
-    # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
-    rng = SeededRandomSource(random_seed) if random_seed is not None else None
-    if isinstance(ledger, Ledger):
-        # A ledger shared by many sessions of one process (the server): its lock serialises
-        # charges in-process, and the session must not close it.
-        return Session(loaded, runner, ledger, analyst=analyst or DEFAULT_ANALYST, rng=rng, owns_ledger=False)
-    return Session(loaded, runner, Ledger(ledger), analyst=analyst or DEFAULT_ANALYST, rng=rng)
+
+    database: str | Path | None = None
+    policy: str | Path | Policy | None = None
+    analyst: str | None = None
+    ledger: str | Path | Ledger | None = None
+    tables: Mapping[str, Any] | None = None
+    random_seed: int | None = None
+    engine: str = "duckdb"
+    spark: Any = None
+    master: str | None = None
+    remote: str | None = None
+    progress: Any = None
+
+    def __post_init__(self) -> None:
+        if self.random_seed is not None and not isinstance(self.random_seed, int):
+            raise ProgrammingError("random_seed must be an int")
+
+    def open(self) -> Session:
+        """A new session with these options."""
+        policy = self.policy
+        if policy is None and self.database is None and not self.tables:
+            policy = ensure_demo()
+        if policy is None:
+            raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
+        loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        runner = _engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress)
+        # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
+        rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
+        analyst = self.analyst or DEFAULT_ANALYST
+        if isinstance(self.ledger, Ledger):
+            # A ledger shared by many sessions of one process (the server): its lock serialises
+            # charges in-process, and the session must not close it.
+            return Session(loaded, runner, self.ledger, analyst=analyst, rng=rng, owns_ledger=False)
+        return Session(loaded, runner, Ledger(self.ledger), analyst=analyst, rng=rng)
+
+
+def open_session(*args: Any, **kwargs: Any) -> Session:
+    """Open a session: `open_session(database=None, policy=None, *, analyst=None, ...)`, the
+    fields of SessionOptions in their order."""
+    return SessionOptions(*args, **kwargs).open()
