@@ -15,7 +15,7 @@ from dpsql.errors import InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span, span_of
 from dpsql.ir.plan import median_grid
-from dpsql.ir.query import AggregateCall, BoundQuery, GroupKey, OrderItem, OutputColumn, agg_name, key_name
+from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
@@ -310,21 +310,21 @@ def _plain_column(arg: exp.Expr | None, node: exp.Expr, scope: Scope, sql: str) 
 
 def _replace(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str,
              outputs: tuple[OutputColumn, ...] = (), robust: RobustOptions = RobustOptions()) -> exp.Expr:
-    """Copy `node` with aggregates -> __a<j>, key columns -> __k<i>; other columns are refused."""
+    """Copy `node` with aggregates and key columns as ColumnRef placeholders; other columns are refused."""
 
     def visit(sub: exp.Expr) -> exp.Expr:
         if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None:
             call = _aggregate(sub, scope, sql, robust)
             if call not in aggregates:
                 aggregates.append(call)
-            return exp.column(agg_name(aggregates.index(call)))
+            return ColumnRef("aggregate", aggregates.index(call)).column()
         if isinstance(sub, exp.Column):
             by_alias = next((o for o in outputs if o.name.lower() == sub.name.lower() and not sub.table), None)
             if by_alias is not None and scope.table.column(sub.name) is None:
                 return by_alias.expr.copy()
             column = scope.table.column(sub.name)
             if column is not None and column in keys:
-                return exp.column(key_name(keys.index(column)))
+                return ColumnRef("key", keys.index(column)).column()
             raise refuse("DP105", f"'{sub.sql()}' is neither aggregated nor a GROUP BY column", sub, sql,
                          f"wrap it in an aggregate such as COUNT({sub.name}), or add it to GROUP BY")
         return sub
@@ -342,8 +342,9 @@ def _output(item: exp.Expr, keys: list[Column], aggregates: list[AggregateCall],
         name = body.name
     else:
         name = body.sql(dialect=Dpsql)
-    key = int(expr.name[3:]) if isinstance(expr, exp.Column) and expr.name.startswith("__k") else None
-    used = tuple(sorted({int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}))
+    ref = ColumnRef.of(expr)
+    key = ref.index if ref is not None and ref.kind == "key" else None
+    used = tuple(sorted(refs(expr, "aggregate")))
     return OutputColumn(name=name, expr=expr, key=key, aggregates=used)
 
 

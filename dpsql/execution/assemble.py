@@ -9,8 +9,8 @@ from dpsql.backend.postsql import release_width
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.noise import describe, noise_info
 from dpsql.ir.plan import Estimate, release_name, robust_name
-from dpsql.ir.query import key_name
-from dpsql.result import NoisyResult, ResultColumn
+from dpsql.ir.query import ColumnRef, key_name
+from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
 
 
 def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
@@ -41,11 +41,12 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
             out_types.append(types[key_name(output.key)])
             getters.append((output.key, None))
             continue
-        estimate = plan.estimates[int(output.expr.name[3:])]
+        assert output.aggregate is not None
+        estimate = plan.estimates[output.aggregate]
         if estimate.kind == "robust":
             name = robust_name(estimate.robust)  # type: ignore[arg-type]
             out_types.append(types[name])
-            width = describe(plan, plan.robust[estimate.robust]).get("ci95")  # type: ignore[index]
+            width = describe(plan, plan.robust[estimate.robust]).ci95  # type: ignore[index]
             getters.append((None, (name, width)))
             continue
         release_types = {types[release_name(r)] for r in estimate.releases}
@@ -78,13 +79,14 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
 
 
 def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]]) -> NoisyResult:
-    """The answer from post-processing's output (`__o<i>` values, `__lo<i>`/`__hi<i>` bounds)."""
+    """The answer from post-processing's output (output values, interval bounds where computed)."""
     outputs = compiled.plan.query.outputs
     position = {name: i for i, name in enumerate(names)}
-    columns = tuple(ResultColumn(o.name, types[position[f"__o{i}"]]) for i, o in enumerate(outputs))
+    at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
+    columns = tuple(ResultColumn(o.name, types[at[i]]) for i, o in enumerate(outputs))
     values, cells = [], []
     for row in rows:
-        values.append(tuple(row[position[f"__o{i}"]] for i in range(len(outputs))))
+        values.append(tuple(row[j] for j in at))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
     infos = fill_ci(noise_info(compiled, values), cells)
     return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
@@ -98,19 +100,21 @@ def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], type
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
 
 
-def fill_ci(infos: list[dict[str, Any] | None], cells: list[tuple[float | None, ...]]) -> list[dict[str, Any] | None]:
+def fill_ci(infos: list[NoiseInfo | None], cells: list[tuple[float | None, ...]]) -> list[NoiseInfo | None]:
     """ci95 of derived columns: one number when equal across rows, else the per-row tuple."""
+    out = list(infos)
     for i, info in enumerate(infos):
-        if info is not None and info["ci95"] is None and cells:
+        if info is not None and info.ci95 is None and cells:
             widths = {c[i] for c in cells}
-            info["ci95"] = widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells)
-    return infos
+            out[i] = info.replace(ci95=widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells))
+    return out
 
 
 def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:
-    if f"__lo{i}" not in position:
+    low_at = position.get(ColumnRef("low", i).name)
+    if low_at is None:
         return None
-    value, low, high = row[position[f"__o{i}"]], row[position[f"__lo{i}"]], row[position[f"__hi{i}"]]
+    value, low, high = row[position[ColumnRef("output", i).name]], row[low_at], row[position[ColumnRef("high", i).name]]
     if value is None or low is None or high is None:
         return None
     return float(max(high - value, value - low))

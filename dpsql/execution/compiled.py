@@ -63,7 +63,7 @@ class CompiledQuery:
     def simple_outputs(self) -> bool:
         """Outputs are keys and bare aggregates, with no HAVING, ORDER BY, LIMIT or OFFSET."""
         query = self.plan.query
-        bare = all(o.key is not None or (isinstance(o.expr, exp.Column) and o.expr.name.startswith("__a")) for o in query.outputs)
+        bare = all(o.key is not None or o.aggregate is not None for o in query.outputs)
         return bare and query.having is None and not query.order and query.limit is None and query.offset is None
 
     @functools.cached_property

@@ -21,7 +21,7 @@ from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.median_layer import MedianMechanismLayers
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
-from dpsql.ir.query import PublicQuery
+from dpsql.ir.query import ColumnRef, PublicQuery
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.result import NoisyResult, ResultColumn
 
@@ -58,7 +58,7 @@ class Executor:
             return tuple(ResultColumn(o.name, t) for o, t in zip(outputs, types))
         post = self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
         position = {name: i for i, name in enumerate(post.names)}
-        return tuple(ResultColumn(o.name, post.types[position[f"__o{i}"]]) for i, o in enumerate(outputs))
+        return tuple(ResultColumn(o.name, post.types[position[ColumnRef("output", i).name]]) for i, o in enumerate(outputs))
 
     # --- answers ------------------------------------------------------------------------------------
     def public(self, query: PublicQuery) -> NoisyResult:

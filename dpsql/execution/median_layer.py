@@ -23,7 +23,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import key_type
@@ -45,13 +44,13 @@ from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.ir.plan import release_name
-from dpsql.ir.query import key_name
+from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms.median_mechanism.core import LayerCore, Release, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
 from dpsql.planner.measurable import MMQuery, measurable
-from dpsql.result import NoisyResult, ResultColumn
+from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
 
 MASK_CACHE_BYTES = 64 * 2**20
 MECHANISM = "median_mechanism"
@@ -255,17 +254,17 @@ def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration,
     if release.origin == "hard":
         scale = float(cal.answer_scale) if cal.mode == "pure" else math.sqrt(float(cal.answer_sigma2 or 0))
     outputs = bound.outputs
-    bare = [o.key is None and isinstance(o.expr, exp.Column) and o.expr.name == "__a0" for o in outputs]
-    infos: list[dict[str, Any] | None] = []
+    bare = [o.key is None and o.aggregate == 0 for o in outputs]
+    infos: list[NoiseInfo | None] = []
     for output, is_bare in zip(outputs, bare):
         if output.key is not None or not output.aggregates:
             infos.append(None)
             continue
-        infos.append({
-            "mechanism": MECHANISM if is_bare else f"{MECHANISM} (post-processed)",
-            "kind": release.kind, "scale": scale, "ci95": float(release.error) if is_bare else None,
-            "epsilon": 0.0, "delta": 0.0, "hard_slots_left": release.slots_left, "mode": cal.mode,
-        })
+        infos.append(NoiseInfo(
+            mechanism=MECHANISM if is_bare else f"{MECHANISM} (post-processed)",
+            kind=release.kind, scale=scale, ci95=float(release.error) if is_bare else None,
+            epsilon=0.0, delta=0.0, hard_slots_left=release.slots_left, mode=cal.mode,
+        ))
     if compiled.simple_outputs:
         names = tuple(o.name for o in outputs)
         out_types = tuple(types[key_name(o.key)] if o.key is not None else "BIGINT" for o in outputs)
@@ -277,8 +276,9 @@ def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration,
         post = engine.postprocess(columns, types, compiled.post)  # released values only
         position = {name: i for i, name in enumerate(post.names)}
         names = tuple(o.name for o in outputs)
-        out_types = tuple(post.types[position[f"__o{i}"]] for i in range(len(outputs)))
-        rows = [tuple(row[position[f"__o{i}"]] for i in range(len(outputs))) for row in post.rows]
+        at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
+        out_types = tuple(post.types[j] for j in at)
+        rows = [tuple(row[j] for j in at) for row in post.rows]
         cells = [tuple(float(release.error) if b else None for b in bare) for _ in post.rows]
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, cost)

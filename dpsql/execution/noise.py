@@ -17,16 +17,17 @@ from dpsql.backend.postsql import release_deps, release_width, robust_deps
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
 from dpsql.mechanisms import registry
+from dpsql.result import NoiseInfo
 
 
-def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None) -> list[dict[str, Any] | None]:
-    """One dict per output column (None for group keys): mechanism, scale, epsilon, delta.
+def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None) -> list[NoiseInfo | None]:
+    """One NoiseInfo per output column (None for group keys): mechanism, scale, epsilon, delta.
 
     Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
     and, given the answer's rows, which cells were (`refused`: a bool, or one flag per row).
     """
     plan = compiled.plan
-    infos: list[dict[str, Any] | None] = []
+    infos: list[NoiseInfo | None] = []
     for output in plan.query.outputs:
         deps = release_deps(output.expr, plan)
         robust = robust_deps(output.expr, plan)
@@ -40,35 +41,30 @@ def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = N
         scales = [float(r.spec.scale * r.unit) for r in releases]
         kinds = {plan.estimates[a].kind for a in output.aggregates}
         single = len(deps) == 1 and output.expr.find(exp.Column) == output.expr
-        infos.append(
-            {
-                "mechanism": "laplace" if single else "laplace (" + ", ".join(sorted(kinds)) + ", post-processed)",
-                "scale": scales[0] if len(scales) == 1 else tuple(scales),
-                "ci95": float(release_width(plan, deps[0], 1)) if single else None,
-                "epsilon": float(sum(r.spec.epsilon for r in releases)),
-                "delta": 0.0,
-            }
-        )
-    if rows is not None:
-        mark_refusals(infos, rows)
-    return infos
+        infos.append(NoiseInfo(
+            mechanism="laplace" if single else "laplace (" + ", ".join(sorted(kinds)) + ", post-processed)",
+            scale=scales[0] if len(scales) == 1 else tuple(scales),
+            ci95=float(release_width(plan, deps[0], 1)) if single else None,
+            epsilon=float(sum(r.spec.epsilon for r in releases)),
+            delta=0.0,
+        ))
+    return mark_refusals(infos, rows) if rows is not None else infos
 
 
-def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> dict[str, Any]:
+def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> NoiseInfo:
     infos = [describe(plan, plan.robust[r]) for r in robust]
     if len(robust) == 1 and not deps and expr.find(exp.Column) == expr:
         return infos[0]
-    refusals = [i["refusal"] for i in infos if "refusal" in i]
-    info: dict[str, Any] = {
-        "mechanism": ", ".join([i["mechanism"] for i in infos] + (["laplace"] if deps else [])) + " (post-processed)",
-        "scale": None,
-        "ci95": None,
-        "epsilon": sum(i["epsilon"] for i in infos) + float(sum(plan.releases[r].spec.epsilon for r in deps)),
-        "delta": sum(i["delta"] for i in infos),
-    }
-    if refusals:
-        info.update({"refusal": " ".join(refusals), "refused": False})
-    return info
+    refusals = [i.refusal for i in infos if i.refusal is not None]
+    return NoiseInfo(
+        mechanism=", ".join([i.mechanism for i in infos] + (["laplace"] if deps else [])) + " (post-processed)",
+        scale=None,
+        ci95=None,
+        epsilon=sum(i.epsilon for i in infos) + float(sum(plan.releases[r].spec.epsilon for r in deps)),
+        delta=sum(i.delta for i in infos),
+        refusal=" ".join(refusals) if refusals else None,
+        refused=False if refusals else None,
+    )
 
 
 def _what(release: RobustRelease) -> str:
@@ -98,25 +94,26 @@ def refusal_sentence(release: RobustRelease, label: str) -> str:
             f"delta {float(cost.delta):.3g}) was spent.")
 
 
-def describe(plan: Plan, release: RobustRelease) -> dict[str, Any]:
+def describe(plan: Plan, release: RobustRelease) -> NoiseInfo:
     """noise_info of a bare robust output (ci95 filled per cell by the caller)."""
     cost = registry.cost(release.spec)
     error = registry.error(release.spec)
-    label = plan.query.aggregates[release.aggregate].label
-    info: dict[str, Any] = {"mechanism": release.mechanism, "scale": error.scale, "ci95": error.ci95,
-                            "epsilon": float(cost.epsilon), "delta": float(cost.delta)}
-    info.update(error.details)
-    if "threshold" in info:  # a stability test: the release can be ⊥
-        info.update({"refusal": refusal_sentence(release, label), "refused": False})
-    return info
+    details = dict(error.details)
+    if "threshold" in details:  # a stability test: the release can be ⊥
+        label = plan.query.aggregates[release.aggregate].label
+        details.update({"refusal": refusal_sentence(release, label), "refused": False})
+    return NoiseInfo(mechanism=release.mechanism, scale=error.scale, ci95=error.ci95,
+                     epsilon=float(cost.epsilon), delta=float(cost.delta), **details)
 
 
-def mark_refusals(infos: list[dict[str, Any] | None], rows: Sequence[Sequence[Any]]) -> None:
+def mark_refusals(infos: list[NoiseInfo | None], rows: Sequence[Sequence[Any]]) -> list[NoiseInfo | None]:
     """`refused`: True/False for the column, or one flag per row when rows differ (⊥ = a NULL cell)."""
+    out = list(infos)
     for i, info in enumerate(infos):
-        if info is None or "refusal" not in info:
+        if info is None or info.refusal is None:
             continue
         flags = tuple(row[i] is None for row in rows)
-        info["refused"] = flags[0] if flags and len(set(flags)) == 1 else (flags if flags else False)
+        out[i] = info.replace(refused=flags[0] if flags and len(set(flags)) == 1 else (flags if flags else False))
+    return out
 
 

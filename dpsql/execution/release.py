@@ -81,7 +81,8 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
             if output.key is not None:
                 out.append(key_type(query.keys[output.key].column.type))
                 continue
-            estimate = plan.estimates[int(output.expr.name[3:])]
+            assert output.aggregate is not None
+            estimate = plan.estimates[output.aggregate]
             if estimate.kind == "robust":
                 out.append(robust_type(plan, plan.robust[estimate.robust]))  # type: ignore[index]
                 continue

@@ -16,7 +16,7 @@ from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
-from dpsql.ir.query import BoundQuery
+from dpsql.ir.query import BoundQuery, ColumnRef
 from dpsql.mechanisms.exponential import ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
@@ -33,12 +33,12 @@ EMPTY_HISTOGRAM = Histogram((), ())
 
 def release_name(index: int) -> str:
     """The column name of release `index` in the engine result and the noisy table."""
-    return f"__r{index}"
+    return ColumnRef("release", index).name
 
 
 def robust_name(index: int) -> str:
     """The column name of robust release `index` in the noisy table."""
-    return f"__q{index}"
+    return ColumnRef("robust", index).name
 
 
 @dataclass(frozen=True, slots=True)
