@@ -276,10 +276,6 @@ class Engine:
                 self._relations.add(name)
             return name
 
-    def bounded_definition(self, table: Table) -> str:
-        """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
-        return self.render(bounded_select(table, source_name(table)))
-
     def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
         """Run a plan's SQL against an empty table of the same schema, before any charge.
 

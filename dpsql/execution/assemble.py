@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence
 
 from dpsql.backend.postsql import release_width
 from dpsql.execution.compiled import CompiledQuery
@@ -24,6 +25,47 @@ def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
     return min(max(mean, float(column.lower)), float(column.upper))
 
 
+class _Cell(Protocol):
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        """One output cell: its value and its 95% half-width (None: exact or ⊥)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyCell:
+    name: str
+
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        return columns[self.name][row], None
+
+
+@dataclass(frozen=True, slots=True)
+class _RobustCell:
+    """A robust release: exact-or-refused, or PTR-Laplace's interval (none for ⊥)."""
+
+    name: str
+    width: Any
+
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        value = columns[self.name][row]
+        return value, self.width if value is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _EstimateCell:
+    """COUNT/SUM/AVG from releases; the interval is the corner evaluation of the estimate."""
+
+    estimate: Estimate
+    widths: list[float]
+
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        values = [columns[release_name(r)][row] for r in self.estimate.releases]
+        value = _estimate_value(self.estimate, values)
+        corners = [_estimate_value(self.estimate, [v + s * w for v, s, w in zip(values, signs, self.widths)])
+                   for signs in itertools.product((-1, 1), repeat=len(values))]
+        return value, float(max(max(corners) - value, value - min(corners)))
+
+
 def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str]) -> tuple[
         tuple[str, ...], tuple[str, ...], list[tuple[Any, ...]], list[tuple[float | None, ...]]]:
     """Outputs, types, rows and 95% half-widths for simple queries, without a second engine call.
@@ -35,46 +77,30 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
     outputs = plan.query.outputs
     nrows = len(next(iter(columns.values()))) if columns else 1
     names = tuple(o.name for o in outputs)
-    out_types, getters = [], []
+    out_types: list[str] = []
+    cellers: list[_Cell] = []
     for output in outputs:
         if output.key is not None:
             out_types.append(types[key_name(output.key)])
-            getters.append((output.key, None))
+            cellers.append(_KeyCell(key_name(output.key)))
             continue
         assert output.aggregate is not None
         estimate = plan.estimates[output.aggregate]
-        if estimate.kind == "robust":
-            name = robust_name(estimate.robust)  # type: ignore[arg-type]
+        if estimate.robust is not None:
+            name = robust_name(estimate.robust)
             out_types.append(types[name])
-            width = describe(plan, plan.robust[estimate.robust]).ci95  # type: ignore[index]
-            getters.append((None, (name, width)))
+            cellers.append(_RobustCell(name, describe(plan, plan.robust[estimate.robust]).ci95))
             continue
         release_types = {types[release_name(r)] for r in estimate.releases}
         out_types.append("DOUBLE" if estimate.kind == "avg" or "DOUBLE" in release_types else "BIGINT")
         widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
-        getters.append((None, (estimate, widths)))
-    rows, cells = [], []
+        cellers.append(_EstimateCell(estimate, widths))
+    rows: list[tuple[Any, ...]] = []
+    cells: list[tuple[float | None, ...]] = []
     for i in range(nrows):
-        row, cell = [], []
-        for key, spec in getters:
-            if spec is None:
-                row.append(columns[key_name(key)][i])
-                cell.append(None)
-                continue
-            if isinstance(spec[0], str):  # a robust release: exact-or-refused, or PTR-Laplace's interval
-                value = columns[spec[0]][i]
-                row.append(value)
-                cell.append(spec[1] if value is not None else None)
-                continue
-            estimate, widths = spec
-            values = [columns[release_name(r)][i] for r in estimate.releases]
-            value = _estimate_value(estimate, values)
-            corners = [_estimate_value(estimate, [v + s * w for v, s, w in zip(values, signs, widths)])
-                       for signs in itertools.product((-1, 1), repeat=len(values))]
-            row.append(value)
-            cell.append(float(max(max(corners) - value, value - min(corners))))
-        rows.append(tuple(row))
-        cells.append(tuple(cell))
+        pairs = [celler.cell(columns, i) for celler in cellers]
+        rows.append(tuple(value for value, _ in pairs))
+        cells.append(tuple(width for _, width in pairs))
     return names, tuple(out_types), rows, cells
 
 

@@ -47,6 +47,7 @@ from dpsql.ir.plan import release_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms.median_mechanism.core import LayerCore, Release, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms import registry
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
 from dpsql.planner.measurable import MMQuery, measurable
@@ -252,7 +253,7 @@ def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration,
     types[release_name(0)] = "BIGINT"
     scale = None
     if release.origin == "hard":
-        scale = float(cal.answer_scale) if cal.mode == "pure" else math.sqrt(float(cal.answer_sigma2 or 0))
+        scale = registry.error(cal).scale
     outputs = bound.outputs
     bare = [o.key is None and o.aggregate == 0 for o in outputs]
     infos: list[NoiseInfo | None] = []
@@ -336,9 +337,11 @@ class MedianMechanismLayers:
         """What executing would charge when the layer takes the query (its reservation on first use,
         else nothing); None when the ordinary path would answer. Public state only, no data."""
         routed = self._route(compiled)
-        if routed is None or isinstance(routed[1], str):
+        if routed is None:
             return None
         layer, query = routed
+        if isinstance(query, str):
+            return None
         if layer.status() in ("disabled", "unaffordable"):
             return None
         shape = layer.shape(query)

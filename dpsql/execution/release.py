@@ -26,13 +26,12 @@ from dpsql.backend.robust_sql import (
 )
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.engine_calls import SEED_BOUND
 from dpsql.ir.plan import ModeRequest, Plan, RobustRelease, release_name, robust_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.rng import RandomSource
 
-SEED_BOUND = 2**62
-TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
@@ -46,6 +45,7 @@ def release_rows(compiled: CompiledQuery, raw: EngineResult, rng: RandomSource) 
     nkeys = len(query.keys)
     index = {name: i for i, name in enumerate(raw.names)}
     by_key = {tuple(row[:nkeys]): row for row in raw.rows}
+    groups: list[tuple[Any, ...]]
     if nkeys == 0:
         groups = [()]
     elif plan.public_keys:
@@ -119,7 +119,7 @@ def robust_type(plan: Plan, release: RobustRelease) -> str:
     if release.mechanism == "asamp":
         request = plan.requests[release.request]
         assert isinstance(request, ModeRequest)
-        return TYPE_NAMES[request.column.type]
+        return key_type(request.column.type)
     if release.mechanism == "scale":
         return "DOUBLE"
     assert release.values is not None

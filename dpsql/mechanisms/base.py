@@ -45,8 +45,15 @@ class ErrorDescription:
 class Mechanism(Protocol):
     """One DP mechanism, found by the type of its spec (dpsql.mechanisms.registry)."""
 
-    name: str
-    spec_type: type
+    @property
+    def name(self) -> str:
+        """The mechanism's name in noise_info, EXPLAIN and the ledger."""
+        ...
+
+    @property
+    def spec_type(self) -> type:
+        """The frozen spec class this mechanism releases with (the registry's key)."""
+        ...
 
     def cost(self, spec: Any) -> PrivacyCost:
         """What releasing with `spec` costs, from the spec alone (no data; deterministic)."""

@@ -156,7 +156,7 @@ def release(spec: ExponentialQuantileSpec, hist: Histogram, rng: RandomSource) -
         run = far_runs[index]
         offset = position - (far_cumulative[index - 1] if index else 0)
         if _bernoulli_power(big_p, big_q, abs(run.signed) - u_min - near_levels - 1, rng):
-            return run.start + offset
+            return int(run.start + offset)
 
 
 def _bernoulli_power(numerator: int, denominator: int, times: int, rng: RandomSource) -> bool:

@@ -159,7 +159,7 @@ def ptr_laplace_distance(stats: OrderStatistics, p: Fraction, shift: int, bound:
 
 def log_edge(base: float, k: int, offset: Fraction) -> float:
     """E(k) = beta^(k - o): the one function that defines Scale's bins (section 4.1)."""
-    return base ** (k - float(offset))
+    return float(base ** (k - float(offset)))
 
 
 def log_bin(value: Value, base: float, offset: Fraction) -> int:
@@ -256,7 +256,7 @@ class PTRLaplaceSpec:
     @property
     def grid(self) -> Fraction:
         """The output grid gamma = b / 2^20."""
-        return Fraction(self.bound) / 2**GRID_BITS
+        return Fraction(self.bound) / Fraction(2**GRID_BITS)
 
     @property
     def noise_units(self) -> Fraction:
@@ -340,7 +340,7 @@ def scale_cost(spec: ScaleSpec) -> PrivacyCost:
 
 def _power(base: float, exponent: float) -> float:
     try:
-        return base**exponent
+        return float(base**exponent)
     except OverflowError:
         return math.inf
 

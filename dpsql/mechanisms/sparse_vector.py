@@ -426,13 +426,13 @@ class MedianMechanismReservation:
         return int(raw) + answer_noise(spec, rng)
 
     def describe(self, spec: SVTCalibration, context: Describing = Describing()) -> str:
-        answers = (f"discrete Laplace scale {fmt(spec.answer_scale)}" if spec.mode == "pure"
-                   else f"discrete Gaussian sigma {fmt(math.sqrt(spec.answer_sigma2 or 0))}")
+        scale = self.error(spec).scale
+        answers = f"discrete Laplace scale {fmt(scale)}" if spec.mode == "pure" else f"discrete Gaussian sigma {fmt(scale)}"
         budget = f"epsilon {fmt(spec.epsilon)}" + (f", delta {float(spec.delta):.3g} (rho {fmt(spec.rho)})" if spec.mode == "zcdp" else "")
         return (f"sparse vector ({spec.mode}), threshold {spec.threshold}, sensitivity {spec.sensitivity}, "
                 f"at most {spec.cap} hard answers of {answers}; {budget}")
 
     def error(self, spec: SVTCalibration) -> ErrorDescription:
-        scale = float(spec.answer_scale) if spec.mode == "pure" else math.sqrt(float(spec.answer_sigma2 or 0))
+        scale = float(spec.answer_scale or 0) if spec.mode == "pure" else math.sqrt(float(spec.answer_sigma2 or 0))
         return ErrorDescription(scale=scale, ci95=float(spec.answer_ci95),
                                 details=(("hard_slots", spec.cap), ("accuracy", spec.accuracy), ("mode", spec.mode)))

@@ -18,7 +18,6 @@ import math
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
 from dpsql.ir.query import AggregateCall, BoundQuery
@@ -115,7 +114,3 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
         notes.append("MEDIAN/QUANTILE, IQR and MODE may answer NULL (⊥: not stable enough); their budget is charged either way")
     return tuple(notes)
 
-
-def column_grid_note(column: Column) -> str:
-    """How a column's sums are discretised, for EXPLAIN."""
-    return f"{column.name} summed on a grid of {float(column.grid()):.6g}"

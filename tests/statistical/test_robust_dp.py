@@ -297,7 +297,7 @@ def test_ptr_laplace_pair_at_the_threshold(tmp: Path, monkeypatch: pytest.Monkey
     dist = [ptr.ptr_laplace_distance(p.stats(), Fraction(1, 2), 2, Fraction(1), spec.test.cap) for p in (d, d2)]
     assert dist == [9, 8]
     runs = 10000
-    events = {f"out>={c}": (lambda c: lambda v: v != REFUSED and v >= c)(c) for c in (-2, 0, 0.5, 1, 2, 4)}
+    events = {f"out>={c}": (lambda c: lambda v: v != REFUSED and v >= c)(c) for c in (-2, 0, 0.5, 1, 2, 4)}  # noqa: B023 (bound by the immediate call)
     events["refused"] = lambda v: v == REFUSED
     out_d, out_d2 = d.outputs(runs, 0), d2.outputs(runs, 50_000)
     assert not violations(out_d, out_d2, events, 1.0, 0.01)
@@ -428,8 +428,8 @@ def test_exponential_mechanism_is_exact_and_private(tmp: Path, monkeypatch: pyte
     spec = d.compiled.plan.robust[0].spec
     assert spec.sensitivity == 3 and (spec.lower, spec.upper) == (0, 10)
     runs = 10000
-    events = {f"={c}": (lambda c: lambda v: v == c)(c) for c in range(11)}
-    events.update({f"<={c}": (lambda c: lambda v: v <= c)(c) for c in range(10)})
+    events = {f"={c}": (lambda c: lambda v: v == c)(c) for c in range(11)}  # noqa: B023 (bound by the immediate call)
+    events.update({f"<={c}": (lambda c: lambda v: v <= c)(c) for c in range(10)})  # noqa: B023
     out_d, out_d2 = d.outputs(runs, 0), d2.outputs(runs, 50_000)
     assert not violations(out_d, out_d2, events, 1.0, 0.0)
     # Exactness: the sampled frequencies match the exact EM probabilities (chi-square at 1e-6).

@@ -62,7 +62,8 @@ class CandidateSet:
 
     def median(self, shape: QueryShape) -> np.ndarray:
         """The median candidate answer per group, rounded to an integer (int64)."""
-        return np.rint(np.median(self.predictions(shape), axis=0)).astype(np.int64)
+        median: np.ndarray = np.rint(np.median(self.predictions(shape), axis=0)).astype(np.int64)
+        return median
 
     def update(self, shape: QueryShape, answers: np.ndarray) -> None:
         """Learn from a hard answer: record its constraints, prune and project inconsistent candidates."""
