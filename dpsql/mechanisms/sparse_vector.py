@@ -434,5 +434,4 @@ class MedianMechanismReservation:
 
     def error(self, spec: SVTCalibration) -> ErrorDescription:
         scale = float(spec.answer_scale or 0) if spec.mode == "pure" else math.sqrt(float(spec.answer_sigma2 or 0))
-        return ErrorDescription(scale=scale, ci95=float(spec.answer_ci95),
-                                details=(("hard_slots", spec.cap), ("accuracy", spec.accuracy), ("mode", spec.mode)))
+        return ErrorDescription(scale=scale, ci95=float(spec.answer_ci95), details=(("mode", spec.mode),))

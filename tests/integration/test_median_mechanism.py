@@ -18,7 +18,7 @@ import dpsql
 from dpsql.demo.people import DEPTS, REGIONS
 from dpsql.errors import MedianMechanismHaltedError, MedianMechanismWarning
 from dpsql.render import render_table
-from tests.unit.mmlayer.support import write_policy
+from tests.unit.mechanisms.median_mechanism.support import write_policy
 
 ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5}
 

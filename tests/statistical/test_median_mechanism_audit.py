@@ -47,7 +47,7 @@ from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, calibrate
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
-from tests.unit.mmlayer.support import tiny_domain
+from tests.unit.mechanisms.median_mechanism.support import tiny_domain
 
 pytestmark = pytest.mark.statistical
 

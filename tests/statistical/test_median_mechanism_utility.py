@@ -36,7 +36,7 @@ from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
 from dpsql.planner.measurable import measurable
-from tests.unit.mmlayer.support import tiny_domain, write_policy
+from tests.unit.mechanisms.median_mechanism.support import tiny_domain, write_policy
 
 pytestmark = pytest.mark.statistical
 

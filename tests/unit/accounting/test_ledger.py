@@ -1,10 +1,9 @@
-"""The budget ledger: exact sums, refusals, persistence, concurrency and crash safety."""
+"""The budget ledger: exact sums, refusals, persistence and in-process concurrency.
+
+Several processes sharing a ledger file, and crashes, are in tests/slow/test_ledger_processes.py."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
 import sqlite3
 import threading
 from fractions import Fraction
@@ -18,7 +17,6 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
-SPAWN = multiprocessing.get_context("spawn")
 PARAMS = {"kind": "laplace", "sensitivity": 1, "scale": 10.0}
 
 
@@ -228,54 +226,6 @@ def test_unserialisable_params_are_refused_before_charging(ledger: Ledger) -> No
 # --- concurrency and crashes ---------------------------------------------------------------
 
 
-def _charge_many(path: str, start: object, analysts: list[str], budget: PrivacyCost, results: object) -> None:
-    led = Ledger(path)
-    ok = refused = 0
-    errors: list[str] = []
-    start.wait(timeout=60)  # type: ignore[attr-defined]  # a Barrier: both processes begin together
-    for analyst in analysts:
-        try:
-            charge(led, PrivacyCost(Fraction(1, 100)), budget, analyst=analyst)
-            ok += 1
-        except BudgetExhaustedError:
-            refused += 1
-        except Exception as err:  # noqa: BLE001 - reported to the parent
-            errors.append(repr(err))
-    led.close()
-    results.put((ok, refused, errors))  # type: ignore[attr-defined]
-
-
-def _run_two_processes(path: str, analysts: list[str], budget: PrivacyCost) -> tuple[int, int]:
-    start, results = SPAWN.Barrier(2), SPAWN.Queue()
-    procs = [SPAWN.Process(target=_charge_many, args=(path, start, analysts, budget, results)) for _ in range(2)]
-    for proc in procs:
-        proc.start()
-    outcomes = [results.get(timeout=60) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=30)
-        assert proc.exitcode == 0
-    assert [errors for _, _, errors in outcomes] == [[], []]
-    return sum(ok for ok, _, _ in outcomes), sum(refused for _, refused, _ in outcomes)
-
-
-def test_two_processes_cannot_overspend(tmp_path: Path) -> None:
-    path = str(tmp_path / "l.db")
-    assert _run_two_processes(path, ["alice"] * 200, PrivacyCost(3.0)) == (300, 100)
-    with Ledger(path) as led:
-        assert led.spent("alice") == PrivacyCost(3)
-        assert len(led.entries()) == 300
-
-
-def test_two_processes_race_for_many_last_slots(tmp_path: Path) -> None:
-    # Every analyst can afford exactly one charge and both processes try each one at the same
-    # moment: 200 budget boundaries, so a check outside the write transaction shows up.
-    path = str(tmp_path / "l.db")
-    analysts = [f"analyst{i}" for i in range(200)]
-    assert _run_two_processes(path, analysts, PrivacyCost(Fraction(1, 100))) == (200, 200)
-    with Ledger(path) as led:
-        assert all(led.spent(a) == PrivacyCost(Fraction(1, 100)) for a in analysts)
-
-
 def test_threads_cannot_overspend_an_in_memory_ledger(ledger: Ledger) -> None:
     barrier = threading.Barrier(8)
     outcomes: list[bool] = []
@@ -296,26 +246,3 @@ def test_threads_cannot_overspend_an_in_memory_ledger(ledger: Ledger) -> None:
         thread.join()
     assert outcomes.count(True) == 300 and outcomes.count(False) == 100
     assert ledger.spent("alice") == PrivacyCost(3)
-
-
-def _charge_then_hang(path: str, charged: object) -> None:
-    led = Ledger(path)
-    charge(led, PrivacyCost(Fraction(1, 4)), PrivacyCost(1))
-    charged.set()  # type: ignore[attr-defined]
-    threading.Event().wait(120)
-
-
-def test_a_process_killed_after_charging_keeps_its_charge(tmp_path: Path) -> None:
-    path = str(tmp_path / "l.db")
-    charged = SPAWN.Event()
-    proc = SPAWN.Process(target=_charge_then_hang, args=(path, charged))
-    proc.start()
-    try:
-        assert charged.wait(timeout=60)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.join(timeout=30)
-    assert proc.exitcode == -signal.SIGKILL
-    with Ledger(path) as led:
-        assert led.spent("alice") == PrivacyCost(Fraction(1, 4))
-        assert len(led.entries()) == 1

@@ -22,7 +22,7 @@ from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.median_mechanism.candidates import CandidateSet
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
-from tests.unit.mmlayer.support import random_shapes, replay, run_core, tiny_domain
+from tests.unit.mechanisms.median_mechanism.support import random_shapes, replay, run_core, tiny_domain
 
 DOMAIN = tiny_domain(4, 5, 6)  # 5 * 6 * 7 = 210 cells
 

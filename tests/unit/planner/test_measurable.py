@@ -11,7 +11,7 @@ from dpsql.catalog.loader import load_policy
 from dpsql.ir.query import BoundQuery
 from dpsql.planner.measurable import MMQuery, measurable
 from dpsql.execution.compiled import compile_statement
-from tests.unit.mmlayer.support import write_policy
+from tests.unit.mechanisms.median_mechanism.support import write_policy
 
 
 @pytest.fixture
