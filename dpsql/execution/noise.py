@@ -8,7 +8,6 @@ a noisy distance, n, or which discretisation failed (design/ptr-and-asamp.md 2.3
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any, Sequence
 
 from sqlglot import exp
@@ -67,31 +66,10 @@ def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tupl
     )
 
 
-def _what(release: RobustRelease) -> str:
-    spec = release.spec
-    if release.mechanism == "scale":
-        return "the quartiles are not stable on this data (too few rows, or a quartile in a sparse region)"
-    if release.mechanism == "asamp":
-        return ("no value is consistently most frequent across subsamples (top values too close, or too few rows)")
-    p = getattr(spec, "p", Fraction(1, 2))
-    name = "median" if p == Fraction(1, 2) else f"{float(p):g} quantile"
-    return (f"the {name} is not stable on this data (too few rows, the {name} lies in a gap between clusters, "
-            f"or at the edge of a block of equal values)")
-
-
-def _advice(release: RobustRelease) -> str:
-    if release.mechanism == "smed":
-        return "Try a coarser precision, a proposed bound b, a larger epsilon, or more rows."
-    if release.mechanism == "ptr-laplace":
-        return "Try a larger bound b, a larger epsilon, or more rows."
-    return "Try a larger epsilon or more rows."
-
-
-def refusal_sentence(release: RobustRelease, label: str) -> str:
+def refusal_sentence(release: RobustRelease, label: str, reason: str) -> str:
     """The ⊥ message: public facts only (the aggregate, the mechanism family, its cost)."""
     cost = registry.cost(release.spec)
-    return (f"{label} refused: {_what(release)}. {_advice(release)} Its budget (epsilon {float(cost.epsilon):.4g}, "
-            f"delta {float(cost.delta):.3g}) was spent.")
+    return f"{label} refused: {reason} Its budget (epsilon {float(cost.epsilon):.4g}, delta {float(cost.delta):.3g}) was spent."
 
 
 def describe(plan: Plan, release: RobustRelease) -> NoiseInfo:
@@ -99,9 +77,10 @@ def describe(plan: Plan, release: RobustRelease) -> NoiseInfo:
     cost = registry.cost(release.spec)
     error = registry.error(release.spec)
     details = dict(error.details)
-    if "threshold" in details:  # a stability test: the release can be ⊥
+    reason = registry.refusal(release.spec)
+    if reason is not None:  # a stability test: the release can be ⊥
         label = plan.query.aggregates[release.aggregate].label
-        details.update({"refusal": refusal_sentence(release, label), "refused": False})
+        details.update({"refusal": refusal_sentence(release, label, reason), "refused": False})
     return NoiseInfo(mechanism=release.mechanism, scale=error.scale, ci95=error.ci95,
                      epsilon=float(cost.epsilon), delta=float(cost.delta), **details)
 

@@ -71,6 +71,10 @@ class Mechanism(Protocol):
         """The release's public 95% interval (or rank error) and parameters."""
         ...
 
+    def refusal(self, spec: Any) -> str | None:
+        """Why a release can be ⊥ and what to try, in public terms (None: it never refuses)."""
+        ...
+
 
 def fmt(value: object) -> str:
     """A number as EXPLAIN shows it (6 significant digits)."""

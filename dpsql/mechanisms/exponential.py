@@ -216,3 +216,6 @@ class ExponentialQuantile:
 
     def error(self, spec: ExponentialQuantileSpec) -> ErrorDescription:
         return ErrorDescription(details=(("rank_error95", spec.rank_error()), ("candidates", spec.candidates)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

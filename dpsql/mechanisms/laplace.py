@@ -70,3 +70,6 @@ class Laplace:
 
     def error(self, spec: LaplaceSpec) -> ErrorDescription:
         return ErrorDescription(scale=float(spec.scale), ci95=float(half_width(spec)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

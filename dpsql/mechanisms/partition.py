@@ -71,3 +71,6 @@ class PartitionSelection:
 
     def error(self, spec: PartitionSelectionSpec) -> ErrorDescription:
         return ErrorDescription(scale=float(spec.scale), details=(("threshold", spec.threshold),))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

@@ -387,6 +387,12 @@ class ScaleInput:
     n_hat: float | int | None
 
 
+def _unstable(p: Fraction) -> str:
+    name = "median" if p == Fraction(1, 2) else f"{float(p):g} quantile"
+    return (f"the {name} is not stable on this data (too few rows, the {name} lies in a gap between clusters, "
+            f"or at the edge of a block of equal values)")
+
+
 class SMed:
     """MEDIAN/QUANTILE, exact when stable (DESIGN 6.3). Releases a mapped value or REFUSED."""
 
@@ -405,6 +411,9 @@ class SMed:
 
     def error(self, spec: SMedSpec) -> ErrorDescription:
         return ErrorDescription(details=test_details(spec.test, spec.shift))
+
+    def refusal(self, spec: SMedSpec) -> str | None:
+        return f"{_unstable(spec.p)}. Try a coarser precision, a proposed bound b, a larger epsilon, or more rows."
 
 
 class PTRLaplace:
@@ -429,6 +438,9 @@ class PTRLaplace:
         return ErrorDescription(scale=float(spec.noise_units * spec.grid), ci95=float(spec.half_width()),
                                 details=(("bound", float(spec.bound)), *test_details(spec.test, spec.shift)))
 
+    def refusal(self, spec: PTRLaplaceSpec) -> str | None:
+        return f"{_unstable(spec.p)}. Try a larger bound b, a larger epsilon, or more rows."
+
 
 class Scale:
     """IQR (DESIGN 6.4): reads `ScaleInput`; the IQR times beta^Z, or REFUSED."""
@@ -449,3 +461,7 @@ class Scale:
 
     def error(self, spec: ScaleSpec) -> ErrorDescription:
         return ErrorDescription(details=test_details(spec.test, spec.shift))
+
+    def refusal(self, spec: ScaleSpec) -> str | None:
+        return ("the quartiles are not stable on this data (too few rows, or a quartile in a sparse region). "
+                "Try a larger epsilon or more rows.")

@@ -55,3 +55,8 @@ def describe(spec: object, context: Describing = Describing()) -> str:
 def error(spec: object) -> ErrorDescription:
     """The public 95% interval and parameters of `spec`."""
     return mechanism_for(spec).error(spec)
+
+
+def refusal(spec: object) -> str | None:
+    """Why a release of `spec` can be ⊥ and what to try (None: it never refuses)."""
+    return mechanism_for(spec).refusal(spec)

@@ -435,3 +435,6 @@ class MedianMechanismReservation:
     def error(self, spec: SVTCalibration) -> ErrorDescription:
         scale = float(spec.answer_scale or 0) if spec.mode == "pure" else math.sqrt(float(spec.answer_sigma2 or 0))
         return ErrorDescription(scale=scale, ci95=float(spec.answer_ci95), details=(("mode", spec.mode),))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

@@ -119,3 +119,7 @@ class ASamp:
 
     def error(self, spec: ASampSpec) -> ErrorDescription:
         return ErrorDescription(details=(*test_details(spec.test), ("blocks", spec.blocks)))
+
+    def refusal(self, spec: ASampSpec) -> str | None:
+        return ("no value is consistently most frequent across subsamples (top values too close, or too few rows). "
+                "Try a larger epsilon or more rows.")

@@ -7,7 +7,8 @@ parameters its EXPLAIN text must name); a mechanism added without one fails
 - cost(spec) takes the spec alone, is deterministic, and is the sum of its PrivacyLoss terms;
 - release(spec, raw, rng) draws only from the injected random source (the process-wide sources
   raise while it runs; a negative control shows that this catches a mechanism that uses them);
-- describe(spec) names the parameters; error(spec) reports only noise_info keys.
+- describe(spec) names the parameters; error(spec) reports only noise_info keys; a mechanism
+  that can refuse (⊥) says why in public terms.
 """
 
 from __future__ import annotations
@@ -161,6 +162,12 @@ class TestMechanismContract:
         assert {key for key, _ in error.details} <= set(NOISE_KEYS)
         assert error.ci95 is None or error.ci95 > 0
         assert error.scale is None or error.scale > 0
+
+    def test_a_mechanism_that_can_refuse_says_why(self, mechanism: Mechanism, example: Example) -> None:
+        reason = mechanism.refusal(example.spec)
+        tested = "cap" in dict(mechanism.error(example.spec).details)  # a PTR stability test: ⊥ is possible
+        assert (reason is not None) == tested
+        assert reason is None or (reason.endswith(".") and "Try" in reason)
 
 
 class _GlobalRandomLaplace(Laplace):
