@@ -1,5 +1,5 @@
-"""The DuckDB backend (the default engine), and the local DuckDB that every engine uses for
-released values and public domain tables. The privacy-relevant logic is in backend/engine.py.
+"""The DuckDB backend (the default engine). The privacy-relevant logic is in backend/engine.py;
+the local DuckDB that every engine uses for released values is in backend/local_duckdb.py.
 """
 
 from __future__ import annotations
