@@ -27,7 +27,7 @@ from dpsql.backend.robust_sql import (
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND
-from dpsql.ir.plan import ModeRequest, Plan, RobustRelease, release_name, robust_name
+from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.rng import RandomSource
@@ -117,9 +117,7 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
     if release.mechanism == "asamp":
-        request = plan.requests[release.request]
-        assert isinstance(request, ModeRequest)
-        return key_type(request.column.type)
+        return key_type(plan.requests[release.request].column.type)
     if release.mechanism == "scale":
         return "DOUBLE"
     assert release.values is not None

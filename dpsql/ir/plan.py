@@ -163,6 +163,21 @@ class RankRequest:
         """What a group without rows reads: no order statistics."""
         return EMPTY_HISTOGRAM
 
+    @property
+    def column(self) -> Column:
+        """The column whose order statistics are read."""
+        return self.values.column
+
+    @property
+    def reads(self) -> str:
+        """What the engine returns for it, for EXPLAIN."""
+        return "a histogram" if self.histogram else "rank windows of +-(C+1)s"
+
+    @property
+    def seeded(self) -> bool:
+        """Whether its statement takes secret per-query seeds (no: order statistics are exact)."""
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class ModeRequest:
@@ -176,6 +191,16 @@ class ModeRequest:
     def empty(self) -> dict[object, int]:
         """What a group without rows reads: no votes."""
         return {}
+
+    @property
+    def reads(self) -> str:
+        """What the engine returns for it, for EXPLAIN."""
+        return "subsample-mode votes"
+
+    @property
+    def seeded(self) -> bool:
+        """Whether its statement takes secret per-query seeds ($mode_seed, $tie_seed: yes)."""
+        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpsql.ir.plan import ModeRequest, Plan, RankRequest, RobustRelease, release_name, robust_name
+from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing
 
@@ -56,12 +56,7 @@ def plan_text(plan: Plan) -> list[str]:
 
 
 def _request(plan: Plan, release: RobustRelease) -> str:
-    request = plan.requests[release.request]
-    if isinstance(request, ModeRequest):
-        return f"reads: subsample-mode votes (request {release.request})"
-    assert isinstance(request, RankRequest)
-    how = "a histogram" if request.histogram else "rank windows of +-(C+1)s"
-    return f"reads: {how} (request {release.request})"
+    return f"reads: {plan.requests[release.request].reads} (request {release.request})"
 
 
 def _values(release: RobustRelease) -> str:
