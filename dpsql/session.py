@@ -18,7 +18,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
-from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend import engines
 from dpsql.backend.engine import Engine
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
@@ -215,29 +215,9 @@ class Session:
                 self._ledger.close()
 
 
-ENGINES = ("duckdb", "spark")
-
-
 def start_spark(master: str | None = None, remote: str | None = None) -> Any:
     """A SparkSession for engine='spark' sessions to share (the server starts one per process)."""
-    from dpsql.backend.spark_engine import start_spark as start
-
-    return start(master, remote)
-
-
-def _engine(policy: Policy, name: str, database: str | Path | None, tables: Mapping[str, Any] | None, spark: Any,
-            master: str | None, remote: str | None, progress: Any) -> Engine:
-    if name == "duckdb":
-        if spark is not None or master is not None or remote is not None:
-            raise InterfaceError("spark=, master= and remote= need engine='spark'")
-        return DuckDBEngine(policy, database, tables)
-    if name == "spark":
-        if database is not None:
-            raise InterfaceError("database= is a DuckDB file; with engine='spark' name Parquet paths or Spark tables in the policy")
-        from dpsql.backend.spark_engine import SparkEngine
-
-        return SparkEngine(policy, spark, master=master, remote=remote, frames=tables, progress=progress)
-    raise InterfaceError(f"unknown engine '{name}': use one of {', '.join(ENGINES)}")
+    return engines.start_spark(master, remote)
 
 
 @dataclass(frozen=True)
@@ -278,7 +258,7 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
-        runner = _engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress)
+        runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress)
         # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
         analyst = self.analyst or DEFAULT_ANALYST
