@@ -7,7 +7,7 @@ Sensitivities come from the policy only (bounds, max_rows, max_groups), never fr
 - COUNT(DISTINCT unit): 1 without GROUP BY; max_rows with it (a person is in at most
   max_rows groups, since they keep at most max_rows rows).
 The query's epsilon is split equally over its Laplace releases, its robust aggregates (MEDIAN,
-QUANTILE, IQR, MODE: planner/robust.py) and partition selection (when a key has no public
+QUANTILE, IQR, MODE: planner/robust_aggregates.py) and partition selection (when a key has no public
 domain); delta is split equally over the parts that spend it (partition selection and every
 robust aggregate but the exponential-mechanism quantile).
 """

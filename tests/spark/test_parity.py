@@ -95,7 +95,7 @@ def compile_sql(data: SparkData, sql: str) -> CompiledQuery:
 
 
 def run_plan(engine: Any, compiled: CompiledQuery, seed: int = QUERY_SEED) -> EngineResult:
-    """The plan's engine query, exactly as Session._answer runs it (rendered for the engine)."""
+    """The plan's engine query, exactly as Executor._answer runs it (rendered for the engine)."""
     return engine.run(compiled.render_once(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
 
 

@@ -22,7 +22,7 @@ Path. Each database has its own DuckDB engine. The query is compiled by a real S
 engine SQL and robust requests run once through the real engine (bounded relation, row filter,
 windows or histograms, subsample votes), and then each run replays the real release code
 (`pipeline.release_rows` then `pipeline.release_robust_rows`) with a fresh SeededRandomSource,
-consuming the source exactly as Session._answer does: `test_replay_equals_the_session_path`
+consuming the source exactly as Executor._answer does: `test_replay_equals_the_session_path`
 checks that runs are equal to full `Session.execute` runs. MODE's subsample assignment is fixed
 (one seed pair) because A_samp's guarantee holds for every fixed assignment; the pair is built
 on it. This keeps the whole set to about a minute on two cores.
@@ -117,7 +117,7 @@ class Prepared:
     policy: Policy
 
     def release(self, seed: int) -> Any:
-        """One run, drawing from the source in Session._answer's order (session seed first)."""
+        """One run, drawing from the source in Executor._answer's order (session seed first)."""
         rng = SeededRandomSource(seed)
         rng.randbelow(2**62)  # the session's bounding seed (first query of a session)
         columns, types = release_rows(self.compiled, self.raw, rng)
