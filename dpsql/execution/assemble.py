@@ -6,12 +6,20 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.engine import key_type
 from dpsql.backend.postsql import release_width
 from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.engine_calls import EngineCalls
 from dpsql.execution.noise import describe, noise_info
 from dpsql.ir.plan import Estimate, release_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
+from dpsql.mechanisms import registry
+from dpsql.mechanisms.median_mechanism.core import Release
+from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+
+LAYER = "median_mechanism"
 
 
 def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
@@ -144,3 +152,51 @@ def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> fl
     if value is None or low is None or high is None:
         return None
     return float(max(high - value, value - low))
+
+
+def assemble_layer(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: EngineCalls,
+                 cost: PrivacyCost) -> NoisyResult:
+    """The answer of a Median Mechanism layer release: keys in public-domain order, the count per group.
+
+    Outputs that are a key or the bare count are filled directly; anything else (arithmetic,
+    HAVING, ORDER BY, LIMIT) runs as post-processing SQL over the released values only.
+    """
+    plan = compiled.plan
+    bound = plan.query
+    groups = list(itertools.product(*[k.column.values or () for k in bound.keys])) if bound.keys else [()]
+    columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(len(bound.keys))}
+    types = {key_name(i): key_type(k.column.type) for i, k in enumerate(bound.keys)}
+    columns[release_name(0)] = [int(v) for v in release.values]
+    types[release_name(0)] = "BIGINT"
+    scale = None
+    if release.origin == "hard":
+        scale = registry.error(cal).scale
+    outputs = bound.outputs
+    bare = [o.key is None and o.aggregate == 0 for o in outputs]
+    infos: list[NoiseInfo | None] = []
+    for output, is_bare in zip(outputs, bare):
+        if output.key is not None or not output.aggregates:
+            infos.append(None)
+            continue
+        infos.append(NoiseInfo(
+            mechanism=LAYER if is_bare else f"{LAYER} (post-processed)",
+            kind=release.kind, scale=scale, ci95=float(release.error) if is_bare else None,
+            epsilon=0.0, delta=0.0, hard_slots_left=release.slots_left, mode=cal.mode,
+        ))
+    if compiled.simple_outputs:
+        names = tuple(o.name for o in outputs)
+        out_types = tuple(types[key_name(o.key)] if o.key is not None else "BIGINT" for o in outputs)
+        rows, cells = [], []
+        for i in range(len(groups)):
+            rows.append(tuple(columns[key_name(o.key)][i] if o.key is not None else columns[release_name(0)][i] for o in outputs))
+            cells.append(tuple(None if o.key is not None else float(release.error) for o in outputs))
+    else:
+        post = engine.postprocess(columns, types, compiled.post)  # released values only
+        position = {name: i for i, name in enumerate(post.names)}
+        names = tuple(o.name for o in outputs)
+        at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
+        out_types = tuple(post.types[j] for j in at)
+        rows = [tuple(row[j] for j in at) for row in post.rows]
+        cells = [tuple(float(release.error) if b else None for b in bare) for _ in post.rows]
+    result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, cost)

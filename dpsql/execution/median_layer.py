@@ -16,7 +16,6 @@ dpsql.planner.measurable.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import threading
 import warnings
@@ -25,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engine import key_type
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -40,21 +38,18 @@ from dpsql.errors import (
     MedianMechanismHaltedError,
     MedianMechanismWarning,
 )
+from dpsql.execution.assemble import assemble_layer
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
-from dpsql.ir.plan import release_name
-from dpsql.ir.query import ColumnRef, key_name
-from dpsql.mechanisms.median_mechanism.core import LayerCore, Release, SecretHistogram
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
-from dpsql.mechanisms import registry
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
 from dpsql.planner.measurable import MMQuery, measurable
-from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+from dpsql.result import NoisyResult
 
 MASK_CACHE_BYTES = 64 * 2**20
-MECHANISM = "median_mechanism"
 
 
 @functools.lru_cache(maxsize=64)
@@ -171,7 +166,7 @@ class TableLayer:
                     f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
                     "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
             return None
-        return build_result(compiled, release, self.calibration, self._engine, cost)
+        return assemble_layer(compiled, release, self.calibration, self._engine, cost)
 
     def _start(self) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X."""
@@ -235,54 +230,6 @@ def _domain_text(domain: Any) -> str:
     if domain.kind == "range":
         return f"{domain.column} ({domain.values[0]}..{domain.values[-1]} + NULL)"
     return f"{domain.column} ({domain.size - 1} values + NULL)"
-
-
-def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: EngineCalls,
-                 cost: PrivacyCost) -> NoisyResult:
-    """A NoisyResult from a layer release: keys in public-domain order, the count per group.
-
-    Outputs that are a key or the bare count are filled directly; anything else (arithmetic,
-    HAVING, ORDER BY, LIMIT) runs as post-processing SQL over the released values only.
-    """
-    plan = compiled.plan
-    bound = plan.query
-    groups = list(itertools.product(*[k.column.values or () for k in bound.keys])) if bound.keys else [()]
-    columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(len(bound.keys))}
-    types = {key_name(i): key_type(k.column.type) for i, k in enumerate(bound.keys)}
-    columns[release_name(0)] = [int(v) for v in release.values]
-    types[release_name(0)] = "BIGINT"
-    scale = None
-    if release.origin == "hard":
-        scale = registry.error(cal).scale
-    outputs = bound.outputs
-    bare = [o.key is None and o.aggregate == 0 for o in outputs]
-    infos: list[NoiseInfo | None] = []
-    for output, is_bare in zip(outputs, bare):
-        if output.key is not None or not output.aggregates:
-            infos.append(None)
-            continue
-        infos.append(NoiseInfo(
-            mechanism=MECHANISM if is_bare else f"{MECHANISM} (post-processed)",
-            kind=release.kind, scale=scale, ci95=float(release.error) if is_bare else None,
-            epsilon=0.0, delta=0.0, hard_slots_left=release.slots_left, mode=cal.mode,
-        ))
-    if compiled.simple_outputs:
-        names = tuple(o.name for o in outputs)
-        out_types = tuple(types[key_name(o.key)] if o.key is not None else "BIGINT" for o in outputs)
-        rows, cells = [], []
-        for i in range(len(groups)):
-            rows.append(tuple(columns[key_name(o.key)][i] if o.key is not None else columns[release_name(0)][i] for o in outputs))
-            cells.append(tuple(None if o.key is not None else float(release.error) for o in outputs))
-    else:
-        post = engine.postprocess(columns, types, compiled.post)  # released values only
-        position = {name: i for i, name in enumerate(post.names)}
-        names = tuple(o.name for o in outputs)
-        at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
-        out_types = tuple(post.types[j] for j in at)
-        rows = [tuple(row[j] for j in at) for row in post.rows]
-        cells = [tuple(float(release.error) if b else None for b in bare) for _ in post.rows]
-    result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-    return NoisyResult("query", result_columns, rows, tuple(infos), cells, cost)
 
 
 class MedianMechanismLayers:
