@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from sqlglot import exp
 
 from dpsql.analysis.bind import bind_select, check_budget_values, option_number
@@ -61,7 +63,7 @@ def _setting(tree: exp.Set, ctx: AnalysisContext) -> SetStatement:
                                  hint=f"settings: {', '.join('dpsql.' + s for s in sorted(SETTINGS))}")
     number = option_number(value, name, ctx)
     if name == "epsilon":
-        check_budget_values(number, 0, ctx)
+        check_budget_values(number, Fraction(0), ctx)
     else:
-        check_budget_values(1, number, ctx)
+        check_budget_values(Fraction(1), number, ctx)
     return SetStatement(sql=sql, name=name, value=number)

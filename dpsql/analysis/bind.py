@@ -15,7 +15,7 @@ from dpsql.errors import InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import median_grid
-from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
+from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
@@ -126,7 +126,7 @@ class _Binder:
             column = self._plain_column(arg, node)
             return AggregateCall(kind="count", column=column, text=text)
         column = self._plain_column(arg, node)
-        kind = "sum" if isinstance(node, exp.Sum) else "avg"
+        kind: AggKind = "sum" if isinstance(node, exp.Sum) else "avg"
         if not column.numeric:
             raise self.ctx.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
                                   "sum or average an int or float column")
