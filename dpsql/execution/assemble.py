@@ -65,9 +65,10 @@ class _EstimateCell:
 
     estimate: Estimate
     widths: list[float]
+    names: tuple[str, ...]  # the estimate's release columns
 
     def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
-        values = [columns[release_name(r)][row] for r in self.estimate.releases]
+        values = [columns[name][row] for name in self.names]
         value = _estimate_value(self.estimate, values)
         corners = [_estimate_value(self.estimate, [v + s * w for v, s, w in zip(values, signs, self.widths)])
                    for signs in itertools.product((-1, 1), repeat=len(values))]
@@ -102,7 +103,7 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
         release_types = {types[release_name(r)] for r in estimate.releases}
         out_types.append("DOUBLE" if estimate.kind == "avg" or "DOUBLE" in release_types else "BIGINT")
         widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
-        cellers.append(_EstimateCell(estimate, widths))
+        cellers.append(_EstimateCell(estimate, widths, tuple(release_name(r) for r in estimate.releases)))
     rows: list[tuple[Any, ...]] = []
     cells: list[tuple[float | None, ...]] = []
     for i in range(nrows):
@@ -122,7 +123,7 @@ def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, 
     for row in rows:
         values.append(tuple(row[j] for j in at))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
-    infos = fill_ci(noise_info(compiled, values), cells)
+    infos = noise_info(compiled, values, cells)
     return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
 
 
@@ -130,18 +131,8 @@ def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], type
     """The answer of a simple query straight from the noisy table (no post-processing SQL)."""
     names, out_types, rows, cells = simple_rows(compiled, columns, types)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-    infos = fill_ci(noise_info(compiled, rows), cells)
+    infos = noise_info(compiled, rows, cells)
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
-
-
-def fill_ci(infos: list[NoiseInfo | None], cells: list[tuple[float | None, ...]]) -> list[NoiseInfo | None]:
-    """ci95 of derived columns: one number when equal across rows, else the per-row tuple."""
-    out = list(infos)
-    for i, info in enumerate(infos):
-        if info is not None and info.ci95 is None and cells:
-            widths = {c[i] for c in cells}
-            out[i] = info.replace(ci95=widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells))
-    return out
 
 
 def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:

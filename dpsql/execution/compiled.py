@@ -107,6 +107,11 @@ class CompiledQuery:
         return text
 
     @functools.cached_property
+    def memo(self) -> dict[str, Any]:
+        """Execution's values derived from the plan alone (e.g. its noise_info), computed once."""
+        return {}
+
+    @functools.cached_property
     def dry_runs_passed(self) -> set[str]:
         """The engine dialects whose dry runs this query passed (execution skips them next time)."""
         return set()

@@ -19,12 +19,35 @@ from dpsql.mechanisms import registry
 from dpsql.result import NoiseInfo
 
 
-def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None) -> list[NoiseInfo | None]:
-    """One NoiseInfo per output column (None for group keys): mechanism, scale, epsilon, delta.
+def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None,
+               cells: Sequence[tuple[float | None, ...]] | None = None) -> list[NoiseInfo | None]:
+    """One NoiseInfo per output column (None for group keys): mechanism, scale, ci95, epsilon, delta.
 
     Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
     and, given the answer's rows, which cells were (`refused`: a bool, or one flag per row).
+    Given the cells' 95% half-widths, derived columns get theirs as `ci95`. What depends on the
+    plan alone is computed once per compiled query.
     """
+    template = compiled.memo.get("noise_info")
+    if template is None:
+        template = compiled.memo["noise_info"] = tuple(_plan_info(compiled))
+    infos = list(template)
+    if rows is not None:
+        infos = mark_refusals(infos, rows)
+    return fill_ci(infos, cells) if cells else infos
+
+
+def fill_ci(infos: list[NoiseInfo | None], cells: Sequence[tuple[float | None, ...]]) -> list[NoiseInfo | None]:
+    """ci95 of derived columns: one number when equal across rows, else the per-row tuple."""
+    out = list(infos)
+    for i, info in enumerate(infos):
+        if info is not None and info.ci95 is None and cells:
+            widths = {c[i] for c in cells}
+            out[i] = info.replace(ci95=widths.pop() if len(widths) == 1 else tuple(c[i] for c in cells))
+    return out
+
+
+def _plan_info(compiled: CompiledQuery) -> list[NoiseInfo | None]:
     plan = compiled.plan
     infos: list[NoiseInfo | None] = []
     for output in plan.query.outputs:
@@ -47,7 +70,7 @@ def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = N
             epsilon=float(sum(r.spec.epsilon for r in releases)),
             delta=0.0,
         ))
-    return mark_refusals(infos, rows) if rows is not None else infos
+    return infos
 
 
 def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> NoiseInfo:

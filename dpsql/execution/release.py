@@ -52,16 +52,18 @@ def release_rows(compiled: CompiledQuery, raw: EngineResult, rng: RandomSource) 
         groups = list(itertools.product(*[key.column.values or () for key in query.keys]))
     else:
         # Private keys: selection draws in a fixed order (sorted keys), so seeded runs reproduce.
-        groups = [k for k in sorted(by_key, key=_sort_key) if registry.release(plan.selection, by_key[k][index[UNITS]], rng)]
+        selection = registry.mechanism_for(plan.selection)
+        groups = [k for k in sorted(by_key, key=_sort_key) if selection.release(plan.selection, by_key[k][index[UNITS]], rng)]
     columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(nkeys)}
     types = {key_name(i): key_type(k.column.type) for i, k in enumerate(query.keys)}
     for r, release in enumerate(plan.releases):
         name = release_name(r)
+        mechanism = registry.mechanism_for(release.spec)
         values = []
         for group in groups:
             row = by_key.get(group)
             exact = int(row[index[name]] or 0) if row is not None else 0
-            noisy = registry.release(release.spec, exact, rng)
+            noisy = mechanism.release(release.spec, exact, rng)
             values.append(noisy if release.unit == 1 else float(Fraction(noisy) * release.unit))
         columns[name] = values
         types[name] = "BIGINT" if release.unit == 1 else "DOUBLE"

@@ -16,7 +16,7 @@ from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
-from dpsql.ir.query import BoundQuery, ColumnRef
+from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
@@ -33,12 +33,12 @@ EMPTY_HISTOGRAM = Histogram((), ())
 
 def release_name(index: int) -> str:
     """The column name of release `index` in the engine result and the noisy table."""
-    return ColumnRef("release", index).name
+    return f"{SPELLING['release']}{index}"  # ColumnRef("release", index).name, without the object (hot path)
 
 
 def robust_name(index: int) -> str:
     """The column name of robust release `index` in the noisy table."""
-    return ColumnRef("robust", index).name
+    return f"{SPELLING['robust']}{index}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
 
 
 RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high"]
-_SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",
+SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",
                              "output": "__o", "low": "__lo", "high": "__hi"}
 _REF = "dpsql_ref"  # the sqlglot node meta key that holds a placeholder's ColumnRef
 
@@ -38,7 +38,7 @@ class ColumnRef:
     @property
     def name(self) -> str:
         """The column's name in engine and post-processing SQL."""
-        return f"{_SPELLING[self.kind]}{self.index}"
+        return f"{SPELLING[self.kind]}{self.index}"
 
     def column(self) -> exp.Column:
         """A placeholder column node that carries this reference (copies keep it)."""
@@ -60,7 +60,7 @@ def refs(expr: exp.Expr, kind: RefKind) -> set[int]:
 
 def key_name(index: int) -> str:
     """The column name of group key `index` (engine SQL and the noisy table)."""
-    return ColumnRef("key", index).name
+    return f"{SPELLING['key']}{index}"  # ColumnRef("key", index).name, without the object (hot path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,7 @@ class Laplace:
         return cost(spec)
 
     def release(self, spec: LaplaceSpec, raw: int, rng: RandomSource) -> int:
-        return release(spec, raw, rng)
+        return int(raw) + discrete_laplace(spec.scale, rng)  # = release(spec, raw, rng), one call less per cell
 
     def describe(self, spec: LaplaceSpec, context: Describing = Describing()) -> str:
         unit = context.grid
