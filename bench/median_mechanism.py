@@ -51,8 +51,8 @@ from dpsql.demo.people import DEPTS, REGIONS, generate_people
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sampling import discrete_gaussian_ci, discrete_laplace_ci
 from dpsql.mechanisms.sparse_vector import calibrate, rho_from_epsilon_delta
-from dpsql.mmlayer.core import LayerCore, SecretHistogram
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 
 HERE = Path(__file__).resolve().parent
 DELTA = Fraction(1, 10**6)

@@ -51,7 +51,7 @@ from typing import Any
 import duckdb
 
 import dpsql
-import dpsql.session as dpsql_session
+import dpsql.execution.executor as dpsql_executor
 from dpsql.backend.files import write_parquet
 from dpsql.demo.people import DEFAULT_SEED, DEMO_VERSION, PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 
@@ -180,9 +180,9 @@ class StageProbe:
     def attach(self, session: Any) -> None:
         """Wrap what exists (the session's internals evolve; a missing name is simply not timed)."""
         if not self._patched:  # module-level names the session calls: patched once per process
-            for name, stage in (("release_rows", "release"), ("_assemble", "assemble"), ("simple_rows", "assemble")):
-                if hasattr(dpsql_session, name):
-                    setattr(dpsql_session, name, self._wrap(getattr(dpsql_session, name), stage))
+            for name, stage in (("release_rows", "release"), ("assemble", "assemble"), ("assemble_simple", "assemble")):
+                if hasattr(dpsql_executor, name):
+                    setattr(dpsql_executor, name, self._wrap(getattr(dpsql_executor, name), stage))
             self._patched = True
         session.compile = self._wrap(session.compile, "compile")
         session._ledger.charge = self._wrap(session._ledger.charge, "charge")

@@ -12,8 +12,9 @@ import sys
 from typing import Callable, TextIO
 
 from dpsql import errors
-from dpsql.dbapi.connection import Connection, connect
+from dpsql.dbapi.connection import Connection
 from dpsql.policy_command import policy_main
+from dpsql.session import SessionOptions
 from dpsql.server.commands import hash_password_main, serve_main
 from dpsql.repl.app import run_repl
 from dpsql.repl.runner import run_script
@@ -59,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         print("ERROR: --spark-master and --spark-remote need --engine spark", file=sys.stderr)
         return 1
     try:
-        connection = connect(database=args.database, policy=args.policy, analyst=args.analyst, ledger=args.ledger,
-                             engine=args.engine, **spark)
+        options = SessionOptions(database=args.database, policy=args.policy, analyst=args.analyst, ledger=args.ledger,
+                                 engine=args.engine, **spark)
+        connection = Connection(options.open())
     except errors.Error as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1

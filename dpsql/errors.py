@@ -192,6 +192,30 @@ class EngineError(OperationalError):
     sqlstate = "58000"
 
 
+class CatalogQueryError(EngineError):
+    """A catalog probe of the pgwire server failed in the metadata database (its text names no
+    data: there is none)."""
+
+    sqlstate = "42000"
+
+
+class CatalogLimitError(CatalogQueryError):
+    """A catalog probe of the pgwire server passed one of the metadata database's limits (time,
+    memory, rows); the SQLSTATE is given per instance."""
+
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message, code="DP403", hint="catalog queries are bounded; ask for less (server.catalog_* in the policy)")
+        self.sqlstate = sqlstate
+
+
+class ServerError(DatabaseError):
+    """A protocol-level error of the pgwire server itself (its SQLSTATE is given per instance)."""
+
+    def __init__(self, sqlstate: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.sqlstate = sqlstate
+
+
 class CatalogError(DatabaseError):
     """The policy file (or another configuration file) is invalid; names the file and key."""
 
@@ -207,6 +231,7 @@ class LedgerError(OperationalError):
 __all__ = [
     "BudgetExhaustedError",
     "CatalogError",
+    "CatalogQueryError",
     "DataError",
     "DatabaseError",
     "EngineError",
@@ -222,6 +247,7 @@ __all__ = [
     "OperationalError",
     "ParameterError",
     "ProgrammingError",
+    "ServerError",
     "Span",
     "SqlSyntaxError",
     "UnknownColumnError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from dpsql.result import NoisyResult
@@ -30,7 +31,7 @@ def format_cell(value: Any, half_width: float | None) -> str:
     return f"{text} ± {format_value(float(half_width))}"
 
 
-def refusal(info: dict[str, Any] | None) -> str | None:
+def refusal(info: Mapping[str, Any] | None) -> str | None:
     """The public reason a column's cells may be ⊥, when its mechanism says it can refuse.
 
     A mechanism marks this in the column's noise_info: `refusal` holds its (data-free) sentence,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,12 +20,68 @@ class ResultColumn:
     type_name: str
 
 
+# The keys of a NoiseInfo mapping, in display order; the first five are always present.
+NOISE_KEYS = ("mechanism", "kind", "scale", "ci95", "epsilon", "delta", "bound", "rank_error95", "candidates", "threshold",
+              "cap", "refusal", "refused", "rank_shift", "blocks", "hard_slots_left", "mode")
+_ALWAYS = frozenset(NOISE_KEYS[:1] + NOISE_KEYS[2:6])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NoiseInfo(Mapping[str, Any]):
+    """How one output column's values were released (public only), read as a mapping.
+
+    Always: `mechanism`, `scale` (noise scale in value units, or None; a tuple when several
+    releases feed the column), `ci95` (95% half-width: one number, one per row, or None),
+    `epsilon`, `delta`. Where they apply: `bound` (PTR-Laplace's proposed bound), `rank_error95`
+    and `candidates` (exponential mechanism), `threshold`, `cap`, `rank_shift`, `blocks`
+    (stability tests), `refusal` (the public ⊥ sentence) and `refused` (True/False, or one flag
+    per row), and the Median Mechanism layer's `kind`, `hard_slots_left` and `mode`. A key whose
+    value is None (outside the first five) is absent.
+    """
+
+    mechanism: str
+    scale: float | tuple[float, ...] | None
+    ci95: float | tuple[float | None, ...] | None
+    epsilon: float
+    delta: float
+    kind: str | None = None
+    bound: float | None = None
+    rank_error95: int | None = None
+    candidates: int | None = None
+    threshold: int | None = None
+    cap: int | None = None
+    refusal: str | None = None
+    refused: bool | tuple[bool, ...] | None = None
+    rank_shift: int | None = None
+    blocks: int | None = None
+    hard_slots_left: int | None = None
+    mode: str | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in NOISE_KEYS or (key not in _ALWAYS and getattr(self, key) is None):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in NOISE_KEYS if key in _ALWAYS or getattr(self, key) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"NoiseInfo({dict(self)!r})"
+
+    def replace(self, **changes: Any) -> NoiseInfo:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass(frozen=True, slots=True)
 class NoisyResult:
     """An answer: rows, columns, noise information per column and 95% half-widths per cell.
 
-    `noise_info` holds one dict per output column (None for group keys and exact values):
-    `mechanism`, `scale`, `ci95`, `epsilon`, `delta`. Answers of the Median Mechanism layer
+    `noise_info` holds one NoiseInfo per output column (None for group keys and exact values):
+    `mechanism`, `scale`, `ci95`, `epsilon`, `delta`, and more where they apply. Answers of the Median Mechanism layer
     (mechanism "median_mechanism") add `kind` ("easy": the candidates' median, checked by the
     sparse vector; "hard": counted from the data with fresh noise; "repeat": the answer released
     before), `hard_slots_left` and `mode`; their epsilon and delta are 0, the layer's
@@ -33,7 +91,7 @@ class NoisyResult:
     kind: StatementKind
     columns: tuple[ResultColumn, ...]
     rows: list[tuple[Any, ...]]
-    noise_info: tuple[dict[str, Any] | None, ...]
+    noise_info: tuple[NoiseInfo | None, ...]
     cell_ci95: list[tuple[float | None, ...]]
     cost: PrivacyCost = field(default_factory=PrivacyCost.zero)
     message: str | None = None

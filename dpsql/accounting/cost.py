@@ -1,15 +1,24 @@
-"""PrivacyCost: an exact (epsilon, delta) pair.
+"""PrivacyCost: an exact (epsilon, delta) pair, and the PrivacyLoss terms it was made of.
 
 Budgets are added and compared as fractions.Fraction, so a long session never drifts through
 float rounding. Floats from users are converted through their shortest decimal repr
 (0.1 -> 1/10), which is what the user wrote.
+
+A cost computed by a mechanism also keeps *how* it loses privacy (`losses`): the noise family
+and its parameters (discrete Laplace scale and sensitivity, discrete Gaussian sigma and
+sensitivity), an (epsilon, delta) pair where that is all that is known (PTR, partition
+selection, A_samp, sparse vector), or a zCDP rho. The (epsilon, delta) arithmetic never reads
+them; they are recorded in the ledger so that a tighter accountant (PLD, zCDP) can compose them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Rational
+from typing import Literal
+
+LossFamily = Literal["discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp"]
 
 
 def to_fraction(value: object) -> Fraction:
@@ -27,12 +36,43 @@ def to_fraction(value: object) -> Fraction:
     return Fraction(str(value))
 
 
+@dataclass(frozen=True, slots=True)
+class PrivacyLoss:
+    """How one release loses privacy, precisely enough for a tight accountant.
+
+    `epsilon` and `delta` are the pair the (epsilon, delta) accountant adds up (for noise
+    families: what that noise costs under pure or approximate DP). The family says what else is
+    known: `discrete_laplace` (scale and L1 sensitivity, same units), `discrete_gaussian`
+    (sigma^2 and L2 sensitivity), `approx_dp` (nothing more: the pair is the whole statement),
+    `zcdp` (rho, with its (epsilon, delta) conversion).
+    """
+
+    family: LossFamily
+    mechanism: str
+    epsilon: Fraction
+    delta: Fraction = Fraction(0)
+    sensitivity: Fraction | None = None
+    scale: Fraction | None = None
+    sigma2: Fraction | None = None  # the discrete Gaussian's sigma squared (exact; sigma may be irrational)
+    rho: Fraction | None = None
+
+    def record(self) -> dict[str, str]:
+        """The ledger's JSON form: exact fractions as strings, absent parameters left out."""
+        out = {"family": self.family, "mechanism": self.mechanism}
+        for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = str(value)
+        return out
+
+
 @dataclass(frozen=True, slots=True, order=False)
 class PrivacyCost:
-    """An (epsilon, delta) cost or budget, exact."""
+    """An (epsilon, delta) cost or budget, exact; a mechanism's cost also lists its losses."""
 
     epsilon: Fraction
     delta: Fraction = Fraction(0)
+    losses: tuple[PrivacyLoss, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", to_fraction(self.epsilon))
@@ -45,8 +85,13 @@ class PrivacyCost:
         """The cost of answering nothing."""
         return cls(Fraction(0), Fraction(0))
 
+    @classmethod
+    def of(cls, loss: PrivacyLoss) -> PrivacyCost:
+        """The cost of one release: its loss's (epsilon, delta), with the loss kept."""
+        return cls(loss.epsilon, loss.delta, (loss,))
+
     def __add__(self, other: PrivacyCost) -> PrivacyCost:
-        return PrivacyCost(self.epsilon + other.epsilon, self.delta + other.delta)
+        return PrivacyCost(self.epsilon + other.epsilon, self.delta + other.delta, self.losses + other.losses)
 
     def __sub__(self, other: PrivacyCost) -> PrivacyCost:
         return PrivacyCost(max(Fraction(0), self.epsilon - other.epsilon), max(Fraction(0), self.delta - other.delta))

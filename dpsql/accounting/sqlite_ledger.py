@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,17 +82,31 @@ class SqliteStore(LedgerStore):
         except (sqlite3.Error, OSError) as err:
             raise LedgerError("the budget ledger could not be opened") from err
         try:
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
-            with self._transaction():
-                self._ledger_id = self._create_schema()
-                # Taken with the write lock held: nobody can swap the file between open and here.
-                self._files = None if self._path is None else _file_ids(self._path)
+            self._open_schema()
         except BaseException as err:
             self._conn.close()
             if isinstance(err, (sqlite3.Error, OSError)):
                 raise LedgerError("the budget ledger could not be opened") from err
             raise
+
+    def _open_schema(self) -> None:
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers "locked" at once
+        # (no busy wait) when another process opens the same new file in the same instant: retry
+        # within the busy timeout rather than fail to open.
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = FULL")
+                with self._transaction():
+                    self._ledger_id = self._create_schema()
+                    # Taken with the write lock held: nobody can swap the file between open and here.
+                    self._files = None if self._path is None else _file_ids(self._path)
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
 
     @property
     def path(self) -> Path | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from sqlglot import exp
 
 from dpsql.analysis.bind import bind_select, check_budget_values, option_number
@@ -26,9 +28,10 @@ SETTINGS = frozenset({"epsilon", "delta"})
 def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement:
     """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
     tree, sql = statement.tree, statement.sql
+    ctx = ctx.for_statement(sql)  # refusals point into this text
     check_DP102_statement_kind(tree, sql)
     if isinstance(tree, exp.Set):
-        return _setting(tree, sql)
+        return _setting(tree, ctx)
     assert isinstance(tree, exp.Select)
     public = public_tables(tree, ctx)
     if public is not None:
@@ -38,7 +41,7 @@ def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | Pu
     scope = resolve_table(tree, ctx, sql)
     for rule in SELECT_RULES:
         rule(tree, scope, sql)
-    return bind_select(tree, scope, ctx, sql)
+    return bind_select(tree, scope, ctx)
 
 
 def _check_public(tree: exp.Select, sql: str) -> None:
@@ -49,7 +52,8 @@ def _check_public(tree: exp.Select, sql: str) -> None:
     check_bounded_expressions(tree, sql)  # DP125: public reads cannot exhaust the engine either
 
 
-def _setting(tree: exp.Set, sql: str) -> SetStatement:
+def _setting(tree: exp.Set, ctx: AnalysisContext) -> SetStatement:
+    sql = ctx.sql
     items = tree.expressions
     if len(items) != 1 or not isinstance(items[0].this, exp.EQ):
         raise InvalidOptionError("SET takes one setting: SET dpsql.<name> = <value>", code="DP120", sql=sql)
@@ -59,9 +63,9 @@ def _setting(tree: exp.Set, sql: str) -> SetStatement:
     if namespace != "dpsql" or name not in SETTINGS:
         raise InvalidOptionError(f"unknown setting '{target.sql()}'", code="DP120", span=span_of(target, sql), sql=sql,
                                  hint=f"settings: {', '.join('dpsql.' + s for s in sorted(SETTINGS))}")
-    number = option_number(value, name, sql)
+    number = option_number(value, name, ctx)
     if name == "epsilon":
-        check_budget_values(number, 0, sql)
+        check_budget_values(number, Fraction(0), ctx)
     else:
-        check_budget_values(1, number, sql)
+        check_budget_values(Fraction(1), number, ctx)
     return SetStatement(sql=sql, name=name, value=number)

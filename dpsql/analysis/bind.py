@@ -9,14 +9,14 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost, to_fraction
-from dpsql.analysis.context import AnalysisContext, Scope, refuse
+from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
-from dpsql.frontend.spans import keyword_span, span_of
+from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import median_grid
-from dpsql.ir.query import AggregateCall, BoundQuery, GroupKey, OrderItem, OutputColumn, agg_name, key_name
+from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
@@ -33,38 +33,261 @@ class RobustOptions:
     mode_blocks: int | None = None
 
 
-def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext, sql: str) -> BoundQuery:
+def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
     """Turn a SELECT that passed the rules into a BoundQuery."""
-    budget, explicit, robust = _options(select, ctx, sql)
-    keys = _group_keys(select, scope, sql)
-    aggregates: list[AggregateCall] = []
-    outputs = tuple(_output(item, keys, aggregates, scope, sql, robust) for item in select.expressions)
-    if not aggregates and not keys:
-        raise refuse("DP105", "a query over a private table must aggregate", select.expressions[0], sql,
-                     "wrap columns in COUNT, SUM or AVG, or GROUP BY them")
-    having = select.args.get("having")
-    having_expr = _post_expr(having.this, keys, aggregates, outputs, scope, sql, robust) if having else None
-    order = _order(select, keys, aggregates, outputs, scope, sql, robust)
-    where = select.args.get("where")
-    return BoundQuery(
-        sql=sql,
-        table=scope.table,
-        where=_strip_qualifiers(where.this) if where else None,
-        keys=tuple(GroupKey(column=c) for c in keys),
-        aggregates=tuple(aggregates),
-        outputs=outputs,
-        having=having_expr,
-        order=order,
-        limit=_int_clause(select, "limit", sql),
-        offset=_int_clause(select, "offset", sql),
-        budget=budget,
-        explicit_budget=explicit,
-        quantile_mechanism=robust.quantile_mechanism,
-        mode_blocks=robust.mode_blocks,
-    )
+    budget, explicit, robust = _options(select, ctx)
+    return _Binder(scope, ctx, robust).bind(select, budget, explicit)
 
 
-def _options(select: exp.Select, ctx: AnalysisContext, sql: str) -> tuple[PrivacyCost, bool, RobustOptions]:
+class _Binder:
+    """One SELECT's binding: its scope, context (policy, SQL text), options, keys and aggregates."""
+
+    def __init__(self, scope: Scope, ctx: AnalysisContext, robust: RobustOptions) -> None:
+        self.scope = scope
+        self.ctx = ctx
+        self.robust = robust
+        self.keys: list[Column] = []
+        self.aggregates: list[AggregateCall] = []
+
+    def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
+        self.keys = self._group_keys(select)
+        outputs = tuple(self._output(item) for item in select.expressions)
+        if not self.aggregates and not self.keys:
+            raise self.ctx.refuse("DP105", "a query over a private table must aggregate", select.expressions[0],
+                                  "wrap columns in COUNT, SUM or AVG, or GROUP BY them")
+        having = select.args.get("having")
+        having_expr = self._replace(having.this, outputs) if having else None
+        order = self._order(select, outputs)
+        where = select.args.get("where")
+        return BoundQuery(
+            sql=self.ctx.sql,
+            table=self.scope.table,
+            where=_strip_qualifiers(where.this) if where else None,
+            keys=tuple(GroupKey(column=c) for c in self.keys),
+            aggregates=tuple(self.aggregates),
+            outputs=outputs,
+            having=having_expr,
+            order=order,
+            limit=self._int_clause(select, "limit"),
+            offset=self._int_clause(select, "offset"),
+            budget=budget,
+            explicit_budget=explicit,
+            quantile_mechanism=self.robust.quantile_mechanism,
+            mode_blocks=self.robust.mode_blocks,
+        )
+
+    def _group_keys(self, select: exp.Select) -> list[Column]:
+        group = select.args.get("group")
+        if group is None:
+            return []
+        keys: list[Column] = []
+        for item in group.expressions:
+            column = self._key_column(item, select)
+            if column.name == self.scope.table.privacy_unit:
+                raise self.ctx.refuse("DP107", "GROUP BY the privacy unit would release one group per person", item,
+                                      "group by a column that many people share")
+            if column not in keys:
+                keys.append(column)
+        return keys
+
+    def _key_column(self, item: exp.Expr, select: exp.Select) -> Column:
+        target = item
+        if isinstance(item, exp.Literal) and not item.is_string:
+            position = int(item.this) if item.this.isdigit() else 0  # GROUP BY 1.5 is no position either
+            if not 1 <= position <= len(select.expressions):
+                raise self.ctx.refuse("DP114", f"GROUP BY {item.this} is not a position in the select list", item,
+                                      "number select items from 1", span=keyword_span(self.ctx.sql, "GROUP"))
+            target = select.expressions[position - 1]
+        elif isinstance(item, exp.Column) and not item.table:
+            aliased = next((e for e in select.expressions if isinstance(e, exp.Alias) and e.alias.lower() == item.name.lower()), None)
+            if aliased is not None and self.scope.table.column(item.name) is None:
+                target = aliased
+        target = target.this if isinstance(target, exp.Alias) else target
+        if not isinstance(target, exp.Column):
+            raise self.ctx.refuse("DP114", "GROUP BY accepts columns (or their positions) only", item,
+                                  "group by a column of the policy", span=self.ctx.span(item) or keyword_span(self.ctx.sql, "GROUP"))
+        column = self.scope.table.column(target.name)
+        assert column is not None  # DP111 ran before binding
+        return column
+
+    def _aggregate(self, node: exp.Expr) -> AggregateCall:
+        if _robust_kind(node) is not None:
+            return self._robust_aggregate(node)
+        text = node.sql(dialect=Dpsql)
+        arg = node.this
+        if isinstance(node, exp.Count):
+            if isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not isinstance(arg, exp.Null)):
+                return AggregateCall(kind="count_rows", column=None, text=text)
+            if isinstance(arg, exp.Distinct):
+                inner = arg.expressions
+                if len(inner) == 1 and isinstance(inner[0], exp.Column) and inner[0].name.lower() == self.scope.table.privacy_unit:
+                    return AggregateCall(kind="count_units", column=self.scope.table.column(inner[0].name), text=text)
+                raise self.ctx.refuse("DP116", "COUNT(DISTINCT ...) is accepted on the privacy unit only", node,
+                                      f"count people with COUNT(DISTINCT {self.scope.table.privacy_unit}), or GROUP BY the column")
+            column = self._plain_column(arg, node)
+            return AggregateCall(kind="count", column=column, text=text)
+        column = self._plain_column(arg, node)
+        kind: AggKind = "sum" if isinstance(node, exp.Sum) else "avg"
+        if not column.numeric:
+            raise self.ctx.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
+                                  "sum or average an int or float column")
+        if not column.bounded:
+            raise self.ctx.refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node,
+                                  f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")
+        return AggregateCall(kind=kind, column=column, text=text)
+
+    def _robust_aggregate(self, node: exp.Expr) -> AggregateCall:
+        """MEDIAN / QUANTILE / PERCENTILE_DISC / quantile_disc, IQR and MODE: their column and parameters."""
+        kind = _robust_kind(node)
+        text = node.sql(dialect=Dpsql)
+        p: Fraction | None = Fraction(1, 2) if kind == "quantile" else None
+        bound: Fraction | None = None
+        if isinstance(node, exp.WithinGroup):
+            order = node.expression
+            items = order.expressions if isinstance(order, exp.Order) else []
+            if len(items) != 1 or items[0].args.get("desc"):
+                raise self.ctx.refuse("DP124", f"{function_name(node.this).upper()} WITHIN GROUP needs ORDER BY one column, ascending",
+                                      node, "write PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY income)")
+            arg = items[0].this
+            if kind == "quantile":
+                p = self._quantile_literal(node.this.this, node)
+        elif isinstance(node, exp.Anonymous):
+            args = node.expressions
+            if not args or len(args) > (2 if kind == "quantile" else 1):
+                usage = "MEDIAN(col) or MEDIAN(col, b)" if kind == "quantile" else "IQR(col)"
+                raise self.ctx.refuse("DP124", f"{function_name(node).upper()} takes {usage}", node, f"write {usage}")
+            arg = args[0]
+            if len(args) == 2:
+                bound = self._bound_literal(args[1], node)
+        else:
+            arg = node.this
+            if isinstance(node, exp.Quantile):
+                p = self._quantile_literal(node.args.get("quantile"), node)
+            elif isinstance(node, exp.PercentileDisc):
+                p = self._quantile_literal(node.args.get("expression"), node)
+        column = self._plain_column(arg, node)
+        if kind == "mode":
+            return AggregateCall(kind="mode", column=column, text=text)
+        name = "IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "QUANTILE"
+        if column.type not in ("int", "float", "date"):
+            raise self.ctx.refuse("DP117", f"{name} needs an int, float or date column; '{column.name}' is {column.type}", node,
+                                  "rank a numeric or date column (MODE works on any column)")
+        if kind == "iqr":
+            return AggregateCall(kind="iqr", column=column, text=text)
+        bound = bound if bound is not None else self.robust.median_bound
+        self._check_quantile_mechanism(name, column, bound, node)
+        return AggregateCall(kind="quantile", column=column, text=text, quantile=p, bound=bound)
+
+    def _check_quantile_mechanism(self, name: str, column: Column, bound: Fraction | None, node: exp.Expr) -> None:
+        option = self.robust.quantile_mechanism
+        if bound is not None and option in ("smed", "exponential"):
+            raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
+                                     code="DP120", span=self.ctx.span(node), sql=self.ctx.sql, hint="drop the bound or the option")
+        mechanism = quantile_mechanism(bound, option)
+        where = f"under [tables.{self.scope.table.name}.columns] in the policy"
+        if mechanism == "ptr-laplace" and bound is None:
+            raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
+                                     code="DP120", span=self.ctx.span(node), sql=self.ctx.sql,
+                                     hint=f"write {name}({column.name}, b) or add median_bound = b to OPTIONS")
+        if mechanism == "exponential" and not column.bounded:
+            raise self.ctx.refuse("DP106", f"the exponential-mechanism {name}({column.name}) needs public bounds for '{column.name}'",
+                                  node, f"declare lower and upper for {column.name} {where}")
+        if mechanism == "smed" and median_grid(column) is None:
+            raise self.ctx.refuse("DP106", f"{name}({column.name}) ranks a float column on a public grid: declare 'precision' "
+                                  f"(or lower and upper) for '{column.name}'", node,
+                                  f"e.g. precision = 100 for {column.name} {where}, or propose a bound: {name}({column.name}, b)")
+
+    def _quantile_literal(self, node: exp.Expr | None, call: exp.Expr) -> Fraction:
+        value = _number_literal(node)
+        if value is None or not 0 < value < 1:
+            raise self.ctx.refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1", call,
+                                  "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
+        return value
+
+    def _bound_literal(self, node: exp.Expr, call: exp.Expr) -> Fraction:
+        value = _number_literal(node)
+        if value is None or value <= 0:
+            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) must be a number literal greater than 0", call,
+                                  "write MEDIAN(income, 100): b bounds how far one person may move the median")
+        return value
+
+    def _plain_column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:
+        if isinstance(arg, exp.Distinct):
+            raise self.ctx.refuse("DP116", "DISTINCT inside SUM/AVG is not accepted", node, "aggregate the column without DISTINCT")
+        if not isinstance(arg, exp.Column):
+            raise self.ctx.refuse("DP115", "an aggregate's argument must be a column of the policy", node,
+                                  "aggregate a column; filter or transform rows in WHERE")
+        column = self.scope.table.column(arg.name)
+        assert column is not None
+        return column
+
+    def _replace(self, node: exp.Expr, outputs: tuple[OutputColumn, ...] = ()) -> exp.Expr:
+        """Copy `node` with aggregates and key columns as ColumnRef placeholders; other columns are refused."""
+
+        def visit(sub: exp.Expr) -> exp.Expr:
+            if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None:
+                call = self._aggregate(sub)
+                if call not in self.aggregates:
+                    self.aggregates.append(call)
+                return ColumnRef("aggregate", self.aggregates.index(call)).column()
+            if isinstance(sub, exp.Column):
+                by_alias = next((o for o in outputs if o.name.lower() == sub.name.lower() and not sub.table), None)
+                if by_alias is not None and self.scope.table.column(sub.name) is None:
+                    return by_alias.expr.copy()
+                column = self.scope.table.column(sub.name)
+                if column is not None and column in self.keys:
+                    return ColumnRef("key", self.keys.index(column)).column()
+                raise self.ctx.refuse("DP105", f"'{sub.sql()}' is neither aggregated nor a GROUP BY column", sub,
+                                      f"wrap it in an aggregate such as COUNT({sub.name}), or add it to GROUP BY")
+            return sub
+
+        return node.copy().transform(visit)
+
+    def _output(self, item: exp.Expr) -> OutputColumn:
+        body = item.this if isinstance(item, exp.Alias) else item
+        expr = self._replace(body)
+        if isinstance(item, exp.Alias):
+            name = item.alias
+        elif isinstance(body, exp.Column):
+            name = body.name
+        else:
+            name = body.sql(dialect=Dpsql)
+        ref = ColumnRef.of(expr)
+        key = ref.index if ref is not None and ref.kind == "key" else None
+        used = tuple(sorted(refs(expr, "aggregate")))
+        return OutputColumn(name=name, expr=expr, key=key, aggregates=used)
+
+    def _order(self, select: exp.Select, outputs: tuple[OutputColumn, ...]) -> tuple[OrderItem, ...]:
+        order = select.args.get("order")
+        if order is None:
+            return ()
+        items = []
+        for ordered in order.expressions:
+            target = ordered.this
+            if isinstance(target, exp.Literal) and not target.is_string:
+                position = int(target.this) if target.this.isdigit() else 0  # ORDER BY 1.5 is no position either
+                if not 1 <= position <= len(outputs):
+                    raise self.ctx.refuse("DP114", f"ORDER BY {target.this} is not a position in the select list", ordered,
+                                          "number select items from 1", span=keyword_span(self.ctx.sql, "ORDER"))
+                expr = outputs[position - 1].expr.copy()
+            else:
+                expr = self._replace(target, outputs)
+            nulls_first = ordered.args.get("nulls_first")
+            items.append(OrderItem(expr=expr, descending=bool(ordered.args.get("desc")), nulls_first=nulls_first))
+        return tuple(items)
+
+    def _int_clause(self, select: exp.Select, name: str) -> int | None:
+        clause = select.args.get(name)
+        if clause is None:
+            return None
+        value = clause.expression if isinstance(clause, (exp.Limit, exp.Offset)) else clause
+        if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() and len(value.this) <= 18:
+            return int(value.this)
+        raise self.ctx.refuse("DP119", f"{name.upper()} takes a non-negative integer literal", clause,
+                              f"write {name.upper()} 10 (at most 18 digits)", span=keyword_span(self.ctx.sql, name.upper()))
+
+
+def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, bool, RobustOptions]:
     hint = select.args.get("hint")
     if not isinstance(hint, PrivacyOptions):
         return ctx.default_budget, False, RobustOptions()
@@ -73,53 +296,53 @@ def _options(select: exp.Select, ctx: AnalysisContext, sql: str) -> tuple[Privac
     for item in hint.expressions:
         name = item.this.name.lower()
         if name not in QUERY_OPTIONS:
-            raise InvalidOptionError(f"unknown privacy option '{name}'", code="DP120", span=span_of(item, sql), sql=sql,
+            raise InvalidOptionError(f"unknown privacy option '{name}'", code="DP120", span=ctx.span(item), sql=ctx.sql,
                                      hint=f"options: {', '.join(sorted(QUERY_OPTIONS))}")
         if name == "quantile_mechanism":
-            robust[name] = _mechanism_option(item.expression, sql)
+            robust[name] = _mechanism_option(item.expression, ctx)
         elif name in ("median_bound", "mode_blocks"):
-            robust[name] = _robust_number(item.expression, name, sql)
+            robust[name] = _robust_number(item.expression, name, ctx)
         else:
-            values[name] = option_number(item.expression, name, sql)
+            values[name] = option_number(item.expression, name, ctx)
     options = RobustOptions(**robust)  # type: ignore[arg-type]
     if options.median_bound is not None and options.quantile_mechanism in ("smed", "exponential"):
         raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
-                                 f"'{options.quantile_mechanism}' takes none", code="DP120", sql=sql,
+                                 f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
-    return check_budget_values(values["epsilon"], values["delta"], sql), True, options
+    return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
 
 
-def _mechanism_option(node: exp.Expr, sql: str) -> str:
+def _mechanism_option(node: exp.Expr, ctx: AnalysisContext) -> str:
     text = node.name.lower() if isinstance(node, (exp.Literal, exp.Column, exp.Identifier, exp.Var)) else ""
     if text not in QUANTILE_MECHANISMS:
         raise InvalidOptionError("quantile_mechanism must be 'smed', 'ptr_laplace' or 'exponential'", code="DP120",
-                                 span=span_of(node, sql), sql=sql, hint="e.g. quantile_mechanism = 'exponential'")
+                                 span=ctx.span(node), sql=ctx.sql, hint="e.g. quantile_mechanism = 'exponential'")
     return QUANTILE_MECHANISMS[text]
 
 
-def _robust_number(node: exp.Expr, name: str, sql: str) -> Fraction | int:
-    value = option_number(node, name, sql)
+def _robust_number(node: exp.Expr, name: str, ctx: AnalysisContext) -> Fraction | int:
+    value = option_number(node, name, ctx)
     if name == "median_bound":
         if value <= 0:
-            raise InvalidOptionError("median_bound must be greater than 0", code="DP120", span=span_of(node, sql), sql=sql,
+            raise InvalidOptionError("median_bound must be greater than 0", code="DP120", span=ctx.span(node), sql=ctx.sql,
                                      hint="the proposed bound b on how far one person can move the median, e.g. median_bound = 100")
         return value
     if value.denominator != 1 or not 1 <= value <= MAX_MODE_BLOCKS:
         raise InvalidOptionError(f"mode_blocks must be an integer from 1 to {MAX_MODE_BLOCKS}", code="DP120",
-                                 span=span_of(node, sql), sql=sql, hint="e.g. mode_blocks = 200")
+                                 span=ctx.span(node), sql=ctx.sql, hint="e.g. mode_blocks = 200")
     return int(value)
 
 
-def option_number(node: exp.Expr, name: str, sql: str) -> Fraction:
+def option_number(node: exp.Expr, name: str, ctx: AnalysisContext) -> Fraction:
     """The exact number a privacy option or setting is set to."""
     negative = isinstance(node, exp.Neg)
     inner = node.this if negative else node
     if not isinstance(inner, exp.Literal) or inner.is_string:
-        raise InvalidOptionError(f"'{name}' must be set to a number", code="DP120", span=span_of(node, sql), sql=sql)
+        raise InvalidOptionError(f"'{name}' must be set to a number", code="DP120", span=ctx.span(node), sql=ctx.sql)
     if not _plain_number(inner.this):
         raise InvalidOptionError(
             f"'{name}' must be a decimal number of at most {_OPTION_DIGITS} characters between 1e-{_OPTION_EXPONENT} "
-            f"and 1e{_OPTION_EXPONENT}", code="DP120", span=span_of(node, sql), sql=sql, hint="e.g. epsilon = 0.1, delta = 1e-8")
+            f"and 1e{_OPTION_EXPONENT}", code="DP120", span=ctx.span(node), sql=ctx.sql, hint="e.g. epsilon = 0.1, delta = 1e-8")
     value = to_fraction(inner.this)
     return -value if negative else value
 
@@ -141,76 +364,13 @@ def _plain_number(text: str) -> bool:
     return number.is_finite() and (number == 0 or -_OPTION_EXPONENT <= number.adjusted() <= _OPTION_EXPONENT)
 
 
-def check_budget_values(epsilon: Fraction, delta: Fraction, sql: str) -> PrivacyCost:
+def check_budget_values(epsilon: Fraction, delta: Fraction, ctx: AnalysisContext) -> PrivacyCost:
     """A per-query budget, refused unless epsilon > 0 and 0 <= delta < 1."""
     if epsilon <= 0:
-        raise InvalidOptionError("epsilon must be greater than 0", code="DP120", sql=sql, hint="e.g. epsilon = 0.1")
+        raise InvalidOptionError("epsilon must be greater than 0", code="DP120", sql=ctx.sql, hint="e.g. epsilon = 0.1")
     if not 0 <= delta < 1:
-        raise InvalidOptionError("delta must be in [0, 1)", code="DP120", sql=sql, hint="e.g. delta = 1e-8")
+        raise InvalidOptionError("delta must be in [0, 1)", code="DP120", sql=ctx.sql, hint="e.g. delta = 1e-8")
     return PrivacyCost(epsilon, delta)
-
-
-def _group_keys(select: exp.Select, scope: Scope, sql: str) -> list[Column]:
-    group = select.args.get("group")
-    if group is None:
-        return []
-    keys: list[Column] = []
-    for item in group.expressions:
-        column = _key_column(item, select, scope, sql)
-        if column.name == scope.table.privacy_unit:
-            raise refuse("DP107", "GROUP BY the privacy unit would release one group per person", item, sql,
-                         "group by a column that many people share")
-        if column not in keys:
-            keys.append(column)
-    return keys
-
-
-def _key_column(item: exp.Expr, select: exp.Select, scope: Scope, sql: str) -> Column:
-    target = item
-    if isinstance(item, exp.Literal) and not item.is_string:
-        position = int(item.this) if item.this.isdigit() else 0  # GROUP BY 1.5 is no position either
-        if not 1 <= position <= len(select.expressions):
-            raise refuse("DP114", f"GROUP BY {item.this} is not a position in the select list", item, sql,
-                         "number select items from 1", span=keyword_span(sql, "GROUP"))
-        target = select.expressions[position - 1]
-    elif isinstance(item, exp.Column) and not item.table:
-        aliased = next((e for e in select.expressions if isinstance(e, exp.Alias) and e.alias.lower() == item.name.lower()), None)
-        if aliased is not None and scope.table.column(item.name) is None:
-            target = aliased
-    target = target.this if isinstance(target, exp.Alias) else target
-    if not isinstance(target, exp.Column):
-        raise refuse("DP114", "GROUP BY accepts columns (or their positions) only", item, sql,
-                     "group by a column of the policy", span=span_of(item, sql) or keyword_span(sql, "GROUP"))
-    column = scope.table.column(target.name)
-    assert column is not None  # DP111 ran before binding
-    return column
-
-
-def _aggregate(node: exp.Expr, scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> AggregateCall:
-    if _robust_kind(node) is not None:
-        return _robust_aggregate(node, scope, sql, robust)
-    text = node.sql(dialect=Dpsql)
-    arg = node.this
-    if isinstance(node, exp.Count):
-        if isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not isinstance(arg, exp.Null)):
-            return AggregateCall(kind="count_rows", column=None, text=text)
-        if isinstance(arg, exp.Distinct):
-            inner = arg.expressions
-            if len(inner) == 1 and isinstance(inner[0], exp.Column) and inner[0].name.lower() == scope.table.privacy_unit:
-                return AggregateCall(kind="count_units", column=scope.table.column(inner[0].name), text=text)
-            raise refuse("DP116", "COUNT(DISTINCT ...) is accepted on the privacy unit only", node, sql,
-                         f"count people with COUNT(DISTINCT {scope.table.privacy_unit}), or GROUP BY the column")
-        column = _plain_column(arg, node, scope, sql)
-        return AggregateCall(kind="count", column=column, text=text)
-    column = _plain_column(arg, node, scope, sql)
-    kind = "sum" if isinstance(node, exp.Sum) else "avg"
-    if not column.numeric:
-        raise refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node, sql,
-                     "sum or average an int or float column")
-    if not column.bounded:
-        raise refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node, sql,
-                     f"declare lower and upper for {column.name} under [tables.{scope.table.name}.columns] in the policy")
-    return AggregateCall(kind=kind, column=column, text=text)
 
 
 def _robust_kind(node: exp.Expr) -> str | None:
@@ -223,91 +383,11 @@ def _robust_kind(node: exp.Expr) -> str | None:
     return kind if kind in ("quantile", "mode") else None
 
 
-def _robust_aggregate(node: exp.Expr, scope: Scope, sql: str, robust: RobustOptions) -> AggregateCall:
-    """MEDIAN / QUANTILE / PERCENTILE_DISC / quantile_disc, IQR and MODE: their column and parameters."""
-    kind = _robust_kind(node)
-    text = node.sql(dialect=Dpsql)
-    p: Fraction | None = Fraction(1, 2) if kind == "quantile" else None
-    bound: Fraction | None = None
-    if isinstance(node, exp.WithinGroup):
-        order = node.expression
-        items = order.expressions if isinstance(order, exp.Order) else []
-        if len(items) != 1 or items[0].args.get("desc"):
-            raise refuse("DP124", f"{function_name(node.this).upper()} WITHIN GROUP needs ORDER BY one column, ascending",
-                         node, sql, "write PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY income)")
-        arg = items[0].this
-        if kind == "quantile":
-            p = _quantile_literal(node.this.this, node, sql)
-    elif isinstance(node, exp.Anonymous):
-        args = node.expressions
-        if not args or len(args) > (2 if kind == "quantile" else 1):
-            usage = "MEDIAN(col) or MEDIAN(col, b)" if kind == "quantile" else "IQR(col)"
-            raise refuse("DP124", f"{function_name(node).upper()} takes {usage}", node, sql, f"write {usage}")
-        arg = args[0]
-        if len(args) == 2:
-            bound = _bound_literal(args[1], node, sql)
-    else:
-        arg = node.this
-        if isinstance(node, exp.Quantile):
-            p = _quantile_literal(node.args.get("quantile"), node, sql)
-        elif isinstance(node, exp.PercentileDisc):
-            p = _quantile_literal(node.args.get("expression"), node, sql)
-    column = _plain_column(arg, node, scope, sql)
-    if kind == "mode":
-        return AggregateCall(kind="mode", column=column, text=text)
-    name = "IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "QUANTILE"
-    if column.type not in ("int", "float", "date"):
-        raise refuse("DP117", f"{name} needs an int, float or date column; '{column.name}' is {column.type}", node, sql,
-                     "rank a numeric or date column (MODE works on any column)")
-    if kind == "iqr":
-        return AggregateCall(kind="iqr", column=column, text=text)
-    bound = bound if bound is not None else robust.median_bound
-    _check_quantile_mechanism(name, column, bound, robust, node, scope, sql)
-    return AggregateCall(kind="quantile", column=column, text=text, quantile=p, bound=bound)
-
-
 def quantile_mechanism(bound: Fraction | None, option: str | None) -> str:
     """The mechanism of a quantile: PTR-Laplace with a proposed bound, else the option, else SMed."""
     if bound is not None:
         return "ptr-laplace"
     return option or "smed"
-
-
-def _check_quantile_mechanism(name: str, column: Column, bound: Fraction | None, robust: RobustOptions, node: exp.Expr,
-                              scope: Scope, sql: str) -> None:
-    option = robust.quantile_mechanism
-    if bound is not None and option in ("smed", "exponential"):
-        raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
-                                 code="DP120", span=span_of(node, sql), sql=sql, hint="drop the bound or the option")
-    mechanism = quantile_mechanism(bound, option)
-    where = f"under [tables.{scope.table.name}.columns] in the policy"
-    if mechanism == "ptr-laplace" and bound is None:
-        raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
-                                 code="DP120", span=span_of(node, sql), sql=sql,
-                                 hint=f"write {name}({column.name}, b) or add median_bound = b to OPTIONS")
-    if mechanism == "exponential" and not column.bounded:
-        raise refuse("DP106", f"the exponential-mechanism {name}({column.name}) needs public bounds for '{column.name}'",
-                     node, sql, f"declare lower and upper for {column.name} {where}")
-    if mechanism == "smed" and median_grid(column) is None:
-        raise refuse("DP106", f"{name}({column.name}) ranks a float column on a public grid: declare 'precision' "
-                     f"(or lower and upper) for '{column.name}'", node, sql,
-                     f"e.g. precision = 100 for {column.name} {where}, or propose a bound: {name}({column.name}, b)")
-
-
-def _quantile_literal(node: exp.Expr | None, call: exp.Expr, sql: str) -> Fraction:
-    value = _number_literal(node)
-    if value is None or not 0 < value < 1:
-        raise refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1", call, sql,
-                      "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
-    return value
-
-
-def _bound_literal(node: exp.Expr, call: exp.Expr, sql: str) -> Fraction:
-    value = _number_literal(node)
-    if value is None or value <= 0:
-        raise refuse("DP124", "the proposed bound b of MEDIAN(col, b) must be a number literal greater than 0", call, sql,
-                     "write MEDIAN(income, 100): b bounds how far one person may move the median")
-    return value
 
 
 def _number_literal(node: exp.Expr | None) -> Fraction | None:
@@ -317,93 +397,6 @@ def _number_literal(node: exp.Expr | None) -> Fraction | None:
         except (ValueError, ZeroDivisionError):
             return None
     return None
-
-
-def _plain_column(arg: exp.Expr | None, node: exp.Expr, scope: Scope, sql: str) -> Column:
-    if isinstance(arg, exp.Distinct):
-        raise refuse("DP116", "DISTINCT inside SUM/AVG is not accepted", node, sql, "aggregate the column without DISTINCT")
-    if not isinstance(arg, exp.Column):
-        raise refuse("DP115", "an aggregate's argument must be a column of the policy", node, sql,
-                     "aggregate a column; filter or transform rows in WHERE")
-    column = scope.table.column(arg.name)
-    assert column is not None
-    return column
-
-
-def _replace(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str,
-             outputs: tuple[OutputColumn, ...] = (), robust: RobustOptions = RobustOptions()) -> exp.Expr:
-    """Copy `node` with aggregates -> __a<j>, key columns -> __k<i>; other columns are refused."""
-
-    def visit(sub: exp.Expr) -> exp.Expr:
-        if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None:
-            call = _aggregate(sub, scope, sql, robust)
-            if call not in aggregates:
-                aggregates.append(call)
-            return exp.column(agg_name(aggregates.index(call)))
-        if isinstance(sub, exp.Column):
-            by_alias = next((o for o in outputs if o.name.lower() == sub.name.lower() and not sub.table), None)
-            if by_alias is not None and scope.table.column(sub.name) is None:
-                return by_alias.expr.copy()
-            column = scope.table.column(sub.name)
-            if column is not None and column in keys:
-                return exp.column(key_name(keys.index(column)))
-            raise refuse("DP105", f"'{sub.sql()}' is neither aggregated nor a GROUP BY column", sub, sql,
-                         f"wrap it in an aggregate such as COUNT({sub.name}), or add it to GROUP BY")
-        return sub
-
-    return node.copy().transform(visit)
-
-
-def _output(item: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], scope: Scope, sql: str,
-            robust: RobustOptions = RobustOptions()) -> OutputColumn:
-    body = item.this if isinstance(item, exp.Alias) else item
-    expr = _replace(body, keys, aggregates, scope, sql, robust=robust)
-    if isinstance(item, exp.Alias):
-        name = item.alias
-    elif isinstance(body, exp.Column):
-        name = body.name
-    else:
-        name = body.sql(dialect=Dpsql)
-    key = int(expr.name[3:]) if isinstance(expr, exp.Column) and expr.name.startswith("__k") else None
-    used = tuple(sorted({int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}))
-    return OutputColumn(name=name, expr=expr, key=key, aggregates=used)
-
-
-def _post_expr(node: exp.Expr, keys: list[Column], aggregates: list[AggregateCall], outputs: tuple[OutputColumn, ...],
-               scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> exp.Expr:
-    return _replace(node, keys, aggregates, scope, sql, outputs, robust)
-
-
-def _order(select: exp.Select, keys: list[Column], aggregates: list[AggregateCall], outputs: tuple[OutputColumn, ...],
-           scope: Scope, sql: str, robust: RobustOptions = RobustOptions()) -> tuple[OrderItem, ...]:
-    order = select.args.get("order")
-    if order is None:
-        return ()
-    items = []
-    for ordered in order.expressions:
-        target = ordered.this
-        if isinstance(target, exp.Literal) and not target.is_string:
-            position = int(target.this) if target.this.isdigit() else 0  # ORDER BY 1.5 is no position either
-            if not 1 <= position <= len(outputs):
-                raise refuse("DP114", f"ORDER BY {target.this} is not a position in the select list", ordered, sql,
-                             "number select items from 1", span=keyword_span(sql, "ORDER"))
-            expr = outputs[position - 1].expr.copy()
-        else:
-            expr = _post_expr(target, keys, aggregates, outputs, scope, sql, robust)
-        nulls_first = ordered.args.get("nulls_first")
-        items.append(OrderItem(expr=expr, descending=bool(ordered.args.get("desc")), nulls_first=nulls_first))
-    return tuple(items)
-
-
-def _int_clause(select: exp.Select, name: str, sql: str) -> int | None:
-    clause = select.args.get(name)
-    if clause is None:
-        return None
-    value = clause.expression if isinstance(clause, (exp.Limit, exp.Offset)) else clause
-    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() and len(value.this) <= 18:
-        return int(value.this)
-    raise refuse("DP119", f"{name.upper()} takes a non-negative integer literal", clause, sql,
-                 f"write {name.upper()} 10 (at most 18 digits)", span=keyword_span(sql, name.upper()))
 
 
 def _strip_qualifiers(node: exp.Expr) -> exp.Expr:

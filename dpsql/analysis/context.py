@@ -1,4 +1,4 @@
-"""What the analysis knows besides the SQL: the policy and the session's query defaults."""
+"""What the analysis knows: the policy, the session's query defaults, and the statement's text."""
 
 from __future__ import annotations
 
@@ -8,16 +8,35 @@ from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import Span, UnsupportedQueryError
+from dpsql.errors import InvalidOptionError, Span, UnsupportedQueryError
 from dpsql.frontend.spans import span_of
 
 
 @dataclass(frozen=True, slots=True)
 class AnalysisContext:
-    """The policy and the per-query budget to use when the query names none."""
+    """The policy, the per-query budget to use when the query names none, and (once analysis of
+    a statement starts) the statement's SQL text, which refusals point into with a caret."""
 
     policy: Policy
     default_budget: PrivacyCost
+    sql: str = ""
+
+    def for_statement(self, sql: str) -> AnalysisContext:
+        """The same context for one statement's text."""
+        return AnalysisContext(self.policy, self.default_budget, sql)
+
+    def span(self, node: exp.Expr) -> Span | None:
+        """Where `node` is in the statement's text."""
+        return span_of(node, self.sql)
+
+    def refuse(self, code: str, message: str, node: exp.Expr | None, hint: str, span: Span | None = None) -> UnsupportedQueryError:
+        """An UnsupportedQueryError with a caret under `node` (or `span`)."""
+        return refuse(code, message, node, self.sql, hint, span)
+
+    def invalid_option(self, message: str, node: exp.Expr | None = None, hint: str | None = None) -> InvalidOptionError:
+        """An InvalidOptionError (DP120) with a caret under `node` when given."""
+        return InvalidOptionError(message, code="DP120", span=self.span(node) if node is not None else None, sql=self.sql,
+                                  hint=hint)
 
 
 @dataclass(frozen=True, slots=True)

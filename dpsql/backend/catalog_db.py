@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from dpsql.backend.duckdb_engine import EngineResult, render
 from dpsql.backend.watchdog import WATCHDOG
-from dpsql.errors import EngineError
+from dpsql.errors import CatalogLimitError, CatalogQueryError
 
 log = logging.getLogger("dpsql.server")
 _LOCKDOWN = (
@@ -35,20 +35,6 @@ _LOCKDOWN = (
 
 UNSUPPORTED = "catalog query not supported by the dpsql catalog emulation"
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # text in one catalog answer (client probes get kilobytes)
-
-
-class CatalogQueryError(EngineError):
-    """A catalog probe failed in the metadata database (its text names no data: there is none)."""
-
-    sqlstate = "42000"
-
-
-class CatalogLimitError(CatalogQueryError):
-    """A catalog probe passed one of the metadata database's limits (time, memory, rows)."""
-
-    def __init__(self, sqlstate: str, message: str) -> None:
-        super().__init__(message, code="DP403", hint="catalog queries are bounded; ask for less (server.catalog_* in the policy)")
-        self.sqlstate = sqlstate
 
 
 class MetadataDB:

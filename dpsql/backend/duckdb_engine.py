@@ -1,5 +1,5 @@
-"""The DuckDB backend (the default engine), and the local DuckDB that every engine uses for
-released values and public domain tables. The privacy-relevant logic is in backend/engine.py.
+"""The DuckDB backend (the default engine). The privacy-relevant logic is in backend/engine.py;
+the local DuckDB that every engine uses for released values is in backend/local_duckdb.py.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import duckdb
-import numpy
 import pandas
 import pyarrow
 from sqlglot import exp
@@ -23,11 +22,11 @@ from dpsql.backend.engine import (
     bounded_name,
     empty_name,
     key_type,
-    normalise,
     source_name,
 )
+from dpsql.backend.local_duckdb import LocalDuckDB
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import CatalogError, EngineError
+from dpsql.errors import CatalogError
 
 DIALECT = "duckdb"
 _DB_ALIAS = "__dpsql_db"
@@ -162,70 +161,6 @@ def _temp_table(name: str, select: exp.Expr) -> exp.Create:
         expression=select,
         properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
     )
-
-
-class LocalDuckDB:
-    """Released values and public domain tables, in a DuckDB of the process (never private rows).
-
-    Post-processing (outputs, HAVING, ORDER BY over noisy values) and the Median Mechanism's
-    masks over its public domain run here for every engine, so they agree across engines.
-    """
-
-    def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, lock: threading.RLock | None = None) -> None:
-        self._owned = connection is None
-        self._con = connection if connection is not None else duckdb.connect(":memory:")
-        self._lock = lock or threading.RLock()
-        self._tables: set[str] = set()
-
-    def ensure_public_table(self, name: str, create: exp.Create) -> str:
-        """Create a session table that holds public rows only (the Median Mechanism domain), once."""
-        with self._lock:
-            if name not in self._tables:
-                self._con.execute(render(create))
-                self._tables.add(name)
-            return name
-
-    def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
-        """Columns of a query over public session tables as arrays; None when DuckDB rejects it.
-
-        Only for queries that read no private relation, so a rejection depends on the query alone
-        and can route the query elsewhere.
-        """
-        with self._lock:
-            try:
-                fetched = self._con.execute(render(select)).fetchnumpy()
-            except duckdb.Error:
-                return None
-            return {name: numpy.asarray(values) for name, values in fetched.items()}
-
-    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
-        """Evaluate post-processing SQL over the noisy table (released values only)."""
-        with self._lock:
-            frame = pandas.DataFrame({name: pandas.Series(values, dtype=object) for name, values in columns.items()})
-            typed = exp.select(
-                *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
-            ).from_(exp.to_identifier("__dpsql_noisy_frame"))
-            query = select.copy()
-            query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
-            self._con.register("__dpsql_noisy_frame", frame)
-            result = None
-            try:
-                cursor = self._con.execute(render(query))
-                names = tuple(d[0] for d in cursor.description)
-                result = EngineResult(names, tuple(str(d[1]) for d in cursor.description), cursor.fetchall())
-            except duckdb.Error:
-                pass  # raised below, outside the except block (no __context__)
-            finally:
-                self._con.unregister("__dpsql_noisy_frame")
-            if result is None:
-                raise EngineError(ENGINE_FAILED, code="DP300")
-            return result
-
-    def close(self) -> None:
-        """Close the connection if this object opened it."""
-        if self._owned:
-            with self._lock:
-                self._con.close()
 
 
 class DuckDBEngine(Engine):

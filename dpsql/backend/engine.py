@@ -24,7 +24,7 @@ import datetime
 import decimal
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy
 import pyarrow
@@ -35,9 +35,6 @@ from dpsql.backend.dialects import render
 from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
-
-if TYPE_CHECKING:
-    from dpsql.backend.duckdb_engine import LocalDuckDB
 
 ENGINE_FAILED = (
     "the engine failed while computing this answer; the message is withheld because engine "
@@ -87,6 +84,23 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Drop the session's relations and release the engine."""
+
+
+class ReleasedValues(Protocol):
+    """Where released values are post-processed and public domain tables live (a local DuckDB,
+    backend/local_duckdb.py, for every engine): never private rows."""
+
+    def ensure_public_table(self, name: str, create: exp.Create) -> str:
+        """Create a session table of public rows once."""
+
+    def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
+        """Columns of a query over public tables; None when the query is rejected."""
+
+    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
+        """Post-processing SQL over released values."""
+
+    def close(self) -> None:
+        """Release the local database if owned."""
 
 
 def source_name(table: Table) -> str:
@@ -207,7 +221,7 @@ def _sanitized(action: Callable[[], Any], error: Callable[[], Exception]) -> Any
 class Engine:
     """The privacy-relevant engine logic over one Backend; the private data stays in the backend."""
 
-    def __init__(self, policy: Policy, backend: Backend, local: LocalDuckDB) -> None:
+    def __init__(self, policy: Policy, backend: Backend, local: ReleasedValues) -> None:
         self._policy = policy
         self.backend = backend
         self.local = local  # released values and public domain tables only
@@ -265,10 +279,6 @@ class Engine:
                 self._private(lambda: self.backend.materialize(name, bounded_select(table, source), {"seed": seed}))
                 self._relations.add(name)
             return name
-
-    def bounded_definition(self, table: Table) -> str:
-        """The bounding SQL, for EXPLAIN (the seed stays a parameter)."""
-        return self.render(bounded_select(table, source_name(table)))
 
     def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
         """Run a plan's SQL against an empty table of the same schema, before any charge.

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dpsql.backend.sqlgen import number
 from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
-from dpsql.ir.query import agg_name
+from dpsql.ir.query import ColumnRef, refs
 from dpsql.mechanisms.laplace import LaplaceSpec, half_width
 
 NOISY = "__dpsql_noisy"
@@ -49,8 +49,9 @@ def estimate_sql(estimate: Estimate, shift: dict[int, exp.Expr] | None = None) -
 
 def _substitute(expr: exp.Expr, plan: Plan, shift: dict[int, exp.Expr] | None = None) -> exp.Expr:
     def visit(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Column) and node.name.startswith("__a"):
-            return exp.paren(estimate_sql(plan.estimates[int(node.name[3:])], shift))
+        ref = ColumnRef.of(node)
+        if ref is not None and ref.kind == "aggregate":
+            return exp.paren(estimate_sql(plan.estimates[ref.index], shift))
         return node
 
     return expr.copy().transform(visit)
@@ -58,13 +59,13 @@ def _substitute(expr: exp.Expr, plan: Plan, shift: dict[int, exp.Expr] | None = 
 
 def robust_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
     """The robust releases an output expression depends on."""
-    used = {int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}
+    used = refs(expr, "aggregate")
     return tuple(sorted({plan.estimates[a].robust for a in used if plan.estimates[a].kind == "robust"}))  # type: ignore[misc]
 
 
 def release_deps(expr: exp.Expr, plan: Plan) -> tuple[int, ...]:
     """The releases an output expression depends on."""
-    used = {int(c.name[3:]) for c in expr.find_all(exp.Column) if c.name.startswith("__a")}
+    used = refs(expr, "aggregate")
     return tuple(sorted({r for a in used for r in plan.estimates[a].releases}))
 
 
@@ -94,12 +95,12 @@ def post_select(plan: Plan) -> exp.Select:
     columns: list[exp.Expr] = []
     for index, output in enumerate(query.outputs):
         value = _safe(_substitute(output.expr, plan))
-        columns.append(exp.alias_(value, f"__o{index}"))
+        columns.append(exp.alias_(value, ColumnRef("output", index).name))
         deps = release_deps(output.expr, plan)
         if deps and len(deps) <= MAX_CORNER_RELEASES and not robust_deps(output.expr, plan):
             corners = [_safe(_corner(output.expr, plan, deps, signs)) for signs in itertools.product((-1, 1), repeat=len(deps))]
-            columns.append(exp.alias_(exp.func("least", value.copy(), *corners), f"__lo{index}"))
-            columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), f"__hi{index}"))
+            columns.append(exp.alias_(exp.func("least", value.copy(), *corners), ColumnRef("low", index).name))
+            columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), ColumnRef("high", index).name))
     select = exp.select(*columns).from_(exp.to_identifier(NOISY))
     if query.having is not None:
         select = select.where(_safe(_substitute(query.having, plan)))

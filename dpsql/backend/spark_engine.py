@@ -25,7 +25,7 @@ import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
-from dpsql.backend.duckdb_engine import LocalDuckDB
+from dpsql.backend.local_duckdb import LocalDuckDB
 from dpsql.backend.engine import BackendFailure, Engine, Progress
 from dpsql.backend.spark_rules import spark_refusal
 from dpsql.catalog.model import Policy, Table

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import pandas
 
 from dpsql import errors
 from dpsql.accounting.ledger import LedgerEntry
-from dpsql.errors import InterfaceError, NotSupportedError, ProgrammingError
+from dpsql.errors import InterfaceError, NotSupportedError
 from dpsql.result import NoisyResult
-from dpsql.session import Session, open_session
+from dpsql.session import Session, SessionOptions
 
 
 class Cursor:
@@ -200,30 +199,18 @@ class Connection:
         self.close()
 
 
-def connect(
-    database: str | Path | None = None,
-    policy: str | Path | None = None,
-    analyst: str | None = None,
-    ledger: str | Path | None = None,
-    tables: Mapping[str, Any] | None = None,
-    random_seed: int | None = None,
-    engine: str = "duckdb",
-    spark: Any = None,
-    master: str | None = None,
-    remote: str | None = None,
-    progress: Any = None,
-) -> Connection:
-    """Open a dpsql connection. With neither database, policy nor tables: the bundled demo.
+def connect(*args: Any, **kwargs: Any) -> Connection:
+    """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
+    tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
+    progress=None)`, the fields of `dpsql.session.SessionOptions` in their order.
 
+    With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
+    reproducible: for tests and marked experiments only. `engine="spark"` runs the plans on
+    Apache Spark: pass your SparkSession (`spark=`), or let dpsql start one (`master="local[2]"`
+    or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`). `tables` may then hold
+    Spark DataFrames as well as pandas ones.
     `ledger` is where the budget is charged: a SQLite file path, a `postgresql://` URL (one
     budget shared by several processes and hosts; needs the `postgres` extra), or None for a
     fresh in-memory budget for this connection.
-    `random_seed` makes the noise reproducible: for tests and marked experiments only.
-    `engine="spark"` runs the plans on Apache Spark: pass your SparkSession (`spark=`), or let
-    dpsql start one (`master="local[2]"` or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`).
-    `tables` may then hold Spark DataFrames as well as pandas ones.
     """
-    if random_seed is not None and not isinstance(random_seed, int):
-        raise ProgrammingError("random_seed must be an int")
-    return Connection(open_session(database, policy, analyst=analyst, ledger=ledger, tables=tables, random_seed=random_seed,
-                                   engine=engine, spark=spark, master=master, remote=remote, progress=progress))
+    return Connection(SessionOptions(*args, **kwargs).open())

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsql.errors import ParameterError, SqlSyntaxError, UnsupportedQueryError
+from dpsql.errors import ParameterError, Span, SqlSyntaxError, UnsupportedQueryError
 from dpsql.frontend.dialect import Dpsql
 from dpsql.frontend.spans import at, keyword_span
 

@@ -16,27 +16,29 @@ from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
-from dpsql.ir.query import BoundQuery
+from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
+from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "robust"]
 RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "scale", "asamp"]
 RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ScaleSpec | ASampSpec
+EMPTY_HISTOGRAM = Histogram((), ())
 
 
 def release_name(index: int) -> str:
     """The column name of release `index` in the engine result and the noisy table."""
-    return f"__r{index}"
+    return f"{SPELLING['release']}{index}"  # ColumnRef("release", index).name, without the object (hot path)
 
 
 def robust_name(index: int) -> str:
     """The column name of robust release `index` in the noisy table."""
-    return f"__q{index}"
+    return f"{SPELLING['robust']}{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,26 @@ class RankRequest:
     windows: tuple[tuple[Fraction, int], ...]
     histogram: bool
 
+    @property
+    def empty(self) -> Histogram:
+        """What a group without rows reads: no order statistics."""
+        return EMPTY_HISTOGRAM
+
+    @property
+    def column(self) -> Column:
+        """The column whose order statistics are read."""
+        return self.values.column
+
+    @property
+    def reads(self) -> str:
+        """What the engine returns for it, for EXPLAIN."""
+        return "a histogram" if self.histogram else "rank windows of +-(C+1)s"
+
+    @property
+    def seeded(self) -> bool:
+        """Whether its statement takes secret per-query seeds (no: order statistics are exact)."""
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class ModeRequest:
@@ -164,6 +186,21 @@ class ModeRequest:
 
     column: Column
     blocks: int
+
+    @property
+    def empty(self) -> dict[object, int]:
+        """What a group without rows reads: no votes."""
+        return {}
+
+    @property
+    def reads(self) -> str:
+        """What the engine returns for it, for EXPLAIN."""
+        return "subsample-mode votes"
+
+    @property
+    def seeded(self) -> bool:
+        """Whether its statement takes secret per-query seeds ($mode_seed, $tie_seed: yes)."""
+        return True
 
 
 @dataclass(frozen=True, slots=True)

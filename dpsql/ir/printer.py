@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dpsql.ir.plan import ModeRequest, Plan, RankRequest, RobustRelease, release_name, robust_name
-from dpsql.mechanisms.exponential import ExponentialQuantileSpec
-from dpsql.mechanisms.laplace import half_width
-from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleSpec, SMedSpec
-from dpsql.mechanisms.subsample import ASampSpec
+from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
+from dpsql.mechanisms import registry
+from dpsql.mechanisms.base import Describing
 
 RAW_TEXT = {
     "count_rows": "COUNT(*)",
@@ -36,19 +34,10 @@ def plan_text(plan: Plan) -> list[str]:
         column = raw.column.name if raw.column else ""
         text = RAW_TEXT[raw.kind].format(c=column, lo=raw.lower_units * raw.grid, hi=raw.upper_units * raw.grid,
                                          grid=_fmt(raw.grid), center=raw.center_units)
-        spec = release.spec
-        lines.append(
-            f"  Release {release_name(index)} = {text}: discrete Laplace, sensitivity {_fmt(spec.sensitivity * release.unit)}, "
-            f"scale {_fmt(spec.scale * release.unit)}, epsilon {_fmt(spec.epsilon)}, "
-            f"95% +-{_fmt(half_width(spec) * release.unit)}"
-        )
+        lines.append(f"  Release {release_name(index)} = {text}: {registry.describe(release.spec, Describing(grid=release.unit))}")
     lines.extend(robust_text(plan, index, release) for index, release in enumerate(plan.robust))
     if plan.selection is not None:
-        sel = plan.selection
-        lines.append(
-            f"  PartitionSelection: person count per key + discrete Laplace (scale {_fmt(sel.scale)}), "
-            f"released when >= {sel.threshold}; epsilon {_fmt(sel.epsilon)}, delta {float(sel.delta):.3g}"
-        )
+        lines.append(f"  PartitionSelection: {registry.describe(plan.selection)}")
     for output in query.outputs:
         if output.key is not None:
             lines.append(f"  Output {output.name}: group key")
@@ -66,17 +55,8 @@ def plan_text(plan: Plan) -> list[str]:
     return lines
 
 
-def _test(test: PTRTest) -> str:
-    return f"test: distance + discrete Laplace (scale {_fmt(test.scale)}) >= tau {test.threshold}, distance capped at {test.cap}"
-
-
 def _request(plan: Plan, release: RobustRelease) -> str:
-    request = plan.requests[release.request]
-    if isinstance(request, ModeRequest):
-        return f"reads: subsample-mode votes (request {release.request})"
-    assert isinstance(request, RankRequest)
-    how = "a histogram" if request.histogram else "rank windows of +-(C+1)s"
-    return f"reads: {how} (request {release.request})"
+    return f"reads: {plan.requests[release.request].reads} (request {release.request})"
 
 
 def _values(release: RobustRelease) -> str:
@@ -94,27 +74,7 @@ def _values(release: RobustRelease) -> str:
 def robust_text(plan: Plan, index: int, release: RobustRelease) -> str:
     """One EXPLAIN line for a robust release: which mechanism runs, with its public parameters."""
     label = plan.query.aggregates[release.aggregate].label
-    spec = release.spec
     head = f"  Release {robust_name(index)} = {label}: "
-    if isinstance(spec, SMedSpec):
-        body = (f"SMed, the stable rank-rho_{_fmt(spec.p)} value{_values(release)} (exact or ⊥); rank shift s={spec.shift}; "
-                f"{_test(spec.test)}; epsilon {_fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
-    elif isinstance(spec, PTRLaplaceSpec):
-        body = (f"PTR-Laplace with proposed bound b={_fmt(spec.bound)}{_values(release)}; rank shift s={spec.shift}; {_test(spec.test)}; "
-                f"then Laplace scale {_fmt(spec.noise_units * spec.grid)} on the grid b/2^20, 95% +-{_fmt(spec.half_width())}; "
-                f"epsilon {_fmt(spec.test.epsilon)} + {_fmt(spec.epsilon_release)}, delta {float(spec.test.delta):.3g}")
-    elif isinstance(spec, ScaleSpec):
-        n_hat = release_name(release.n_hat) if release.n_hat is not None else "none"
-        body = (f"Scale (IQR by PTR on two log-bin discretisations, threshold 1 + ln(1/delta)/eps), base "
-                f"min(2, 1 + {spec.base_constant}*s*tau/n_hat) with n_hat = {n_hat}; rank shift s={spec.shift}; "
-                f"each {_test(spec.test)}; epsilon 4 x {_fmt(spec.epsilon_step)}, delta {float(spec.delta):.3g}")
-    elif isinstance(spec, ExponentialQuantileSpec):
-        body = (f"exponential mechanism over {spec.candidates} public candidates{_values(release)} (never ⊥), "
-                f"score sensitivity {spec.sensitivity}, 95% within about {spec.rank_error()} ranks; "
-                f"epsilon {_fmt(spec.epsilon)}, delta 0")
-    else:
-        assert isinstance(spec, ASampSpec)
-        body = (f"A_samp: each {plan.bounding.unit} in {spec.copies} of {spec.blocks} subsamples by a keyed hash (secret seed), "
-                f"subsample modes (random tie-break, empty ones abstain), gap normalised by 2T={spec.normaliser}; "
-                f"{_test(spec.test)}; epsilon {_fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
+    n_hat = release_name(release.n_hat) if release.n_hat is not None else "none"
+    body = registry.describe(release.spec, Describing(values=_values(release), unit=plan.bounding.unit, n_hat=n_hat))
     return head + body + "; " + _request(plan, release)

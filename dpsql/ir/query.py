@@ -1,8 +1,9 @@
 """BoundQuery: the analyst's validated intent, resolved against the policy.
 
 Expressions kept here are sqlglot trees that the analysis has already checked; their column
-references are rewritten to plain names: policy columns in `where`, and the placeholders
-`__k<i>` (group key i) and `__a<j>` (aggregate j) in outputs, HAVING and ORDER BY.
+references are rewritten: policy columns in `where`, and typed placeholders (ColumnRef: group
+key i, aggregate j) in outputs, HAVING and ORDER BY. A placeholder's SQL spelling (`__k<i>`,
+`__a<j>`) is only how the plan's intermediate tables name it; code reads the ColumnRef.
 """
 
 from __future__ import annotations
@@ -20,14 +21,46 @@ AggKind = Literal["count_rows", "count", "count_units", "sum", "avg", "quantile"
 ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
 
 
+RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high"]
+SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",
+                             "output": "__o", "low": "__lo", "high": "__hi"}
+_REF = "dpsql_ref"  # the sqlglot node meta key that holds a placeholder's ColumnRef
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRef:
+    """A column of a plan's intermediate tables: group key i, aggregate j, release r, robust
+    release q (the noisy table), or output i and its interval bounds (post-processing)."""
+
+    kind: RefKind
+    index: int
+
+    @property
+    def name(self) -> str:
+        """The column's name in engine and post-processing SQL."""
+        return f"{SPELLING[self.kind]}{self.index}"
+
+    def column(self) -> exp.Column:
+        """A placeholder column node that carries this reference (copies keep it)."""
+        node = exp.column(self.name)
+        node.meta[_REF] = self
+        return node
+
+    @staticmethod
+    def of(node: exp.Expr | None) -> ColumnRef | None:
+        """The reference a placeholder node carries, or None for any other node."""
+        return node.meta.get(_REF) if isinstance(node, exp.Column) else None
+
+
+def refs(expr: exp.Expr, kind: RefKind) -> set[int]:
+    """The indices of the placeholders of one kind in an expression."""
+    found = (ColumnRef.of(node) for node in expr.find_all(exp.Column))
+    return {ref.index for ref in found if ref is not None and ref.kind == kind}
+
+
 def key_name(index: int) -> str:
-    """The placeholder column name of group key `index`."""
-    return f"__k{index}"
-
-
-def agg_name(index: int) -> str:
-    """The placeholder column name of aggregate `index`."""
-    return f"__a{index}"
+    """The column name of group key `index` (engine SQL and the noisy table)."""
+    return f"{SPELLING['key']}{index}"  # ColumnRef("key", index).name, without the object (hot path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +104,12 @@ class OutputColumn:
     expr: exp.Expr
     key: int | None
     aggregates: tuple[int, ...]
+
+    @property
+    def aggregate(self) -> int | None:
+        """The aggregate this output is, when it is a bare aggregate (no arithmetic)."""
+        ref = ColumnRef.of(self.expr)
+        return ref.index if ref is not None and ref.kind == "aggregate" else None
 
 
 @dataclass(frozen=True, slots=True)

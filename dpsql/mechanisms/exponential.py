@@ -29,7 +29,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.rng import RandomSource
 
@@ -83,7 +84,7 @@ class ExponentialQuantileSpec:
 
 def cost(spec: ExponentialQuantileSpec) -> PrivacyCost:
     """(eps, 0)."""
-    return PrivacyCost(spec.epsilon, Fraction(0))
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "exponential", spec.epsilon, Fraction(0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ def release(spec: ExponentialQuantileSpec, hist: Histogram, rng: RandomSource) -
         run = far_runs[index]
         offset = position - (far_cumulative[index - 1] if index else 0)
         if _bernoulli_power(big_p, big_q, abs(run.signed) - u_min - near_levels - 1, rng):
-            return run.start + offset
+            return int(run.start + offset)
 
 
 def _bernoulli_power(numerator: int, denominator: int, times: int, rng: RandomSource) -> bool:
@@ -194,3 +195,27 @@ def _power_bounds(numerator: int, denominator: int, times: int, bits: int) -> tu
             base_low = (base_low * base_low) >> bits
             base_high = -((-base_high * base_high) >> bits)
     return low, min(high, one)
+
+
+class ExponentialQuantile:
+    """MEDIAN/QUANTILE over public candidates (DESIGN 6.3): reads a Histogram, never refuses."""
+
+    name = "exponential"
+    spec_type = ExponentialQuantileSpec
+
+    def cost(self, spec: ExponentialQuantileSpec) -> PrivacyCost:
+        return cost(spec)
+
+    def release(self, spec: ExponentialQuantileSpec, raw: Histogram, rng: RandomSource) -> int:
+        return release(spec, raw, rng)
+
+    def describe(self, spec: ExponentialQuantileSpec, context: Describing = Describing()) -> str:
+        return (f"exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), "
+                f"score sensitivity {spec.sensitivity}, 95% within about {spec.rank_error()} ranks; "
+                f"epsilon {fmt(spec.epsilon)}, delta 0")
+
+    def error(self, spec: ExponentialQuantileSpec) -> ErrorDescription:
+        return ErrorDescription(details=(("rank_error95", spec.rank_error()), ("candidates", spec.candidates)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci
 
@@ -35,7 +36,8 @@ class LaplaceSpec:
 
 def cost(spec: LaplaceSpec) -> PrivacyCost:
     """What releasing with `spec` costs: (epsilon, 0), whatever the data."""
-    return PrivacyCost(spec.epsilon, Fraction(0))
+    return PrivacyCost.of(PrivacyLoss("discrete_laplace", "laplace", spec.epsilon, Fraction(0),
+                                      sensitivity=spec.sensitivity, scale=spec.scale))
 
 
 def release(spec: LaplaceSpec, raw: int, rng: RandomSource) -> int:
@@ -46,3 +48,28 @@ def release(spec: LaplaceSpec, raw: int, rng: RandomSource) -> int:
 def half_width(spec: LaplaceSpec, confidence: float = 0.95) -> int:
     """The half-width k, in grid units, with P(|noise| > k) <= 1 - confidence."""
     return discrete_laplace_ci(spec.scale, confidence)
+
+
+class Laplace:
+    """COUNT and fixed-point SUM releases (DESIGN 6.1). Raw and released values are in grid units;
+    `Describing.grid` converts EXPLAIN's numbers to value units."""
+
+    name = "laplace"
+    spec_type = LaplaceSpec
+
+    def cost(self, spec: LaplaceSpec) -> PrivacyCost:
+        return cost(spec)
+
+    def release(self, spec: LaplaceSpec, raw: int, rng: RandomSource) -> int:
+        return int(raw) + discrete_laplace(spec.scale, rng)  # = release(spec, raw, rng), one call less per cell
+
+    def describe(self, spec: LaplaceSpec, context: Describing = Describing()) -> str:
+        unit = context.grid
+        return (f"discrete Laplace, sensitivity {fmt(spec.sensitivity * unit)}, scale {fmt(spec.scale * unit)}, "
+                f"epsilon {fmt(spec.epsilon)}, 95% +-{fmt(half_width(spec) * unit)}")
+
+    def error(self, spec: LaplaceSpec) -> ErrorDescription:
+        return ErrorDescription(scale=float(spec.scale), ci95=float(half_width(spec)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

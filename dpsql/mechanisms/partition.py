@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_threshold
 
@@ -44,9 +45,32 @@ class PartitionSelectionSpec:
 
 def cost(spec: PartitionSelectionSpec) -> PrivacyCost:
     """What selecting keys costs: (epsilon, delta), whatever the data."""
-    return PrivacyCost(spec.epsilon, spec.delta)
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "partition_selection", spec.epsilon, spec.delta))
 
 
 def keep(spec: PartitionSelectionSpec, persons: int, rng: RandomSource) -> bool:
     """Whether a key with `persons` distinct persons (after bounding) is released."""
     return int(persons) + discrete_laplace(spec.scale, rng) >= spec.threshold
+
+
+class PartitionSelection:
+    """Private GROUP BY keys (DESIGN 6.2): `release(spec, persons, rng)` says whether a key is kept."""
+
+    name = "partition_selection"
+    spec_type = PartitionSelectionSpec
+
+    def cost(self, spec: PartitionSelectionSpec) -> PrivacyCost:
+        return cost(spec)
+
+    def release(self, spec: PartitionSelectionSpec, raw: int, rng: RandomSource) -> bool:
+        return keep(spec, raw, rng)
+
+    def describe(self, spec: PartitionSelectionSpec, context: Describing = Describing()) -> str:
+        return (f"person count per key + discrete Laplace (scale {fmt(spec.scale)}), "
+                f"released when >= {spec.threshold}; epsilon {fmt(spec.epsilon)}, delta {float(spec.delta):.3g}")
+
+    def error(self, spec: PartitionSelectionSpec) -> ErrorDescription:
+        return ErrorDescription(scale=float(spec.scale), details=(("threshold", spec.threshold),))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

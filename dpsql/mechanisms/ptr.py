@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.ranks import OrderStatistics, Value, quantile_rank
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci, discrete_laplace_threshold
@@ -158,7 +159,7 @@ def ptr_laplace_distance(stats: OrderStatistics, p: Fraction, shift: int, bound:
 
 def log_edge(base: float, k: int, offset: Fraction) -> float:
     """E(k) = beta^(k - o): the one function that defines Scale's bins (section 4.1)."""
-    return base ** (k - float(offset))
+    return float(base ** (k - float(offset)))
 
 
 def log_bin(value: Value, base: float, offset: Fraction) -> int:
@@ -218,7 +219,7 @@ class SMedSpec:
 
 def smed_cost(spec: SMedSpec) -> PrivacyCost:
     """(eps, delta), whatever the data and whether or not the answer is ⊥."""
-    return PrivacyCost(spec.test.epsilon, spec.test.delta)
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "smed", spec.test.epsilon, spec.test.delta))
 
 
 def smed_release(spec: SMedSpec, stats: OrderStatistics, rng: RandomSource) -> Value | _Refused:
@@ -255,7 +256,7 @@ class PTRLaplaceSpec:
     @property
     def grid(self) -> Fraction:
         """The output grid gamma = b / 2^20."""
-        return Fraction(self.bound) / 2**GRID_BITS
+        return Fraction(self.bound) / Fraction(2**GRID_BITS)
 
     @property
     def noise_units(self) -> Fraction:
@@ -268,8 +269,9 @@ class PTRLaplaceSpec:
 
 
 def ptr_laplace_cost(spec: PTRLaplaceSpec) -> PrivacyCost:
-    """(eps_t + eps_r, delta)."""
-    return PrivacyCost(spec.test.epsilon + spec.epsilon_release, spec.test.delta)
+    """(eps_t + eps_r, delta): the release's Laplace noise is eps_r-DP only on pairs that pass the
+    test, so the loss is known as this pair only."""
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "ptr-laplace", spec.test.epsilon + spec.epsilon_release, spec.test.delta))
 
 
 def ptr_laplace_release(spec: PTRLaplaceSpec, stats: OrderStatistics, rng: RandomSource) -> float | _Refused:
@@ -333,12 +335,12 @@ class ScaleSpec:
 
 def scale_cost(spec: ScaleSpec) -> PrivacyCost:
     """(4 eps', delta): two discretisations of (2 eps', delta / 2), both always run and charged."""
-    return PrivacyCost(4 * Fraction(spec.epsilon_step), spec.delta)
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "scale", 4 * Fraction(spec.epsilon_step), spec.delta))
 
 
 def _power(base: float, exponent: float) -> float:
     try:
-        return base**exponent
+        return float(base**exponent)
     except OverflowError:
         return math.inf
 
@@ -361,3 +363,105 @@ def scale_release(spec: ScaleSpec, stats: OrderStatistics, n_hat: float | int | 
         units = round(math.log(iqr) / math.log(base) * 2**GRID_BITS)
         answers.append(_power(base, (units + noise) / 2**GRID_BITS))
     return answers[0] if answers[0] is not REFUSED else answers[1]
+
+
+# --- the mechanisms' protocol (dpsql.mechanisms.base) ----------------------------------------
+
+
+def describe_test(test: PTRTest) -> str:
+    """EXPLAIN text of a PTR test."""
+    return f"test: distance + discrete Laplace (scale {fmt(test.scale)}) >= tau {test.threshold}, distance capped at {test.cap}"
+
+
+def test_details(test: PTRTest, shift: int | None = None) -> tuple[tuple[str, object], ...]:
+    """The public parameters a PTR-tested release reports per cell."""
+    details: tuple[tuple[str, object], ...] = (("threshold", test.threshold), ("cap", test.cap))
+    return details + ((("rank_shift", shift),) if shift is not None else ())
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleInput:
+    """What Scale reads: the exact order statistics and the released n_hat (None without one)."""
+
+    stats: OrderStatistics
+    n_hat: float | int | None
+
+
+def _unstable(p: Fraction) -> str:
+    name = "median" if p == Fraction(1, 2) else f"{float(p):g} quantile"
+    return (f"the {name} is not stable on this data (too few rows, the {name} lies in a gap between clusters, "
+            f"or at the edge of a block of equal values)")
+
+
+class SMed:
+    """MEDIAN/QUANTILE, exact when stable (DESIGN 6.3). Releases a mapped value or REFUSED."""
+
+    name = "smed"
+    spec_type = SMedSpec
+
+    def cost(self, spec: SMedSpec) -> PrivacyCost:
+        return smed_cost(spec)
+
+    def release(self, spec: SMedSpec, raw: OrderStatistics, rng: RandomSource) -> Value | _Refused:
+        return smed_release(spec, raw, rng)
+
+    def describe(self, spec: SMedSpec, context: Describing = Describing()) -> str:
+        return (f"SMed, the stable rank-rho_{fmt(spec.p)} value{context.values} (exact or ⊥); rank shift s={spec.shift}; "
+                f"{describe_test(spec.test)}; epsilon {fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
+
+    def error(self, spec: SMedSpec) -> ErrorDescription:
+        return ErrorDescription(details=test_details(spec.test, spec.shift))
+
+    def refusal(self, spec: SMedSpec) -> str | None:
+        return f"{_unstable(spec.p)}. Try a coarser precision, a proposed bound b, a larger epsilon, or more rows."
+
+
+class PTRLaplace:
+    """MEDIAN/QUANTILE with a proposed bound b (DESIGN 6.3): the quantile plus Laplace, or REFUSED."""
+
+    name = "ptr-laplace"
+    spec_type = PTRLaplaceSpec
+
+    def cost(self, spec: PTRLaplaceSpec) -> PrivacyCost:
+        return ptr_laplace_cost(spec)
+
+    def release(self, spec: PTRLaplaceSpec, raw: OrderStatistics, rng: RandomSource) -> float | _Refused:
+        return ptr_laplace_release(spec, raw, rng)
+
+    def describe(self, spec: PTRLaplaceSpec, context: Describing = Describing()) -> str:
+        return (f"PTR-Laplace with proposed bound b={fmt(spec.bound)}{context.values}; rank shift s={spec.shift}; "
+                f"{describe_test(spec.test)}; then Laplace scale {fmt(spec.noise_units * spec.grid)} on the grid b/2^20, "
+                f"95% +-{fmt(spec.half_width())}; epsilon {fmt(spec.test.epsilon)} + {fmt(spec.epsilon_release)}, "
+                f"delta {float(spec.test.delta):.3g}")
+
+    def error(self, spec: PTRLaplaceSpec) -> ErrorDescription:
+        return ErrorDescription(scale=float(spec.noise_units * spec.grid), ci95=float(spec.half_width()),
+                                details=(("bound", float(spec.bound)), *test_details(spec.test, spec.shift)))
+
+    def refusal(self, spec: PTRLaplaceSpec) -> str | None:
+        return f"{_unstable(spec.p)}. Try a larger bound b, a larger epsilon, or more rows."
+
+
+class Scale:
+    """IQR (DESIGN 6.4): reads `ScaleInput`; the IQR times beta^Z, or REFUSED."""
+
+    name = "scale"
+    spec_type = ScaleSpec
+
+    def cost(self, spec: ScaleSpec) -> PrivacyCost:
+        return scale_cost(spec)
+
+    def release(self, spec: ScaleSpec, raw: ScaleInput, rng: RandomSource) -> float | _Refused:
+        return scale_release(spec, raw.stats, raw.n_hat, rng)
+
+    def describe(self, spec: ScaleSpec, context: Describing = Describing()) -> str:
+        return (f"Scale (IQR by PTR on two log-bin discretisations, threshold 1 + ln(1/delta)/eps), base "
+                f"min(2, 1 + {spec.base_constant}*s*tau/n_hat) with n_hat = {context.n_hat}; rank shift s={spec.shift}; "
+                f"each {describe_test(spec.test)}; epsilon 4 x {fmt(spec.epsilon_step)}, delta {float(spec.delta):.3g}")
+
+    def error(self, spec: ScaleSpec) -> ErrorDescription:
+        return ErrorDescription(details=test_details(spec.test, spec.shift))
+
+    def refusal(self, spec: ScaleSpec) -> str | None:
+        return ("the quartiles are not stable on this data (too few rows, or a quartile in a sparse region). "
+                "Try a larger epsilon or more rows.")

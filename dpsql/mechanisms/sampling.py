@@ -312,7 +312,7 @@ def _log_positive(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (Rational, float)):
         msg = f"{name} must be a number, got {type(value).__name__}"
         raise TypeError(msg)
-    if not value > 0:
+    if not value > 0:  # type: ignore[operator]  # a Rational or a float, both ordered
         msg = f"{name} must be > 0, got {value}"
         raise ValueError(msg)
     if isinstance(value, float):

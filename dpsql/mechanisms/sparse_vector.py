@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import (
     discrete_gaussian,
@@ -177,8 +178,11 @@ class SVTCalibration:
 
     @property
     def cost(self) -> PrivacyCost:
-        """The whole reservation: charged once, whatever happens afterwards."""
-        return PrivacyCost(self.epsilon, self.delta if self.mode == "zcdp" else Fraction(0))
+        """The whole reservation: charged once, whatever happens afterwards (pure: epsilon-DP;
+        zcdp: rho-zCDP, charged as its (epsilon, delta) conversion)."""
+        if self.mode == "zcdp":
+            return PrivacyCost.of(PrivacyLoss("zcdp", "median_mechanism", self.epsilon, self.delta, rho=self.rho))
+        return PrivacyCost.of(PrivacyLoss("approx_dp", "median_mechanism", self.epsilon, Fraction(0)))
 
     def ledger_params(self) -> dict[str, object]:
         """The parameters the ledger records with the reservation (all public)."""
@@ -405,3 +409,32 @@ def size_noise(calibration: SVTCalibration, rng: RandomSource) -> int:
         return discrete_laplace(calibration.size_scale, rng)
     assert calibration.size_sigma2 is not None
     return discrete_gaussian(calibration.size_sigma2, rng)
+
+
+class MedianMechanismReservation:
+    """The Median Mechanism layer's sparse vector and hard answers (DESIGN 6.6), priced once per
+    session. Its spec is the public calibration; `release` is one hard answer's cell (the exact
+    count plus fresh noise); the stateful test itself is `SparseVector`."""
+
+    name = "median_mechanism"
+    spec_type = SVTCalibration
+
+    def cost(self, spec: SVTCalibration) -> PrivacyCost:
+        return spec.cost
+
+    def release(self, spec: SVTCalibration, raw: int, rng: RandomSource) -> int:
+        return int(raw) + answer_noise(spec, rng)
+
+    def describe(self, spec: SVTCalibration, context: Describing = Describing()) -> str:
+        scale = self.error(spec).scale
+        answers = f"discrete Laplace scale {fmt(scale)}" if spec.mode == "pure" else f"discrete Gaussian sigma {fmt(scale)}"
+        budget = f"epsilon {fmt(spec.epsilon)}" + (f", delta {float(spec.delta):.3g} (rho {fmt(spec.rho)})" if spec.mode == "zcdp" else "")
+        return (f"sparse vector ({spec.mode}), threshold {spec.threshold}, sensitivity {spec.sensitivity}, "
+                f"at most {spec.cap} hard answers of {answers}; {budget}")
+
+    def error(self, spec: SVTCalibration) -> ErrorDescription:
+        scale = float(spec.answer_scale or 0) if spec.mode == "pure" else math.sqrt(float(spec.answer_sigma2 or 0))
+        return ErrorDescription(scale=scale, ci95=float(spec.answer_ci95), details=(("mode", spec.mode),))
+
+    def refusal(self, spec: object) -> str | None:
+        return None

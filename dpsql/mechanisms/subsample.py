@@ -21,8 +21,9 @@ import math
 from dataclasses import dataclass
 from typing import Hashable, Mapping
 
-from dpsql.accounting.cost import PrivacyCost
-from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, passes
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, describe_test, passes, test_details
 from dpsql.mechanisms.rng import RandomSource
 
 DEFAULT_BLOCKS = 200
@@ -86,7 +87,7 @@ def _order(value: Hashable) -> tuple[str, object]:
 
 def cost(spec: ASampSpec) -> PrivacyCost:
     """(eps, delta), whether the answer is a value or ⊥."""
-    return PrivacyCost(spec.test.epsilon, spec.test.delta)
+    return PrivacyCost.of(PrivacyLoss("approx_dp", "asamp", spec.test.epsilon, spec.test.delta))
 
 
 def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -> Hashable | _Refused:
@@ -97,3 +98,28 @@ def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -
     if not ok or top is None:
         return REFUSED
     return top
+
+
+class ASamp:
+    """MODE (DESIGN 6.5): reads {value: votes} (None: no votes); the winner or REFUSED."""
+
+    name = "asamp"
+    spec_type = ASampSpec
+
+    def cost(self, spec: ASampSpec) -> PrivacyCost:
+        return cost(spec)
+
+    def release(self, spec: ASampSpec, raw: Mapping[Hashable, int] | None, rng: RandomSource) -> Hashable | _Refused:
+        return release(spec, raw or {}, rng)
+
+    def describe(self, spec: ASampSpec, context: Describing = Describing()) -> str:
+        return (f"A_samp: each {context.unit} in {spec.copies} of {spec.blocks} subsamples by a keyed hash (secret seed), "
+                f"subsample modes (random tie-break, empty ones abstain), gap normalised by 2T={spec.normaliser}; "
+                f"{describe_test(spec.test)}; epsilon {fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
+
+    def error(self, spec: ASampSpec) -> ErrorDescription:
+        return ErrorDescription(details=(*test_details(spec.test), ("blocks", spec.blocks)))
+
+    def refusal(self, spec: ASampSpec) -> str | None:
+        return ("no value is consistently most frequent across subsamples (top values too close, or too few rows). "
+                "Try a larger epsilon or more rows.")

@@ -7,7 +7,7 @@ Sensitivities come from the policy only (bounds, max_rows, max_groups), never fr
 - COUNT(DISTINCT unit): 1 without GROUP BY; max_rows with it (a person is in at most
   max_rows groups, since they keep at most max_rows rows).
 The query's epsilon is split equally over its Laplace releases, its robust aggregates (MEDIAN,
-QUANTILE, IQR, MODE: planner/robust.py) and partition selection (when a key has no public
+QUANTILE, IQR, MODE: planner/robust_aggregates.py) and partition selection (when a key has no public
 domain); delta is split equally over the parts that spend it (partition selection and every
 robust aggregate but the exponential-mechanism quantile).
 """
@@ -18,14 +18,13 @@ import math
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
 from dpsql.ir.query import AggregateCall, BoundQuery
-from dpsql.mechanisms import exponential, laplace, partition, ptr, subsample
+from dpsql.mechanisms import registry
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.planner.robust import RobustPlanner, needs_delta, person_groups
+from dpsql.planner.robust_aggregates import RobustPlanner, needs_delta, person_groups
 
 
 def plan_query(query: BoundQuery) -> Plan:
@@ -61,26 +60,10 @@ def plan_query(query: BoundQuery) -> Plan:
     selection = None
     if needs_selection:
         selection = PartitionSelectionSpec(max_groups=bounding.max_groups, epsilon=share, delta=delta_share)
-    cost = sum((laplace.cost(r.spec) for r in releases), PrivacyCost.zero())
-    cost = sum((robust_cost(r.spec) for r in robust), cost)
-    if selection is not None:
-        cost = cost + partition.cost(selection)
+    specs: list[object] = [r.spec for r in releases] + [r.spec for r in robust] + ([selection] if selection is not None else [])
+    cost = sum((registry.cost(spec) for spec in specs), PrivacyCost.zero())
     return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost, _notes(query, bounding),  # type: ignore[arg-type]
                 planner.finish(), tuple(robust))
-
-
-def robust_cost(spec: object) -> PrivacyCost:
-    """The cost of a robust release's spec, computed apart from running it."""
-    if isinstance(spec, ptr.SMedSpec):
-        return ptr.smed_cost(spec)
-    if isinstance(spec, ptr.PTRLaplaceSpec):
-        return ptr.ptr_laplace_cost(spec)
-    if isinstance(spec, ptr.ScaleSpec):
-        return ptr.scale_cost(spec)
-    if isinstance(spec, exponential.ExponentialQuantileSpec):
-        return exponential.cost(spec)
-    assert isinstance(spec, subsample.ASampSpec)
-    return subsample.cost(spec)
 
 
 def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:
@@ -131,7 +114,3 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
         notes.append("MEDIAN/QUANTILE, IQR and MODE may answer NULL (⊥: not stable enough); their budget is charged either way")
     return tuple(notes)
 
-
-def column_grid_note(column: Column) -> str:
-    """How a column's sums are discretised, for EXPLAIN."""
-    return f"{column.name} summed on a grid of {float(column.grid()):.6g}"

@@ -27,7 +27,7 @@ from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
 from dpsql.accounting.ledger import open_ledger, redact
-from dpsql.session import Session, open_session, start_spark
+from dpsql.session import Session, SessionOptions, start_spark
 
 log = logging.getLogger("dpsql.server")
 DEFAULT_HOST = "127.0.0.1"
@@ -86,7 +86,7 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
 
     def session_for(analyst: str) -> Session:
-        return open_session(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark)
+        return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark).open()
 
     limits = config.limits(loaded)
     return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits)

@@ -22,9 +22,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsql.backend.catalog_db import CatalogQueryError, MetadataDB
+from dpsql.backend.catalog_db import MetadataDB
 from dpsql.catalog.model import Policy, ServerSettings
-from dpsql.errors import NotSupportedError
+from dpsql.errors import CatalogQueryError, NotSupportedError
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import calls_catalog_function, check_probe

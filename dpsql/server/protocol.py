@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from dpsql import errors
 from dpsql.backend.watchdog import WATCHDOG
 from dpsql.catalog.model import Policy, ServerSettings
+from dpsql.errors import ServerError
 from dpsql.result import NoisyResult
 from dpsql.server import codec, pgtypes, scram
 from dpsql.server import pg_catalog as pgc
@@ -50,14 +51,6 @@ class Output:
     data: bytearray = field(default_factory=bytearray)
     start_tls: bool = False
     close: bool = False
-
-
-class ServerError(errors.DatabaseError):
-    """A protocol-level error of the server itself (its SQLSTATE is given per instance)."""
-
-    def __init__(self, sqlstate: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.sqlstate = sqlstate
 
 
 @dataclass

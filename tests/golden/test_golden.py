@@ -43,7 +43,7 @@ from dpsql.catalog.model import Policy
 from dpsql.demo.people import policy_text
 from dpsql.errors import Error
 from dpsql.ir.printer import plan_text
-from dpsql.pipeline import CompiledQuery, compile_statement
+from dpsql.execution.compiled import CompiledQuery, compile_statement
 
 GOLDEN = Path(__file__).parent
 ACCEPT = sorted((GOLDEN / "analysis" / "accept").glob("*.sql"))

@@ -38,7 +38,7 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.errors import Error
-from dpsql.pipeline import compile_statement
+from dpsql.execution.compiled import compile_statement
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAMMAR = ROOT / "grammar" / "dpsql.lark"

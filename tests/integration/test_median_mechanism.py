@@ -18,7 +18,7 @@ import dpsql
 from dpsql.demo.people import DEPTS, REGIONS
 from dpsql.errors import MedianMechanismHaltedError, MedianMechanismWarning
 from dpsql.render import render_table
-from tests.unit.mmlayer.support import write_policy
+from tests.unit.mechanisms.median_mechanism.support import write_policy
 
 ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5}
 
@@ -215,7 +215,7 @@ def test_predicates_mean_the_same_on_both_sides(mm, people_frame: pd.DataFrame) 
     con = mm()
     run(con, "SELECT COUNT(*) FROM people")
     layer = layer_of(con)
-    from dpsql.mmlayer.query import measurable
+    from dpsql.planner.measurable import measurable
 
     duck = duckdb.connect()
     duck.register("people", people_frame)
@@ -249,7 +249,7 @@ def test_secrets_stay_out_of_logs_errors_and_explain(mm, caplog: pytest.LogCaptu
 
 
 def _mmq(con, layer, sql):  # type: ignore[no-untyped-def]
-    from dpsql.mmlayer.query import measurable
+    from dpsql.planner.measurable import measurable
 
     return measurable(con.session.compile(sql)[1].plan.query, layer.config)
 

@@ -27,7 +27,8 @@ from dpsql.demo.people import generate_people
 from dpsql.ir.query import key_name
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.pipeline import CompiledQuery, compile_statement, release_rows
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.release import release_rows
 from dpsql.session import Session
 from tests.conftest import make_policy_text
 from tests.security.attack_support import forbid_engine, with_secret_person

@@ -26,7 +26,7 @@ from dpsql.backend.files import write_duckdb
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.plan import release_name
 from dpsql.mechanisms import laplace
-from dpsql.pipeline import CompiledQuery, compile_statement
+from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.security.attack_support import SECRET, SECRET_ID, forbid_engine
 
 # --- A7: NaN and +-inf injected by one person ---------------------------------------------------
@@ -113,7 +113,7 @@ def test_nan_output_is_impossible_end_to_end_and_noise_free_sums_differ_by_at_mo
     connect, policy_file, people_frame, tmp_path: Path, monkeypatch
 ) -> None:
     # The same check through dpsql.connect, with the Laplace draw replaced by the exact value.
-    monkeypatch.setattr(laplace, "release", lambda spec, raw, rng: int(raw))
+    monkeypatch.setattr(laplace.Laplace, "release", lambda self, spec, raw, rng: int(raw))
     policy = policy_file()
     sql = "SELECT SUM(income), AVG(income), COUNT(income) FROM people"
     outputs = []

@@ -64,14 +64,14 @@ def test_a09_filtered_out_and_null_measures_answer_with_noisy_numbers(connect, p
 
 
 def test_a09_pre_noise_values_of_an_empty_input_are_zero_and_the_midpoint(connect, people_frame, monkeypatch) -> None:
-    monkeypatch.setattr(laplace, "release", lambda spec, raw, rng: int(raw))  # exact: fails on a NULL raw value
+    monkeypatch.setattr(laplace.Laplace, "release", lambda self, spec, raw, rng: int(raw))  # exact: fails on a NULL raw value
     con = connect(tables={"people": empty(people_frame)}, random_seed=5)
     row = con.execute(QUERIES[0].format(where="")).fetchone()
     assert row == (0, 0, 0, 250000, 0, 54)  # AVG: the midpoint of [0, 500000] and of [18, 90]
 
 
 def test_a09_rows_with_a_null_privacy_unit_are_dropped(connect, people_frame, monkeypatch) -> None:
-    monkeypatch.setattr(laplace, "release", lambda spec, raw, rng: int(raw))
+    monkeypatch.setattr(laplace.Laplace, "release", lambda self, spec, raw, rng: int(raw))
     base = people_frame.astype({"person_id": "Int64"})
     orphans = pd.DataFrame({"person_id": pd.array([None] * 5, dtype="Int64"), "age": [90] * 5, "income": [5e5] * 5,
                             "dept": ["sales"] * 5, "region": ["north"] * 5}).astype(base.dtypes.to_dict())

@@ -3,7 +3,6 @@ connections than max_connections, and unauthenticated slow-loris sockets against
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time

@@ -17,7 +17,7 @@ import pytest
 
 from dpsql.server import codec
 from tests.integration.server import rawclient
-from tests.security.server_harness import PASSWORDS, ServerProcess, error_fields, frontend, start_server, startup_packet
+from tests.security.server_harness import PASSWORDS, error_fields, frontend, start_server, startup_packet
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install -e '.[test]')")
 

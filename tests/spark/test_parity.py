@@ -32,12 +32,12 @@ from dpsql.backend import mmsql
 from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.engine import EngineResult, bounded_name, source_name
-from dpsql.backend.robust import DUCKDB_CAPABILITIES, fetch, robust_queries
+from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, fetch, robust_queries
 from dpsql.backend.spark_engine import SparkEngine
 from dpsql.backend.sqlgen import bounded_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
 from dpsql.mechanisms.ranks import Histogram, WindowedOrderStatistics, quantile_rank
-from dpsql.pipeline import CompiledQuery, compile_statement
+from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.spark.conftest import BOUND_SEED, EnginePair, SparkData
 
 QUERY_SEED = 2**61 + 12_345  # the per-query key-bounding seed ($seed / :seed), on both engines
@@ -95,7 +95,7 @@ def compile_sql(data: SparkData, sql: str) -> CompiledQuery:
 
 
 def run_plan(engine: Any, compiled: CompiledQuery, seed: int = QUERY_SEED) -> EngineResult:
-    """The plan's engine query, exactly as Session._answer runs it (rendered for the engine)."""
+    """The plan's engine query, exactly as Executor._answer runs it (rendered for the engine)."""
     return engine.run(compiled.render_once(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
 
 

@@ -198,7 +198,7 @@ def test_failed_queries_print_nothing_to_stderr(con: dpsql.Connection, spark: An
 
 def test_explain_shows_spark_sql_and_no_secret_seed(con: dpsql.Connection) -> None:
     con.execute("SELECT region, COUNT(*) FROM people GROUP BY region").fetchall()  # draws the session's bounding seed
-    seed = con.session._session_seeds["people"]
+    seed = con.session._executor.calls.seeds["people"]
     before = con.ledger()
     cur = con.execute("EXPLAIN SELECT region, MODE(dept), MEDIAN(score) FROM people GROUP BY region")
     text = "\n".join(row[0] for row in cur.fetchall())

@@ -8,7 +8,7 @@ run here, with a SparkEngine per database instead of a DuckDBEngine.
 The exact aggregate comes from Spark: each database's COUNT(*) is compiled by a real Session and
 run once on its SparkEngine (bounded relation, engine SQL rendered for Spark). Each of the
 thousands of runs then replays the real release code (`pipeline.release_rows`, `simple_rows`)
-with its own SeededRandomSource, drawing from the source exactly as Session._answer does (the
+with its own SeededRandomSource, drawing from the source exactly as Executor._answer does (the
 session's bounding seed first). A Spark query per run (0.3 s or more) would take half an hour;
 `test_replay_is_the_session_path_on_spark` checks that the replay IS the Session path on Spark
 (and dpsql.connect(engine="spark")), run for run.
@@ -30,7 +30,9 @@ from dpsql.backend.spark_engine import SparkEngine
 from dpsql.catalog.model import Policy
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.pipeline import CompiledQuery, compile_statement, release_rows, simple_rows
+from dpsql.execution.assemble import simple_rows
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.release import release_rows
 from tests.statistical import test_end_to_end_dp as audit
 
 pytestmark = pytest.mark.statistical  # and `spark` (tests/spark/conftest.py)
@@ -78,7 +80,7 @@ def replay(exact: dict[str, Exact]) -> audit.Outputs:
         values = []
         for seed in seeds:
             rng = SeededRandomSource(seed)
-            rng.randbelow(2**62)  # Session._answer: the session's bounding seed, drawn before the release
+            rng.randbelow(2**62)  # Executor._answer: the session's bounding seed, drawn before the release
             columns, types = release_rows(compiled, raw, rng)
             _, _, rows, _ = simple_rows(compiled, columns, types)
             values.append(rows[0][0])

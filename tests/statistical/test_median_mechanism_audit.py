@@ -45,9 +45,9 @@ from scipy import stats
 
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, calibrate
-from dpsql.mmlayer.core import LayerCore, SecretHistogram
-from dpsql.mmlayer.domain import QueryShape
-from tests.unit.mmlayer.support import tiny_domain
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import QueryShape
+from tests.unit.mechanisms.median_mechanism.support import tiny_domain
 
 pytestmark = pytest.mark.statistical
 
@@ -120,7 +120,7 @@ class ReusedNoiseCore(LayerCore):
     """Negative control, part 2: the hard answer is f(D) + ν_i, the test's noise (Lyu et al. Alg. 3)."""
 
     def answer(self, shape: QueryShape):  # type: ignore[no-untyped-def]
-        import dpsql.mmlayer.core as core_module
+        import dpsql.mechanisms.median_mechanism.core as core_module
 
         original = core_module.answer_noise
         core_module.answer_noise = lambda cal, rng: self._svt.last  # type: ignore[assignment]

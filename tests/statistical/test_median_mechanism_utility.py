@@ -33,10 +33,10 @@ from dpsql.demo.people import DEPTS, REGIONS, generate_people
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sampling import discrete_laplace_ci
 from dpsql.mechanisms.sparse_vector import calibrate
-from dpsql.mmlayer.core import LayerCore, SecretHistogram
-from dpsql.mmlayer.domain import QueryShape
-from dpsql.mmlayer.query import measurable
-from tests.unit.mmlayer.support import tiny_domain, write_policy
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import QueryShape
+from dpsql.planner.measurable import measurable
+from tests.unit.mechanisms.median_mechanism.support import tiny_domain, write_policy
 
 pytestmark = pytest.mark.statistical
 

@@ -22,7 +22,7 @@ Path. Each database has its own DuckDB engine. The query is compiled by a real S
 engine SQL and robust requests run once through the real engine (bounded relation, row filter,
 windows or histograms, subsample votes), and then each run replays the real release code
 (`pipeline.release_rows` then `pipeline.release_robust_rows`) with a fresh SeededRandomSource,
-consuming the source exactly as Session._answer does: `test_replay_equals_the_session_path`
+consuming the source exactly as Executor._answer does: `test_replay_equals_the_session_path`
 checks that runs are equal to full `Session.execute` runs. MODE's subsample assignment is fixed
 (one seed pair) because A_samp's guarantee holds for every fixed assignment; the pair is built
 on it. This keeps the whole set to about a minute on two cores.
@@ -44,7 +44,7 @@ from scipy import stats
 
 from dpsql.accounting.ledger import Ledger
 from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
-from dpsql.backend.robust import fetch
+from dpsql.backend.robust_sql import fetch
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.ir.plan import robust_name
@@ -52,7 +52,8 @@ from dpsql.mechanisms import exponential, ptr
 from dpsql.mechanisms.ranks import quantile_rank
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sampling import discrete_laplace_upper_tail
-from dpsql.pipeline import CompiledQuery, release_robust_rows, release_rows
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.session import Session
 
 pytestmark = pytest.mark.statistical
@@ -116,7 +117,7 @@ class Prepared:
     policy: Policy
 
     def release(self, seed: int) -> Any:
-        """One run, drawing from the source in Session._answer's order (session seed first)."""
+        """One run, drawing from the source in Executor._answer's order (session seed first)."""
         rng = SeededRandomSource(seed)
         rng.randbelow(2**62)  # the session's bounding seed (first query of a session)
         columns, types = release_rows(self.compiled, self.raw, rng)
@@ -252,7 +253,7 @@ def test_smed_negative_control_shift_one_too_small_is_flagged(tmp: Path, monkeyp
     # and e * 0.099 + 0.05 = 0.32: an excess of about 0.41.
     from dpsql.mechanisms import ranks
     monkeypatch.setattr(ranks, "rank_shift", lambda k, p: max(1, math.ceil(k * max(p, 1 - p))) - 1)
-    import dpsql.planner.robust as planner_robust
+    import dpsql.planner.robust_aggregates as planner_robust
     monkeypatch.setattr(planner_robust, "rank_shift", ranks.rank_shift)
     d, d2 = pair(tmp, base, person, SMED + " ", max_rows=3)  # a new SQL text: compiled again with s = 1
     assert d.compiled.plan.robust[0].spec.shift == 1
@@ -296,7 +297,7 @@ def test_ptr_laplace_pair_at_the_threshold(tmp: Path, monkeypatch: pytest.Monkey
     dist = [ptr.ptr_laplace_distance(p.stats(), Fraction(1, 2), 2, Fraction(1), spec.test.cap) for p in (d, d2)]
     assert dist == [9, 8]
     runs = 10000
-    events = {f"out>={c}": (lambda c: lambda v: v != REFUSED and v >= c)(c) for c in (-2, 0, 0.5, 1, 2, 4)}
+    events = {f"out>={c}": (lambda c: lambda v: v != REFUSED and v >= c)(c) for c in (-2, 0, 0.5, 1, 2, 4)}  # noqa: B023 (bound by the immediate call)
     events["refused"] = lambda v: v == REFUSED
     out_d, out_d2 = d.outputs(runs, 0), d2.outputs(runs, 50_000)
     assert not violations(out_d, out_d2, events, 1.0, 0.01)
@@ -427,8 +428,8 @@ def test_exponential_mechanism_is_exact_and_private(tmp: Path, monkeypatch: pyte
     spec = d.compiled.plan.robust[0].spec
     assert spec.sensitivity == 3 and (spec.lower, spec.upper) == (0, 10)
     runs = 10000
-    events = {f"={c}": (lambda c: lambda v: v == c)(c) for c in range(11)}
-    events.update({f"<={c}": (lambda c: lambda v: v <= c)(c) for c in range(10)})
+    events = {f"={c}": (lambda c: lambda v: v == c)(c) for c in range(11)}  # noqa: B023 (bound by the immediate call)
+    events.update({f"<={c}": (lambda c: lambda v: v <= c)(c) for c in range(10)})  # noqa: B023
     out_d, out_d2 = d.outputs(runs, 0), d2.outputs(runs, 50_000)
     assert not violations(out_d, out_d2, events, 1.0, 0.0)
     # Exactness: the sampled frequencies match the exact EM probabilities (chi-square at 1e-6).

@@ -322,6 +322,7 @@ def _run_processes(target: str, analysts: list[str], budget: PrivacyCost, count:
     return sum(ok for ok, _, _ in outcomes), sum(refused for _, refused, _ in outcomes)
 
 
+@pytest.mark.slow  # several processes
 def test_two_processes_cannot_overspend(backend: Backend) -> None:
     target = backend.target()
     assert _run_processes(target, ["alice"] * 200, PrivacyCost(3.0)) == (300, 100)
@@ -330,6 +331,7 @@ def test_two_processes_cannot_overspend(backend: Backend) -> None:
         assert len(led.entries()) == 300
 
 
+@pytest.mark.slow  # several processes
 def test_two_processes_race_for_many_last_slots(backend: Backend) -> None:
     # Every analyst can afford exactly one charge and both processes try each one at the same
     # moment: 200 budget boundaries, so a check outside the write transaction shows up.
@@ -369,6 +371,7 @@ def _charge_then_hang(target: str, charged: object) -> None:
     threading.Event().wait(120)
 
 
+@pytest.mark.slow  # several processes
 def test_a_process_killed_after_charging_keeps_its_charge(backend: Backend) -> None:
     path = backend.target()
     charged = SPAWN.Event()

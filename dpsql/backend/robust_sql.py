@@ -70,7 +70,7 @@ class RobustQuery:
     @property
     def seeded(self) -> bool:
         """Whether the statement takes the $mode_seed and $tie_seed parameters."""
-        return isinstance(self.request, ModeRequest)
+        return self.request.seeded
 
 
 DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks"})

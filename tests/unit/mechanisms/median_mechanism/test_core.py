@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
-from dpsql.mmlayer.candidates import CandidateSet
-from dpsql.mmlayer.core import LayerCore, SecretHistogram
-from dpsql.mmlayer.domain import QueryShape
-from tests.unit.mmlayer.support import random_shapes, replay, run_core, tiny_domain
+from dpsql.mechanisms.median_mechanism.candidates import CandidateSet
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import QueryShape
+from tests.unit.mechanisms.median_mechanism.support import random_shapes, replay, run_core, tiny_domain
 
 DOMAIN = tiny_domain(4, 5, 6)  # 5 * 6 * 7 = 210 cells
 

@@ -47,10 +47,12 @@ class QueryShape:
         if weights.ndim == 1:
             if self.groups is None:
                 return np.array([weights[self.cells].sum()], dtype=weights.dtype)
-            return np.bincount(self.groups, weights=weights[self.cells], minlength=self.n_groups)
+            totals: np.ndarray = np.bincount(self.groups, weights=weights[self.cells], minlength=self.n_groups)
+            return totals
         if self.groups is None:
             # einsum, not BLAS: predictable single-threaded speed on a busy machine.
-            return np.einsum("ij,j->i", weights, self.weights)[:, None]
+            column: np.ndarray = np.einsum("ij,j->i", weights, self.weights)[:, None]
+            return column
         picked = weights[:, self.cells]
         return np.stack([np.bincount(self.groups, weights=row, minlength=self.n_groups) for row in picked])
 
@@ -125,4 +127,5 @@ class DomainIndex:
             else:
                 marginal = np.concatenate([np.full(regular, 0.98 / regular), [0.02]])
             weights = np.outer(weights, marginal).ravel()
-        return weights / weights.sum()
+        normalised: np.ndarray = weights / weights.sum()
+        return normalised

@@ -12,9 +12,9 @@ import numpy as np
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
 from dpsql.demo.people import REGIONS
 from dpsql.mechanisms.sparse_vector import SVTCalibration
-from dpsql.mmlayer.candidates import CandidateSet
-from dpsql.mmlayer.core import LayerCore, TranscriptEntry
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.candidates import CandidateSet
+from dpsql.mechanisms.median_mechanism.core import LayerCore, TranscriptEntry
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from tests.conftest import make_policy_text
 
 REGION_LINE = 'region    = { type = "text" }'

@@ -30,8 +30,8 @@ from dpsql.mechanisms.sparse_vector import (
     answer_noise,
     size_noise,
 )
-from dpsql.mmlayer.candidates import CandidateSet
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.candidates import CandidateSet
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 
 AnswerKind = Literal["easy", "hard", "repeat"]
 

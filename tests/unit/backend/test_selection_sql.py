@@ -7,7 +7,7 @@ from sqlglot import exp
 from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import policy_text
-from dpsql.pipeline import compile_statement
+from dpsql.execution.compiled import compile_statement
 
 SQL = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) region, COUNT(*) FROM people GROUP BY region"
 

@@ -10,7 +10,7 @@ import pytest
 
 from dpsql.catalog.loader import load_policy
 from dpsql.errors import CatalogError
-from tests.unit.mmlayer.support import mm_policy_text
+from tests.unit.mechanisms.median_mechanism.support import mm_policy_text
 
 
 def load(tmp_path: Path, **kwargs: object):

@@ -1,4 +1,4 @@
-"""The session's Median Mechanism layers: one per enabled table, asked before the ordinary path.
+"""The Median Mechanism layers' orchestration: one per enabled table, asked before the ordinary path.
 
 `MedianMechanismLayers.take(compiled)` returns a NoisyResult when the layer answers the query,
 or None when the ordinary per-query path should (the table has no layer, the query is not
@@ -6,26 +6,24 @@ measurable over X, the calibration gives too few hard slots, the reservation doe
 budget, or the layer has halted with `after_halt = "laplace"`). Every one of these decisions
 depends on the query, the policy, the budget and the released transcript only.
 
-On the first query it takes in a session, a table's layer charges its whole reservation to the
-ledger in one entry (mode and parameters recorded), then reads the bounded data once into a
-histogram over X. Easy, hard and repeated answers cost nothing more.
+On the first query it takes in a session, a table's layer charges its whole reservation through
+the session's Charger (one ledger entry, mode and parameters recorded), then reads the bounded
+data once into a histogram over X. Easy, hard and repeated answers cost nothing more. The
+algorithm is in dpsql.mechanisms.median_mechanism, the measurability check in
+dpsql.planner.measurable.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import threading
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engine import Engine, key_type
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -40,20 +38,18 @@ from dpsql.errors import (
     MedianMechanismHaltedError,
     MedianMechanismWarning,
 )
-from dpsql.ir.plan import release_name
-from dpsql.ir.query import key_name
+from dpsql.execution.assemble import assemble_layer
+from dpsql.execution.charge import Charger
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.engine_calls import EngineCalls
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
-from dpsql.mmlayer.core import LayerCore, Release, SecretHistogram
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
-from dpsql.mmlayer.query import MMQuery, measurable
-from dpsql.pipeline import CompiledQuery
-from dpsql.result import NoisyResult, ResultColumn
+from dpsql.planner.measurable import MMQuery, measurable
+from dpsql.result import NoisyResult
 
-Reserve = Callable[[str, dict[str, Any], PrivacyCost], None]
-Bounded = Callable[[Table], str]
 MASK_CACHE_BYTES = 64 * 2**20
-MECHANISM = "median_mechanism"
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,8 +66,8 @@ def _fmt(value: object) -> str:
 class TableLayer:
     """The Median Mechanism layer of one table in one session."""
 
-    def __init__(self, table: Table, config: MedianMechanismConfig, engine: Engine, rng: RandomSource,
-                 reserve: Reserve, bounded: Bounded) -> None:
+    def __init__(self, table: Table, config: MedianMechanismConfig, engine: EngineCalls, rng: RandomSource,
+                 charger: Charger) -> None:
         self.table = table
         self.config = config
         self.domain = DomainIndex(config)
@@ -82,8 +78,7 @@ class TableLayer:
         self.data_reads = 0  # engine queries over private data (the histogram, once per session)
         self._engine = engine
         self._rng = rng
-        self._reserve = reserve
-        self._bounded = bounded
+        self._charger = charger
         self._masks: dict[str, np.ndarray | None] = {}
         self._warned = False
         self._domain_ready = False
@@ -157,7 +152,7 @@ class TableLayer:
         cost = PrivacyCost.zero()
         if self.core is None:
             try:
-                self._reserve(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
+                self._charger.charge_reservation(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
             except BudgetExhaustedError:
                 self.unaffordable = True
                 self.warn_disabled()
@@ -171,11 +166,11 @@ class TableLayer:
                     f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
                     "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
             return None
-        return build_result(compiled, release, self.calibration, self._engine, cost)
+        return assemble_layer(compiled, release, self.calibration, self._engine, cost)
 
     def _start(self) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X."""
-        bounded = self._bounded(self.table)
+        bounded = self._engine.bounded(self.table)
         self.data_reads += 1
         fetched = self._engine.private_arrays(histogram_select(self.config, bounded))
         counts = np.zeros(self.domain.cells, dtype=np.int64)
@@ -237,62 +232,14 @@ def _domain_text(domain: Any) -> str:
     return f"{domain.column} ({domain.size - 1} values + NULL)"
 
 
-def build_result(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: Engine,
-                 cost: PrivacyCost) -> NoisyResult:
-    """A NoisyResult from a layer release: keys in public-domain order, the count per group.
-
-    Outputs that are a key or the bare count are filled directly; anything else (arithmetic,
-    HAVING, ORDER BY, LIMIT) runs as post-processing SQL over the released values only.
-    """
-    plan = compiled.plan
-    bound = plan.query
-    groups = list(itertools.product(*[k.column.values or () for k in bound.keys])) if bound.keys else [()]
-    columns: dict[str, list[Any]] = {key_name(i): [g[i] for g in groups] for i in range(len(bound.keys))}
-    types = {key_name(i): key_type(k.column.type) for i, k in enumerate(bound.keys)}
-    columns[release_name(0)] = [int(v) for v in release.values]
-    types[release_name(0)] = "BIGINT"
-    scale = None
-    if release.origin == "hard":
-        scale = float(cal.answer_scale) if cal.mode == "pure" else math.sqrt(float(cal.answer_sigma2 or 0))
-    outputs = bound.outputs
-    bare = [o.key is None and isinstance(o.expr, exp.Column) and o.expr.name == "__a0" for o in outputs]
-    infos: list[dict[str, Any] | None] = []
-    for output, is_bare in zip(outputs, bare):
-        if output.key is not None or not output.aggregates:
-            infos.append(None)
-            continue
-        infos.append({
-            "mechanism": MECHANISM if is_bare else f"{MECHANISM} (post-processed)",
-            "kind": release.kind, "scale": scale, "ci95": float(release.error) if is_bare else None,
-            "epsilon": 0.0, "delta": 0.0, "hard_slots_left": release.slots_left, "mode": cal.mode,
-        })
-    if compiled.simple_outputs:
-        names = tuple(o.name for o in outputs)
-        out_types = tuple(types[key_name(o.key)] if o.key is not None else "BIGINT" for o in outputs)
-        rows, cells = [], []
-        for i in range(len(groups)):
-            rows.append(tuple(columns[key_name(o.key)][i] if o.key is not None else columns[release_name(0)][i] for o in outputs))
-            cells.append(tuple(None if o.key is not None else float(release.error) for o in outputs))
-    else:
-        post = engine.postprocess(columns, types, compiled.post)  # released values only
-        position = {name: i for i, name in enumerate(post.names)}
-        names = tuple(o.name for o in outputs)
-        out_types = tuple(post.types[position[f"__o{i}"]] for i in range(len(outputs)))
-        rows = [tuple(row[position[f"__o{i}"]] for i in range(len(outputs))) for row in post.rows]
-        cells = [tuple(float(release.error) if b else None for b in bare) for _ in post.rows]
-    result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-    return NoisyResult("query", result_columns, rows, tuple(infos), cells, cost)
-
-
 class MedianMechanismLayers:
     """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
 
-    def __init__(self, policy: Policy, engine: Engine, rng: RandomSource, *, reserve: Reserve, bounded: Bounded) -> None:
+    def __init__(self, policy: Policy, engine: EngineCalls, rng: RandomSource, charger: Charger) -> None:
         self._policy = policy
         self._engine = engine
         self._rng = rng
-        self._reserve = reserve
-        self._bounded = bounded
+        self._charger = charger
         self._layers: dict[str, TableLayer] = {}
         self._lock = threading.Lock()  # EXPLAIN and cost_of may run outside the session's lock
 
@@ -304,7 +251,7 @@ class MedianMechanismLayers:
         with self._lock:
             if declared.name not in self._layers:
                 self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
-                                                         self._reserve, self._bounded)
+                                                         self._charger)
             return self._layers[declared.name]
 
     def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:
@@ -337,9 +284,11 @@ class MedianMechanismLayers:
         """What executing would charge when the layer takes the query (its reservation on first use,
         else nothing); None when the ordinary path would answer. Public state only, no data."""
         routed = self._route(compiled)
-        if routed is None or isinstance(routed[1], str):
+        if routed is None:
             return None
         layer, query = routed
+        if isinstance(query, str):
+            return None
         if layer.status() in ("disabled", "unaffordable"):
             return None
         shape = layer.shape(query)

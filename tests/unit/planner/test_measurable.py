@@ -9,9 +9,9 @@ import pytest
 from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.query import BoundQuery
-from dpsql.mmlayer.query import MMQuery, measurable
-from dpsql.pipeline import compile_statement
-from tests.unit.mmlayer.support import write_policy
+from dpsql.planner.measurable import MMQuery, measurable
+from dpsql.execution.compiled import compile_statement
+from tests.unit.mechanisms.median_mechanism.support import write_policy
 
 
 @pytest.fixture

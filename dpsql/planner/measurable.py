@@ -98,8 +98,8 @@ def _fmt(value: Fraction) -> str:
 
 def _number(node: exp.Expr | None) -> Fraction | None:
     """The exact value of a numeric literal (possibly negated), else None."""
-    negative = isinstance(node, exp.Neg)
-    inner = node.this if negative else node
+    inner = node.this if isinstance(node, exp.Neg) else node
+    negative = inner is not node
     if not isinstance(inner, exp.Literal) or inner.is_string:
         return None
     try:
@@ -132,8 +132,9 @@ def _aligned_use(column: exp.Column, domain: MMColumnDomain) -> bool:
 
 
 def _holds(op: type, v: Fraction, value: Fraction) -> bool:
-    return {exp.LT: v < value, exp.LTE: v <= value, exp.GT: v > value, exp.GTE: v >= value,
-            exp.EQ: v == value, exp.NEQ: v != value}[op]
+    truth: dict[type, bool] = {exp.LT: v < value, exp.LTE: v <= value, exp.GT: v > value, exp.GTE: v >= value,
+                               exp.EQ: v == value, exp.NEQ: v != value}
+    return truth[op]
 
 
 def _constant_on_bins(op: type, value: Fraction, domain: MMColumnDomain) -> bool:

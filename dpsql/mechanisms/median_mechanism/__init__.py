@@ -7,12 +7,13 @@ the query is "hard": it is answered from the data with fresh noise, and candidat
 with the answer are pruned and projected. The layer reserves its whole budget once per session
 and halts after c hard answers.
 
-Modules:
-  query.py       which counting queries are measurable over X (reuses the BoundQuery)
+Modules here (the maths):
   domain.py      X as numpy arrays: codes, groups, query shapes
   candidates.py  the public candidate machinery (post-processing only; public random seed)
   core.py        the algorithm: repeat cache, median, sparse-vector test, hard answers, transcript
-  layer.py       the session-facing hook: calibration, reservation, SQL, results, EXPLAIN
+Elsewhere: dpsql.planner.measurable (which counting queries are measurable over X),
+dpsql.execution.median_layer (calibration, reservation through the Charger, SQL, results,
+EXPLAIN), dpsql.backend.mmsql (the domain, mask and histogram SQL).
 
 Privacy lives in dpsql.mechanisms.sparse_vector (noise, scales, calibration) and in core.py's
 `SecretHistogram`, the only object holding the data; everything else sees public state only.

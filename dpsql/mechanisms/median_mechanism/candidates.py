@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsql.mmlayer.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 
 FLOOR = 1e-9  # total mass spread over X so that every cell stays positive (raking needs p > 0)
 SWEEPS = 2
@@ -62,7 +62,8 @@ class CandidateSet:
 
     def median(self, shape: QueryShape) -> np.ndarray:
         """The median candidate answer per group, rounded to an integer (int64)."""
-        return np.rint(np.median(self.predictions(shape), axis=0)).astype(np.int64)
+        median: np.ndarray = np.rint(np.median(self.predictions(shape), axis=0)).astype(np.int64)
+        return median
 
     def update(self, shape: QueryShape, answers: np.ndarray) -> None:
         """Learn from a hard answer: record its constraints, prune and project inconsistent candidates."""

@@ -1,0 +1,84 @@
+"""The local DuckDB of the process: released values and public domain tables, for every engine."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import duckdb
+import numpy
+import pandas
+from sqlglot import exp
+
+from dpsql.backend.dialects import render as render_for
+from dpsql.backend.engine import ENGINE_FAILED, EngineResult
+from dpsql.errors import EngineError
+
+
+def render(expression: exp.Expr) -> str:
+    """DuckDB SQL text for an expression."""
+    return render_for(expression, "duckdb")
+
+
+class LocalDuckDB:
+    """Released values and public domain tables, in a DuckDB of the process (never private rows).
+
+    Post-processing (outputs, HAVING, ORDER BY over noisy values) and the Median Mechanism's
+    masks over its public domain run here for every engine, so they agree across engines.
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, lock: threading.RLock | None = None) -> None:
+        self._owned = connection is None
+        self._con = connection if connection is not None else duckdb.connect(":memory:")
+        self._lock = lock or threading.RLock()
+        self._tables: set[str] = set()
+
+    def ensure_public_table(self, name: str, create: exp.Create) -> str:
+        """Create a session table that holds public rows only (the Median Mechanism domain), once."""
+        with self._lock:
+            if name not in self._tables:
+                self._con.execute(render(create))
+                self._tables.add(name)
+            return name
+
+    def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
+        """Columns of a query over public session tables as arrays; None when DuckDB rejects it.
+
+        Only for queries that read no private relation, so a rejection depends on the query alone
+        and can route the query elsewhere.
+        """
+        with self._lock:
+            try:
+                fetched = self._con.execute(render(select)).fetchnumpy()
+            except duckdb.Error:
+                return None
+            return {name: numpy.asarray(values) for name, values in fetched.items()}
+
+    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
+        """Evaluate post-processing SQL over the noisy table (released values only)."""
+        with self._lock:
+            frame = pandas.DataFrame({name: pandas.Series(values, dtype=object) for name, values in columns.items()})
+            typed = exp.select(
+                *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
+            ).from_(exp.to_identifier("__dpsql_noisy_frame"))
+            query = select.copy()
+            query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
+            self._con.register("__dpsql_noisy_frame", frame)
+            result = None
+            try:
+                cursor = self._con.execute(render(query))
+                names = tuple(d[0] for d in cursor.description)
+                result = EngineResult(names, tuple(str(d[1]) for d in cursor.description), cursor.fetchall())
+            except duckdb.Error:
+                pass  # raised below, outside the except block (no __context__)
+            finally:
+                self._con.unregister("__dpsql_noisy_frame")
+            if result is None:
+                raise EngineError(ENGINE_FAILED, code="DP300")
+            return result
+
+    def close(self) -> None:
+        """Close the connection if this object opened it."""
+        if self._owned:
+            with self._lock:
+                self._con.close()

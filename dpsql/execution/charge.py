@@ -1,0 +1,96 @@
+"""The budget charge: the only code that writes to the ledger.
+
+A query is charged once, atomically, before its engine statements run; a Median Mechanism
+layer's reservation is charged the same way, once per session. A charge is never refunded.
+The ledger entry records the mechanisms and their public parameters, and every PrivacyLoss
+term (noise family and parameters) so that a tighter accountant can re-read the history.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.ledger import Ledger
+from dpsql.errors import BudgetExhaustedError
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.ir.plan import Plan, RobustRelease
+from dpsql.mechanisms import registry
+
+LAYER_PLAN_HASH = "median-mechanism"
+
+
+class Charger:
+    """One analyst's charges in one session: `budget` reads the analyst's whole budget."""
+
+    def __init__(self, ledger: Ledger, analyst: str, session: str, budget: Callable[[], PrivacyCost]) -> None:
+        self.ledger = ledger
+        self._analyst = analyst
+        self._session = session
+        self._budget = budget
+
+    def remaining(self) -> PrivacyCost:
+        """What the analyst may still spend (read from the ledger, shared across processes)."""
+        return self.ledger.remaining(self._analyst, self._budget())
+
+    def check(self, cost: PrivacyCost) -> None:
+        """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
+        if cost.fits_in(self.remaining()):
+            return
+        remaining = self.remaining()
+        raise BudgetExhaustedError(
+            f"privacy budget exhausted: requested epsilon={float(cost.epsilon):g}, delta={float(cost.delta):g}; "
+            f"remaining epsilon={float(remaining.epsilon):g}, delta={float(remaining.delta):g}",
+            requested=cost, remaining=remaining,
+        )
+
+    def charge_query(self, compiled: CompiledQuery) -> None:
+        """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
+        plan = compiled.plan
+        mechanisms = (["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust] \
+            + (["partition_selection"] if plan.selection else [])
+        self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(mechanisms) or "laplace",
+                     query_params(plan), plan.cost)
+
+    def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
+        """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
+        params = {**params, "losses": [loss.record() for loss in cost.losses]}
+        self._charge(query, LAYER_PLAN_HASH, "median_mechanism", params, cost)
+
+    def _charge(self, query: str, plan_hash: str, mechanism: str, params: dict[str, Any], cost: PrivacyCost) -> None:
+        self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
+                           mechanism=mechanism, params=params, cost=cost, budget=self._budget())
+
+
+def query_params(plan: Plan) -> dict[str, Any]:
+    """The ledger's record of a plan: releases, robust releases, selection and loss terms (no data)."""
+    params: dict[str, Any] = {
+        "releases": [
+            {"kind": r.raw.kind, "column": r.raw.column.name if r.raw.column else None,
+             "sensitivity": str(r.spec.sensitivity * r.unit), "scale": str(r.spec.scale * r.unit), "epsilon": str(r.spec.epsilon)}
+            for r in plan.releases
+        ],
+        "max_rows": plan.bounding.max_rows,
+        "losses": [loss.record() for loss in plan.cost.losses],  # per release, for a tighter accountant
+    }
+    if plan.robust:
+        params["robust"] = [robust_params(plan, r) for r in plan.robust]
+    if plan.selection is not None:
+        params["partition_selection"] = {"scale": str(plan.selection.scale), "threshold": plan.selection.threshold,
+                                         "epsilon": str(plan.selection.epsilon), "delta": str(plan.selection.delta)}
+    return params
+
+
+def robust_params(plan: Plan, release: RobustRelease) -> dict[str, Any]:
+    """The ledger's record of a robust release: mechanism and public parameters (no data)."""
+    cost = registry.cost(release.spec)
+    record: dict[str, Any] = {"mechanism": release.mechanism, "aggregate": plan.query.aggregates[release.aggregate].label,
+                              "epsilon": str(cost.epsilon), "delta": str(cost.delta)}
+    test = getattr(release.spec, "test", None)
+    if test is not None:
+        record.update({"test_scale": str(test.scale), "threshold": test.threshold, "cap": test.cap})
+    for name in ("shift", "bound", "blocks", "candidates", "epsilon_step"):
+        value = getattr(release.spec, name, None)
+        if value is not None:
+            record[name] = str(value)
+    return record

@@ -1,0 +1,149 @@
+"""Compile (parse -> analyse -> plan -> engine SQL): the CompiledQuery that execution runs.
+
+`compile_statement` reads no data and spends no budget: EXPLAIN stops there. A CompiledQuery
+renders its engine statements once per dialect and remembers which engines' dry runs it passed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from dpsql.analysis.analyze import analyze
+from dpsql.analysis.context import AnalysisContext
+from dpsql.backend.dialects import render
+from dpsql.backend.engine import (
+    bounded_name,
+    empty_name,
+    source_name,
+)
+from dpsql.backend.postsql import post_select
+from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
+from dpsql.backend.sqlgen import SEED, bounded_select, engine_select
+from dpsql.frontend.parse import ParsedStatement, parse_statement
+from dpsql.ir.plan import Plan
+from dpsql.ir.printer import plan_text
+from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+from dpsql.planner.plan import plan_query
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A plan with its engine SQL and post-processing SQL, ready to charge and run."""
+
+    statement: ParsedStatement
+    plan: Plan
+    engine: exp.Select
+
+    @functools.cached_property
+    def engine_sql(self) -> str:
+        """The DuckDB engine SQL text (rendered once; the seed stays a $seed parameter)."""
+        return self.render_once(self.engine)
+
+    @functools.cached_property
+    def uses_seed(self) -> bool:
+        """Whether the engine query takes the secret per-query $seed (key bounding)."""
+        return any(p.this == SEED for p in self.engine.find_all(exp.Placeholder))
+
+    @functools.cached_property
+    def dry_run_engine(self) -> exp.Select:
+        """The same engine query over an empty table of the same schema (checked before charging)."""
+        return engine_select(self.plan, empty_name(self.plan.query.table))
+
+    @functools.cached_property
+    def post(self) -> exp.Select:
+        """Post-processing SQL over the noisy table (built only when the query needs it)."""
+        return post_select(self.plan)
+
+    @property
+    def simple_outputs(self) -> bool:
+        """Outputs are keys and bare aggregates, with no HAVING, ORDER BY, LIMIT or OFFSET."""
+        query = self.plan.query
+        bare = all(o.key is not None or o.aggregate is not None for o in query.outputs)
+        return bare and query.having is None and not query.order and query.limit is None and query.offset is None
+
+    @functools.cached_property
+    def robust_queries(self) -> tuple[RobustQuery, ...]:
+        """The robust aggregates' raw requests over the bounded relation, for DuckDB."""
+        return self.robust_queries_for(DUCKDB_CAPABILITIES)
+
+    @functools.cached_property
+    def _by_engine(self) -> dict[tuple[str, frozenset[str]], Any]:
+        return {}
+
+    def robust_queries_for(self, capabilities: frozenset[str]) -> tuple[RobustQuery, ...]:
+        """The robust aggregates' raw requests for an engine with these capabilities (run after the charge)."""
+        key = ("queries", capabilities)
+        if key not in self._by_engine:
+            self._by_engine[key] = robust_queries(self.plan, bounded_name(self.plan.query.table), capabilities)
+        return self._by_engine[key]  # type: ignore[no-any-return]
+
+    def robust_dry_runs(self, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
+        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
+        key = ("dry", capabilities)
+        if key not in self._by_engine:
+            self._by_engine[key] = tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table), capabilities)
+                                         for statement in query.statements())
+        return self._by_engine[key]  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def _rendered(self) -> dict[tuple[exp.Expr, str], str]:
+        return {}
+
+    def render_once(self, select: exp.Expr, dialect: str = "duckdb") -> str:
+        """Engine SQL text of one of this query's statements for one engine, rendered once.
+
+        Keyed by the statement itself (sqlglot caches its hash; the lookup finds the same object
+        first), so equal statements share their text.
+        """
+        key = (select, dialect)
+        text = self._rendered.get(key)
+        if text is None:
+            text = self._rendered[key] = render(select, dialect)
+        return text
+
+    @functools.cached_property
+    def memo(self) -> dict[str, Any]:
+        """Execution's values derived from the plan alone (e.g. its noise_info), computed once."""
+        return {}
+
+    @functools.cached_property
+    def dry_runs_passed(self) -> set[str]:
+        """The engine dialects whose dry runs this query passed (execution skips them next time)."""
+        return set()
+
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
+        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine."""
+        table = self.plan.query.table
+        engine = "" if dialect == "duckdb" else f" ({dialect})"
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), f"Engine SQL{engine}:"]
+        lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)), dialect)}")
+        lines.append(f"  {self.render_once(self.engine, dialect)}")
+        for index, query in enumerate(self.robust_queries_for(capabilities)):
+            lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
+            if query.scan is not None:
+                lines.append(f"  request {index}, then with the bracket bound: {self.render_once(query.scan, dialect)}")
+            if query.fallback is not None:
+                lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback, dialect)}")
+        return lines
+
+    @functools.cached_property
+    def plan_hash(self) -> str:
+        """A digest of the plan text (recorded in the ledger)."""
+        return hashlib.sha256("\n".join(self.explain_lines()).encode()).hexdigest()[:16]
+
+
+def compile_statement(
+    sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
+) -> tuple[ParsedStatement, CompiledQuery | PublicQuery | SetStatement]:
+    """Parse, analyse and plan one statement. Pure: no data, no budget."""
+    statement = parse_statement(sql, parameters)
+    bound = analyze(statement, ctx)
+    if isinstance(bound, BoundQuery):
+        plan = plan_query(bound)
+        return statement, CompiledQuery(statement, plan, engine_select(plan, bounded_name(bound.table)))
+    return statement, bound

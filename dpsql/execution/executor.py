@@ -1,0 +1,120 @@
+"""One statement after compilation, in one direction (fail closed):
+
+    dry runs (no data) -> charge (execution.charge) -> bounded relation -> engine statements
+    (execution.engine_calls) -> release (execution.release: all noise, through the mechanism
+    registry) -> post-processing (released values only) -> assembly (execution.assemble).
+
+A Median Mechanism layer (execution.median_layer) may take a counting query first; it charges
+through the same Charger and reads data through the same EngineCalls. Refusals raise before the
+charge; a charged query is never refunded, whatever happens after the charge.
+"""
+
+from __future__ import annotations
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.engine import Engine
+from dpsql.catalog.model import Policy
+from dpsql.errors import EngineError, UnsupportedQueryError
+from dpsql.execution.assemble import assemble, assemble_simple
+from dpsql.execution.charge import Charger
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
+from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
+from dpsql.ir.query import ColumnRef, PublicQuery
+from dpsql.mechanisms.rng import RandomSource
+from dpsql.result import NoisyResult, ResultColumn
+
+
+class Executor:
+    """Runs a session's compiled statements: the engine, the charges and the noise of one session."""
+
+    def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource) -> None:
+        self.calls = EngineCalls(engine, rng)
+        self.charger = charger
+        self._rng = rng
+        # Counting queries on tables with a [median_mechanism] policy go to the layer first (DESIGN 6.6).
+        self.layers = MedianMechanismLayers(policy, self.calls, rng, charger)
+
+    # --- without data or budget -------------------------------------------------------------------
+    def cost_of(self, compiled: CompiledQuery) -> PrivacyCost:
+        """What executing would charge (a layer's reservation, nothing, or the plan's cost)."""
+        layer_cost = self.layers.cost_of(compiled)
+        return layer_cost if layer_cost is not None else compiled.plan.cost
+
+    def explain_lines(self, compiled: CompiledQuery) -> list[str]:
+        """EXPLAIN of a private query on this session's engine, with the layer's lines."""
+        return compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
+
+    def describe_public(self, query: PublicQuery) -> tuple[ResultColumn, ...]:
+        result = self.calls.describe_public(query.tree, query.tables)
+        return tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
+
+    def describe_private(self, compiled: CompiledQuery) -> tuple[ResultColumn, ...]:
+        """Output columns of a private query: post-processing over an EMPTY noisy table (no release)."""
+        outputs = compiled.plan.query.outputs
+        names, types = noisy_types(compiled)
+        if compiled.simple_outputs:
+            return tuple(ResultColumn(o.name, t) for o, t in zip(outputs, types))
+        post = self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+        position = {name: i for i, name in enumerate(post.names)}
+        return tuple(ResultColumn(o.name, post.types[position[ColumnRef("output", i).name]]) for i, o in enumerate(outputs))
+
+    # --- answers ------------------------------------------------------------------------------------
+    def public(self, query: PublicQuery) -> NoisyResult:
+        """A query over public tables only: exact, no noise, no cost."""
+        result = self.calls.run_public(query.tree, query.tables)
+        columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
+        return NoisyResult("public", columns, result.rows, tuple(None for _ in columns),
+                           [tuple(None for _ in columns) for _ in result.rows])
+
+    def execute(self, compiled: CompiledQuery) -> NoisyResult:
+        """Answer a private query: through a Median Mechanism layer, or the plan."""
+        taken = self.layers.take(compiled)
+        if taken is not None:
+            return taken
+        self.charger.check(compiled.plan.cost)  # fail fast, without touching the engine
+        self._dry_runs(compiled)
+        self.charger.charge_query(compiled)
+        # Charged: from here on, nothing is refunded, whatever happens.
+        return self._answer(compiled)
+
+    def _dry_runs(self, compiled: CompiledQuery) -> None:
+        """Refuse query-only errors before the charge (no data is present in a dry run)."""
+        dialect = self.calls.dialect
+        if dialect in compiled.dry_runs_passed:
+            return
+        table = compiled.plan.query.table
+        self.calls.dry_run(table, compiled.dry_run_engine, {"seed": 0} if compiled.uses_seed else None)
+        for select, params in compiled.robust_dry_runs(self.calls.capabilities):  # MEDIAN/IQR/MODE, on the empty table too
+            self.calls.dry_run(table, select, params)
+        if compiled.plan.robust and not compiled.simple_outputs:
+            self._dry_run_post(compiled)
+        compiled.dry_runs_passed.add(dialect)
+
+    def _dry_run_post(self, compiled: CompiledQuery) -> None:
+        """Post-processing over an EMPTY noisy table, before the charge: arithmetic the engine cannot
+        type (e.g. a number divided by a text MODE) is refused uncharged (DP123)."""
+        names, types = noisy_types(compiled)
+        try:
+            self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+            return
+        except EngineError:
+            pass  # raised below, outside the except block
+        raise UnsupportedQueryError("the engine cannot compute this query's outputs from the released values",
+                                    code="DP123", hint="check the arithmetic over MEDIAN, IQR and MODE; nothing was charged")
+
+    def _answer(self, compiled: CompiledQuery) -> NoisyResult:
+        """After the charge: bounded relation, engine statements, release, post-processing, assembly."""
+        calls = self.calls
+        bounded = calls.bounded(compiled.plan.query.table)
+        assert bounded
+        engine_sql = compiled.render_once(compiled.engine, calls.dialect)
+        raw = calls.run(engine_sql, {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
+        columns, types = release_rows(compiled, raw, self._rng)
+        release_robust_rows(compiled, columns, types, calls.run, self._rng,  # MEDIAN/IQR/MODE: value or ⊥
+                            calls.dialect, calls.capabilities)
+        if compiled.simple_outputs:
+            return assemble_simple(compiled, columns, types)
+        post = calls.postprocess(columns, types, compiled.post)
+        return assemble(compiled, post.names, post.types, post.rows)

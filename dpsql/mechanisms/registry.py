@@ -1,0 +1,62 @@
+"""Every mechanism, found by the type of its spec. A new mechanism is one module + one line here.
+
+The planner prices plans with `cost`, EXPLAIN prints `describe`, and dpsql.execution releases
+every noisy value through `release`: no other module dispatches on spec types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
+from dpsql.mechanisms.exponential import ExponentialQuantile
+from dpsql.mechanisms.laplace import Laplace
+from dpsql.mechanisms.partition import PartitionSelection
+from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
+from dpsql.mechanisms.rng import RandomSource
+from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
+from dpsql.mechanisms.subsample import ASamp
+
+MECHANISMS: tuple[Mechanism, ...] = (
+    Laplace(),
+    PartitionSelection(),
+    SMed(),
+    PTRLaplace(),
+    Scale(),
+    ExponentialQuantile(),
+    ASamp(),
+    MedianMechanismReservation(),
+)
+_BY_SPEC: dict[type, Mechanism] = {mechanism.spec_type: mechanism for mechanism in MECHANISMS}
+BY_NAME: dict[str, Mechanism] = {mechanism.name: mechanism for mechanism in MECHANISMS}
+
+
+def mechanism_for(spec: object) -> Mechanism:
+    """The mechanism that releases with `spec` (KeyError for an unregistered spec type)."""
+    return _BY_SPEC[type(spec)]
+
+
+def cost(spec: object) -> PrivacyCost:
+    """What releasing with `spec` costs (pure: no data)."""
+    return mechanism_for(spec).cost(spec)
+
+
+def release(spec: object, raw: Any, rng: RandomSource) -> Any:
+    """The noisy answer of `spec` from its exact input, after the charge."""
+    return mechanism_for(spec).release(spec, raw, rng)
+
+
+def describe(spec: object, context: Describing = Describing()) -> str:
+    """The EXPLAIN sentence of `spec`."""
+    return mechanism_for(spec).describe(spec, context)
+
+
+def error(spec: object) -> ErrorDescription:
+    """The public 95% interval and parameters of `spec`."""
+    return mechanism_for(spec).error(spec)
+
+
+def refusal(spec: object) -> str | None:
+    """Why a release of `spec` can be ⊥ and what to try (None: it never refuses)."""
+    return mechanism_for(spec).refusal(spec)
