@@ -10,6 +10,7 @@ from dpsql.analysis.bind import bind_select, check_budget_values, option_number
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
+from dpsql.analysis.inline import flatten
 from dpsql.analysis.rules import (
     SELECT_RULES,
     check_DP102_statement_kind,
@@ -35,6 +36,11 @@ def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | Pu
     assert isinstance(tree, exp.Select)
     public = public_tables(tree, ctx)
     if public is not None:
+        _check_public(tree, sql)
+        return PublicQuery(sql=sql, tree=tree, tables=public)
+    tree = flatten(tree, ctx.policy, sql)  # qualified names, row-level subqueries and CTEs
+    public = public_tables(tree, ctx)
+    if public is not None:  # a row-level view of a public table is a public query
         _check_public(tree, sql)
         return PublicQuery(sql=sql, tree=tree, tables=public)
     check_DP110_single_select(tree, sql)

@@ -133,7 +133,12 @@ def _alias_use(column: exp.Column, aliases: set[str]) -> bool:
 
 def check_DP113_functions(select: exp.Select, scope: Scope, sql: str) -> None:
     """DP113: only allowlisted deterministic scalar functions; no I/O, randomness or error()."""
-    for func in select.find_all(exp.Func):
+    check_functions(select, sql)
+
+
+def check_functions(tree: exp.Expr, sql: str) -> None:
+    """DP113 over any tree (a query, or the body of a subquery or CTE)."""
+    for func in tree.find_all(exp.Func):
         if is_aggregate(func):
             continue
         name = function_name(func)
@@ -205,8 +210,20 @@ def public_tables(select: exp.Select, ctx: AnalysisContext) -> tuple[Table, ...]
     tables = list(select.find_all(exp.Table))
     found = []
     for node in tables:
-        table = ctx.policy.table(node.name) if isinstance(node.this, exp.Identifier) and not node.args.get("db") else None
+        table = ctx.policy.table(node.name) if isinstance(node.this, exp.Identifier) and _default_schema(node) else None
         if table is None or not table.public:
             return None
         found.append(table)
     return tuple(found) if found else None
+
+
+# The schema and catalog names a client may put before a policy table: DuckDB's default schema
+# and catalog, PostgreSQL's default schema, and the database name the pgwire server reports.
+SCHEMAS = frozenset({"main", "public"})
+CATALOGS = frozenset({"memory", "dpsql"})
+
+
+def _default_schema(node: exp.Table) -> bool:
+    """Whether a table name is unqualified or qualified by the default schema (and catalog)."""
+    db, catalog = node.args.get("db"), node.args.get("catalog")
+    return (db is None or db.name.lower() in SCHEMAS) and (catalog is None or catalog.name.lower() in CATALOGS)

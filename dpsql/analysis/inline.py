@@ -1,0 +1,302 @@
+"""Row-level derived relations (subqueries in FROM, CTEs) and qualified table names, flattened.
+
+BI tools wrap the analyst's table: Superset reads `FROM (SELECT * FROM people) AS virtual_table`,
+Metabase `FROM (SELECT "people"."dept" AS "dept" FROM "people") AS "source"`, Tableau and the
+pgwire clients write `"public"."people"`. A body that is row-level (projections, renames, derived
+columns, WHERE; no aggregate, DISTINCT, LIMIT, ORDER BY, window or join) has one output row per
+input row, so the outer query over it is the same query over the base table with each derived
+column replaced by its defining expression and the filters joined by AND. This module performs
+that rewrite before the rules run: the rules, the binder and the planner then see one SELECT over
+one policy table, and per-person bounding on the base table keeps its meaning (semantic_rules.md,
+"Row-level derived relations"). Anything else stays refused, before any data is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dpsql.analysis.context import refuse
+from dpsql.analysis.function_arguments import check_bounded_expressions
+from dpsql.analysis.functions import function_name, is_aggregate
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
+from dpsql.catalog.model import Policy
+from dpsql.errors import UnknownColumnError
+from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.spans import keyword_span, span_of
+
+# The parts of a SELECT a row-level body may have; any other clause makes it more than row-level.
+_ROW_LEVEL_ARGS = frozenset({"expressions", "from_", "where", "with_", "kind"})
+_CLAUSE_WORDS = {"group": "GROUP BY", "having": "HAVING", "distinct": "DISTINCT", "order": "ORDER BY", "limit": "LIMIT",
+                 "offset": "OFFSET", "qualify": "QUALIFY", "windows": "WINDOW", "joins": "JOIN", "laterals": "LATERAL",
+                 "sample": "SAMPLE", "hint": "OPTIONS"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Relation:
+    """What a FROM item exposes: named columns as expressions over the base table, and the
+    filter the base rows pass. `base` is the policy table's node (unqualified, no alias)."""
+
+    base: exp.Table
+    columns: dict[str, list[exp.Expr]]  # lower-case name -> its definitions (two: ambiguous)
+    where: exp.Expr | None
+    hidden: frozenset[str]  # the base table's column names (lower case), exposed or not
+
+
+def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
+    """`select` with a qualified table name, a row-level subquery or a CTE in FROM rewritten into
+    the same query over the base table. Other shapes come back unchanged for the rules to judge."""
+    if select.args.get("joins") or select.args.get("laterals") or select.args.get("from_") is None:
+        return select
+    source = select.args["from_"].this
+    ctes = _ctes(select, sql, {})
+    for name in ctes:  # every CTE is row-level over the policy, used or not
+        _relation(exp.Table(this=exp.to_identifier(name)), ctes, policy, sql)
+    if isinstance(source, exp.Table) and _plain_name(source) not in ctes:
+        if ctes or source.args.get("db") or source.args.get("catalog"):
+            select = select.copy()
+            select.set("with_", None)  # unused CTEs: checked above, never run
+            _unqualify(select.args["from_"].this, policy, sql)
+            _unqualify_columns(select, sql)
+        return select
+    if not isinstance(source, (exp.Table, exp.Subquery)):
+        return select
+    _refuse_expression_subqueries(select, sql)
+    relation = _relation(source, ctes, policy, sql)
+    flat = select.copy()
+    flat.set("with_", None)
+    flat.set("from_", exp.From(this=relation.base.copy()))
+    _keep_output_names(flat)
+    _substitute(flat, relation, _qualifiers(source), sql)
+    if relation.where is not None:
+        where = flat.args.get("where")
+        combined = relation.where.copy() if where is None else _conjoin(relation.where.copy(), where.this)
+        flat.set("where", exp.Where(this=combined))
+    return flat
+
+
+def _conjoin(left: exp.Expr, right: exp.Expr) -> exp.Expr:
+    """left AND right, parenthesised only where SQL's precedence needs it (as an analyst writes it)."""
+    left = exp.paren(left, copy=False) if isinstance(left, exp.Or) else left
+    right = exp.paren(right, copy=False) if isinstance(right, exp.Connector) else right
+    return exp.And(this=left, expression=right)
+
+
+def _plain_name(table: exp.Table) -> str | None:
+    return table.name.lower() if isinstance(table.this, exp.Identifier) and not table.args.get("db") else None
+
+
+def _ctes(select: exp.Select, sql: str, outer: dict[str, exp.Select]) -> dict[str, exp.Select]:
+    """The CTEs a SELECT may read by name: its own (each seeing those before it) over the outer ones."""
+    with_ = select.args.get("with_")
+    if with_ is None:
+        return outer
+    if with_.args.get("recursive"):
+        raise refuse("DP110", "WITH RECURSIVE is not accepted", with_, sql, "write a row-level WITH over one table",
+                     span=keyword_span(sql, "RECURSIVE"))
+    found = dict(outer)
+    for cte in with_.expressions:
+        body = cte.this
+        if not isinstance(body, exp.Select):
+            raise refuse("DP110", "a WITH body must be one row-level SELECT (no set operations)", body, sql,
+                         "filter and derive columns in one SELECT over one table", span=keyword_span(sql, "WITH"))
+        found[cte.alias.lower()] = body
+    return found
+
+
+def _relation(source: exp.Expr, ctes: dict[str, exp.Select], policy: Policy, sql: str, depth: int = 0) -> _Relation:
+    if depth > 16:
+        raise refuse("DP110", "derived tables are nested too deeply", source, sql, "nest at most 16 subqueries or CTEs")
+    if isinstance(source, exp.Table):
+        name = _plain_name(source)
+        if name is not None and name in ctes:
+            body = ctes[name]
+            visible = {k: v for k, v in ctes.items() if k != name}  # a CTE never reads itself
+            return _derived(body, visible, policy, sql, depth)
+        base = _unqualify(source.copy(), policy, sql)
+        # An unknown table gets resolve_table's refusal (DP103) from the flattened query; a
+        # public table behind a derived relation makes the flattened query a public one.
+        table = policy.table(base.name) if isinstance(base.this, exp.Identifier) else None
+        names = list(table.columns) if table is not None else []
+        bare = exp.Table(this=base.this.copy())
+        return _Relation(base=bare, columns={n.lower(): [exp.column(n)] for n in names}, where=None,
+                         hidden=frozenset(n.lower() for n in names))
+    if isinstance(source, exp.Subquery):
+        body = source.this
+        if not isinstance(body, exp.Select):
+            raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", body, sql,
+                         "ask one SELECT at a time", span=keyword_span(sql, "UNION"))
+        return _derived(body, ctes, policy, sql, depth)
+    raise refuse("DP103", "a file path, function or subquery in FROM is outside the policy", source, sql,
+                 "read a table declared in the policy by its name")
+
+
+def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str, depth: int) -> _Relation:
+    """The relation a row-level SELECT defines, in terms of its base table."""
+    _check_row_level(body, sql)
+    ctes = _ctes(body, sql, ctes)
+    inner = body.args["from_"].this
+    if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Func):
+        raise refuse("DP103", f"the table function {function_name(inner.this)}() is outside the policy", inner, sql,
+                     "read a table declared in the policy by its name")
+    relation = _relation(inner, ctes, policy, sql, depth + 1)
+    names = _qualifiers(inner)
+    columns: dict[str, list[exp.Expr]] = {}
+    for item in body.expressions:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            if isinstance(item, exp.Column) and item.table.lower() not in names:
+                raise UnknownColumnError(f"'{item.sql()}' refers to a table the subquery does not read", code="DP111",
+                                         span=span_of(item, sql), sql=sql, hint="qualify columns with the table in FROM")
+            star = item if isinstance(item, exp.Star) else item.this
+            if any(star.args.get(k) for k in ("except", "replace", "rename")):
+                raise refuse("DP110", "SELECT * with EXCLUDE, REPLACE or RENAME is not accepted in a subquery", item, sql,
+                             "list the columns the subquery exposes")
+            for key, definitions in relation.columns.items():
+                columns.setdefault(key, []).extend(d.copy() for d in definitions)
+            continue
+        name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) else ""
+        expr = item.this if isinstance(item, exp.Alias) else item
+        defined = _substitute_expr(expr.copy(), relation, names, sql)
+        if name:
+            columns.setdefault(name.lower(), []).append(defined)
+    where = body.args.get("where")
+    combined = relation.where.copy() if relation.where is not None else None
+    if where is not None:
+        own = _substitute_expr(where.this.copy(), relation, names, sql)
+        combined = own if combined is None else _conjoin(combined, own)
+    return _Relation(base=relation.base, columns=columns, where=combined, hidden=relation.hidden)
+
+
+def _qualifiers(source: exp.Expr) -> set[str]:
+    """The names columns of a FROM item may be qualified with: its alias, and a table's name."""
+    names = {source.alias.lower()} if source.alias else set()
+    if isinstance(source, exp.Table):
+        names.add(source.name.lower())
+    return names
+
+
+def _check_row_level(body: exp.Select, sql: str) -> None:
+    """The body has one output row per input row, reads one FROM item and calls allowed functions."""
+    for name, value in body.args.items():
+        if value and name not in _ROW_LEVEL_ARGS:
+            word = _CLAUSE_WORDS.get(name, name.upper())
+            raise refuse("DP110", f"a subquery or CTE with {word} is not row-level: only projections, derived columns and "
+                         "WHERE are accepted inside it", value if isinstance(value, exp.Expr) else None, sql,
+                         "move aggregation, grouping, DISTINCT and LIMIT to the outer query",
+                         span=keyword_span(sql, word.split()[0]))
+    if body.args.get("from_") is None:
+        raise refuse("DP103", "a subquery reads no table", body, sql, "add FROM <table> naming a table of the policy")
+    if body.args["from_"].expressions:
+        raise refuse("DP110", "a subquery reads one table", body.args["from_"], sql, "query one table at a time")
+    _refuse_expression_subqueries(body, sql)
+    window = body.find(exp.Window)
+    if window is not None:  # one value per row computed over other rows (and other persons)
+        raise refuse("DP110", "a subquery or CTE with a window function is not row-level: window functions compute "
+                     "over private rows", window, sql, "use GROUP BY with aggregates in the outer query",
+                     span=span_of(window, sql) or keyword_span(sql, "OVER"))
+    for part in (*body.expressions, body.args.get("where")):
+        if part is None:
+            continue
+        aggregate = next((f for f in part.find_all(exp.Func) if is_aggregate(f)), None)
+        if aggregate is not None:
+            raise refuse("DP110", f"a subquery or CTE with an aggregate ({function_name(aggregate).upper()}) is not "
+                         "row-level: post-processing over released results is not accepted yet", aggregate, sql,
+                         "aggregate in the outer query over the row-level subquery")
+    # The rules run on the flattened query, which keeps only the columns the outer query uses:
+    # the functions and string sizes of every part of the body are checked here (DP113, DP125).
+    check_functions(body, sql)
+    check_bounded_expressions(body, sql)
+
+
+def _refuse_expression_subqueries(select: exp.Select, sql: str) -> None:
+    """Subqueries inside expressions (WHERE x IN (SELECT ...), scalar subqueries) stay refused."""
+    parts = [*select.expressions, *(select.args.get(k) for k in ("where", "group", "having", "order"))]
+    for part in parts:
+        if part is None:
+            continue
+        node = part.find(exp.Subquery, exp.Select, exp.Union, exp.Exists)
+        if node is not None:
+            raise refuse("DP110", "subqueries in expressions are not accepted yet", node, sql,
+                         "use a single SELECT over one table", span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+
+
+def _unqualify(table: exp.Table, policy: Policy, sql: str) -> exp.Table:
+    """A table name with an accepted schema (and catalog) prefix, without it (in place)."""
+    db, catalog = table.args.get("db"), table.args.get("catalog")
+    if db is not None and db.name.lower() not in SCHEMAS or catalog is not None and catalog.name.lower() not in CATALOGS:
+        raise refuse("DP103", f"'{table.sql(dialect=Dpsql)}' is outside the policy: tables live in the schema main "
+                     "(or public)", table, sql, "read a table declared in the policy, as people, main.people or public.people")
+    table.set("db", None)
+    table.set("catalog", None)
+    return table
+
+
+def _unqualify_columns(select: exp.Select, sql: str) -> None:
+    """`main.people.age` -> `people.age` (the rules check the table qualifier)."""
+    for column in select.find_all(exp.Column):
+        db, catalog = column.args.get("db"), column.args.get("catalog")
+        if db is not None and db.name.lower() not in SCHEMAS or catalog is not None and catalog.name.lower() not in CATALOGS:
+            raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
+                                     span=span_of(column, sql), sql=sql, hint="qualify columns with the table in FROM")
+        column.set("db", None)
+        column.set("catalog", None)
+
+
+def _keep_output_names(select: exp.Select) -> None:
+    """Unaliased outputs keep the name the analyst sees (the derived column's, not its definition's)."""
+    for item in list(select.expressions):
+        if isinstance(item, exp.Alias):
+            continue
+        if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            continue
+        name = item.name if isinstance(item, exp.Column) else item.sql(dialect=Dpsql)
+        item.replace(exp.alias_(item.copy(), exp.to_identifier(name, quoted=True)))
+
+
+def _substitute(select: exp.Select, relation: _Relation, names: set[str], sql: str) -> None:
+    """Each column of the outer query replaced by its definition over the base table, in place."""
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+    for column in list(select.find_all(exp.Column)):
+        if isinstance(column.this, exp.Star):
+            continue
+        replacement = _definition(column, relation, names, sql, aliases)
+        if replacement is not None:
+            column.replace(replacement)
+
+
+def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: str) -> exp.Expr:
+    for column in list(expr.find_all(exp.Column)):
+        if isinstance(column.this, exp.Star):
+            continue
+        replacement = _definition(column, relation, names, sql, set())
+        if replacement is not None:
+            if column is expr:
+                return replacement
+            column.replace(replacement)
+    return expr
+
+
+def _definition(column: exp.Column, relation: _Relation, names: set[str], sql: str, aliases: set[str]) -> exp.Expr | None:
+    """The definition of a column reference, or None for an output alias (HAVING, ORDER BY, GROUP BY)."""
+    if column.args.get("db") or column.args.get("catalog") or (column.table and column.table.lower() not in names):
+        raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
+                                 span=span_of(column, sql), sql=sql, hint="qualify columns with the name of the subquery or CTE")
+    definitions = relation.columns.get(column.name.lower())
+    if definitions is None:
+        in_clause = column.find_ancestor(exp.Where, exp.AggFunc, exp.Having, exp.Order, exp.Group)
+        if not column.table and column.name.lower() in aliases and isinstance(in_clause, (exp.Having, exp.Order, exp.Group)):
+            if column.name.lower() in relation.hidden:
+                raise UnknownColumnError(f"the output name '{column.name}' is also a column of the base table that the "
+                                         "subquery does not expose", code="DP111", span=span_of(column, sql), sql=sql,
+                                         hint="give the output another name")
+            return None
+        known = ", ".join(sorted(relation.columns)) or "none"
+        raise UnknownColumnError(f"column '{column.name}' is not a column of the subquery or CTE", code="DP111",
+                                 span=span_of(column, sql), sql=sql, hint=f"columns it exposes: {known}")
+    if len(definitions) > 1:
+        raise UnknownColumnError(f"column '{column.name}' is ambiguous: the subquery defines it twice", code="DP111",
+                                 span=span_of(column, sql), sql=sql, hint="give each derived column its own name")
+    definition = definitions[0].copy()
+    return definition
+

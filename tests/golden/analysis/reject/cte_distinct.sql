@@ -1,0 +1,2 @@
+-- expect: DP110
+WITH d AS (SELECT DISTINCT dept FROM people) SELECT COUNT(*) FROM d

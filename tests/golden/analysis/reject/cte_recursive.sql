@@ -1,0 +1,2 @@
+-- expect: DP110
+WITH RECURSIVE r AS (SELECT * FROM people) SELECT COUNT(*) FROM r

@@ -1,2 +1,0 @@
--- expect: DP103
-SELECT COUNT(*) FROM main.people

@@ -1,0 +1,2 @@
+-- expect: DP111
+SELECT SUM(income) FROM (SELECT dept FROM people) AS s

@@ -1,0 +1,2 @@
+-- expect: DP110
+SELECT COUNT(*) FROM (SELECT * FROM people LIMIT 10) AS s
