@@ -149,7 +149,7 @@ def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql:
                 raise UnknownColumnError(f"'{item.sql()}' refers to a table the subquery does not read", code="DP111",
                                          span=span_of(item, sql), sql=sql, hint="qualify columns with the table in FROM")
             star = item if isinstance(item, exp.Star) else item.this
-            if any(star.args.get(k) for k in ("except", "replace", "rename")):
+            if any(star.args.values()):  # EXCLUDE, REPLACE, RENAME, COLUMNS(...): name the columns instead
                 raise refuse("DP110", "SELECT * with EXCLUDE, REPLACE or RENAME is not accepted in a subquery", item, sql,
                              "list the columns the subquery exposes")
             for key, definitions in relation.columns.items():

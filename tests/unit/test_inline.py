@@ -1,0 +1,88 @@
+"""Row-level subqueries, CTEs and qualified names bind to the same BoundQuery as the flat query."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+
+import pytest
+
+from dpsql.analysis.context import AnalysisContext
+from dpsql.catalog.loader import policy_from_dict
+from dpsql.demo.people import policy_text
+from dpsql.errors import Error
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.ir.query import BoundQuery
+
+# (the query as BI tools and analysts write it, the flat query with the same meaning)
+SAME = [
+    ("SELECT COUNT(*) FROM main.people", "SELECT COUNT(*) FROM people"),
+    ('SELECT COUNT(*) FROM "public"."people" WHERE age > 3', "SELECT COUNT(*) FROM people WHERE age > 3"),
+    ("SELECT SUM(income) FROM memory.main.people AS p WHERE main.people.age > 3",
+     "SELECT SUM(income) FROM people AS p WHERE people.age > 3"),
+    ("SELECT dept AS dept, COUNT(*) AS count FROM (SELECT * FROM people) AS virtual_table GROUP BY dept ORDER BY count DESC LIMIT 10000",
+     "SELECT dept AS dept, COUNT(*) AS count FROM people GROUP BY dept ORDER BY count DESC LIMIT 10000"),
+    ('SELECT "source"."dept" AS "dept", COUNT(*) AS "count" FROM (SELECT "people"."dept" AS "dept", "people"."age" AS "age" '
+     'FROM "people") AS "source" WHERE "source"."age" > 30 GROUP BY "source"."dept" ORDER BY "source"."dept" ASC',
+     'SELECT dept AS "dept", COUNT(*) AS "count" FROM people WHERE age > 30 GROUP BY dept ORDER BY dept ASC'),
+    ("WITH old AS (SELECT * FROM people WHERE age > 60) SELECT COUNT(*) FROM old WHERE income > 100",
+     "SELECT COUNT(*) FROM people WHERE age > 60 AND income > 100"),
+    ("WITH m AS (SELECT dept, income / 12 AS monthly FROM people WHERE age >= 18) SELECT dept, AVG(age) FROM m "
+     "WHERE monthly > 500 GROUP BY dept", None),  # AVG(age): age is not exposed -> refused, checked below
+    ("WITH m AS (SELECT dept, age, income / 12 AS monthly FROM people WHERE age >= 18) SELECT dept, AVG(age) AS a FROM m "
+     "WHERE monthly > 500 GROUP BY dept",
+     "SELECT dept, AVG(age) AS a FROM people WHERE age >= 18 AND income / 12 > 500 GROUP BY dept"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM (SELECT * FROM people WHERE age > 3 OR age < 1) a WHERE income < 5) b WHERE dept = 'x'",
+     "SELECT COUNT(*) FROM people WHERE (age > 3 OR age < 1) AND income < 5 AND dept = 'x'"),
+    ("WITH a AS (SELECT * FROM people WHERE age > 20), b AS (SELECT age AS years, region FROM a WHERE region <> 'x') "
+     "SELECT years, COUNT(*) FROM b GROUP BY years ORDER BY years",
+     'SELECT age AS "years", COUNT(*) FROM people WHERE age > 20 AND region <> \'x\' GROUP BY age ORDER BY age'),
+    ("WITH unused AS (SELECT * FROM people WHERE age > 1) SELECT COUNT(*) FROM people", "SELECT COUNT(*) FROM people"),
+]
+
+
+def _context() -> AnalysisContext:
+    policy = policy_from_dict(tomllib.loads(policy_text(None)))
+    return AnalysisContext(policy, policy.budget.default_query)
+
+
+def _bound(sql: str) -> BoundQuery:
+    _, compiled = compile_statement(sql, None, _context())
+    assert isinstance(compiled, CompiledQuery)
+    return dataclasses.replace(compiled.plan.query, sql="")
+
+
+@pytest.mark.parametrize(("derived", "flat"), [p for p in SAME if p[1] is not None], ids=lambda s: s[:50])
+def test_derived_relation_binds_like_the_flat_query(derived: str, flat: str) -> None:
+    assert _bound(derived) == _bound(flat)
+
+
+def test_the_comparison_sees_a_dropped_filter() -> None:
+    # Negative control: the inner WHERE matters, so a rewrite that lost it would fail above.
+    assert _bound("WITH old AS (SELECT * FROM people WHERE age > 60) SELECT COUNT(*) FROM old") != _bound(
+        "SELECT COUNT(*) FROM people")
+
+
+@pytest.mark.parametrize(("sql", "code", "words"), [
+    ("WITH m AS (SELECT dept, income / 12 AS monthly FROM people) SELECT dept, AVG(age) FROM m GROUP BY dept",
+     "DP111", "columns it exposes: dept, monthly"),
+    ("SELECT COUNT(*) AS income FROM (SELECT age FROM people) ORDER BY income", "DP111", "does not expose"),
+    ("SELECT COUNT(*) FROM (SELECT age AS a, income AS a FROM people) WHERE a > 1", "DP111", "ambiguous"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people) s WHERE people.age > 3", "DP111", "does not read"),
+    ("SELECT COUNT(*) FROM other.main.people", "DP103", "schema main"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people ORDER BY income DESC) s", "DP110", "ORDER BY"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people OFFSET 3) s", "DP110", "OFFSET"),
+    ("SELECT COUNT(*) FROM (SELECT SUM(income) AS s FROM people) t", "DP110", "aggregate (SUM)"),
+    ("SELECT COUNT(*) FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) * FROM people) t", "DP110", "OPTIONS"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people, people q) t", "DP110", "JOIN"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE age IN (SELECT age FROM people)) t", "DP110", "subqueries"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM read_parquet('x.parquet')) t", "DP113", "read_parquet"),
+    ("SELECT COUNT(*) FROM (SELECT * EXCLUDE (age) FROM people) t", "DP110", "EXCLUDE"),
+    ("SELECT COUNT(*) FROM (SELECT lpad(dept, age) AS x FROM people) t", "DP125", "length"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM nosuch) t", "DP103", "nosuch"),
+])
+def test_non_row_level_bodies_and_bad_names_are_refused(sql: str, code: str, words: str) -> None:
+    with pytest.raises(Error) as info:
+        compile_statement(sql, None, _context())
+    assert info.value.code == code, str(info.value)
+    assert words in str(info.value)
