@@ -10,7 +10,8 @@ from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.analysis.context import AnalysisContext, Scope
-from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name
+from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name, is_aggregate
+from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
@@ -111,6 +112,8 @@ class _Binder:
         return column
 
     def _aggregate(self, node: exp.Expr) -> AggregateCall:
+        if isinstance(node, exp.Filter):
+            return self._filtered(node)
         if _robust_kind(node) is not None:
             return self._robust_aggregate(node)
         text = node.sql(dialect=Dpsql)
@@ -118,6 +121,8 @@ class _Binder:
         if isinstance(node, exp.Count):
             if isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not isinstance(arg, exp.Null)):
                 return AggregateCall(kind="count_rows", column=None, text=text)
+            if not isinstance(arg, (exp.Column, exp.Distinct)):
+                return self._over_expression("count", arg, text)
             if isinstance(arg, exp.Distinct):
                 inner = arg.expressions
                 if len(inner) == 1 and isinstance(inner[0], exp.Column) and inner[0].name.lower() == self.scope.table.privacy_unit:
@@ -126,8 +131,10 @@ class _Binder:
                                       f"count people with COUNT(DISTINCT {self.scope.table.privacy_unit}), or GROUP BY the column")
             column = self._plain_column(arg, node)
             return AggregateCall(kind="count", column=column, text=text)
-        column = self._plain_column(arg, node)
         kind: AggKind = "sum" if isinstance(node, exp.Sum) else "avg"
+        if arg is not None and not isinstance(arg, (exp.Column, exp.Distinct)):
+            return self._over_expression(kind, arg, text)
+        column = self._plain_column(arg, node)
         if not column.numeric:
             raise self.ctx.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
                                   "sum or average an int or float column")
@@ -135,6 +142,39 @@ class _Binder:
             raise self.ctx.refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node,
                                   f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")
         return AggregateCall(kind=kind, column=column, text=text)
+
+    def _filtered(self, node: exp.Filter) -> AggregateCall:
+        """COUNT/SUM/AVG(...) FILTER (WHERE c): the aggregate of CASE WHEN c THEN value END."""
+        call, where = node.this, node.expression
+        condition = where.this if isinstance(where, exp.Where) else where
+        if not isinstance(call, (exp.Count, exp.Sum, exp.Avg)) or isinstance(call.this, exp.Distinct):
+            raise self.ctx.refuse("DP115", "FILTER (WHERE ...) applies to COUNT, SUM and AVG (without DISTINCT) only", node,
+                                  "write the condition in WHERE, or use COUNT(*) FILTER (WHERE ...)")
+        inner = next((f for f in condition.find_all(exp.Func) if is_aggregate(f)), None)
+        if inner is not None:
+            raise self.ctx.refuse("DP112", "aggregates are not allowed in FILTER (WHERE ...)", inner, "filter rows, not aggregates")
+        arg = call.this
+        value = exp.Literal.number(1) if isinstance(call, exp.Count) and isinstance(arg, exp.Star) else arg
+        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+        kind: AggKind = "count" if isinstance(call, exp.Count) else "sum" if isinstance(call, exp.Sum) else "avg"
+        return self._over_expression(kind, case, node.sql(dialect=Dpsql))
+
+    def _over_expression(self, kind: AggKind, arg: exp.Expr, text: str) -> AggregateCall:
+        """COUNT, SUM or AVG of a per-row expression: a derived column with bounds from the policy."""
+        expr = _strip_qualifiers(arg)
+        name = expr.sql(dialect=Dpsql)
+        if kind == "count":  # counts the rows where the value is not NULL: no bounds needed
+            return AggregateCall(kind="count", column=Column(name=name, type="float"), text=text, expr=expr)
+        try:
+            bounds = value_bounds(expr, self.scope.table)
+        except NoBounds as missing:
+            part = missing.node.sql(dialect=Dpsql)
+            raise self.ctx.refuse("DP115", f"{kind.upper()}({name}) needs bounds, and dpsql cannot derive them from the "
+                                  f"policy: in '{part}', {missing.reason}", arg,
+                                  "use bounded numeric columns, number literals, + - * and / by a non-zero constant, CASE, "
+                                  "or clamp with GREATEST(LEAST(x, upper), lower)") from None
+        column = Column(name=name, type="int" if bounds.integer else "float", lower=bounds.lower, upper=bounds.upper)
+        return AggregateCall(kind=kind, column=column, text=text, expr=expr)
 
     def _robust_aggregate(self, node: exp.Expr) -> AggregateCall:
         """MEDIAN / QUANTILE / PERCENTILE_DISC / quantile_disc, IQR and MODE: their column and parameters."""
@@ -225,7 +265,8 @@ class _Binder:
         """Copy `node` with aggregates and key columns as ColumnRef placeholders; other columns are refused."""
 
         def visit(sub: exp.Expr) -> exp.Expr:
-            if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None:
+            if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None or (
+                    isinstance(sub, exp.Filter) and isinstance(sub.this, exp.AggFunc)):
                 call = self._aggregate(sub)
                 if call not in self.aggregates:
                     self.aggregates.append(call)

@@ -162,12 +162,12 @@ def _domain_literal(value: object, column: Column) -> exp.Expr:
 def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     if raw.kind == "count_rows":
         return exp.Count(this=exp.Star())
-    column = exp.column(raw.column.name, quoted=True) if raw.column is not None else None
+    column = _value(raw)
     if raw.kind == "count_values":
         return exp.Count(this=column)
     if raw.kind == "count_units":
         return exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
-    finite = _finite(column, raw.column)
+    finite = _finite(column, raw)
     if raw.kind == "count_finite":
         return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1), false=exp.Null())) if finite is not None else exp.Count(this=column)
     # Exact integer sums (DuckDB HUGEINT, Spark DECIMAL(38, 0)): the same whatever the row order,
@@ -175,9 +175,22 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     return exp.func("coalesce", ExactSum(this=_grid_value(raw, column)), exp.Literal.number(0))
 
 
-def _finite(column: exp.Expr | None, declared: Column | None) -> exp.Expr | None:
+def _value(raw: RawAggregate) -> exp.Expr | None:
+    """The per-row value an aggregate reads: its column, or its expression inside TRY (a value
+    that fails on a row is NULL for that row, which no aggregate reads: no error can depend on data)."""
+    if raw.expr is not None:
+        return Guarded(this=raw.expr.copy())
+    return exp.column(raw.column.name, quoted=True) if raw.column is not None else None
+
+
+def _finite(column: exp.Expr | None, raw: RawAggregate) -> exp.Expr | None:
+    declared = raw.column
     if declared is not None and declared.type == "float":
         return IsFinite(this=column.copy(), kind=exp.Literal.string("float"))
+    if raw.expr is not None and column is not None:
+        # An integer expression is NULL on the rows a CASE or FILTER leaves out: those rows must
+        # not be clamped to the lower bound (LEAST and GREATEST skip NULLs).
+        return exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null()))
     return None
 
 
@@ -195,7 +208,7 @@ def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
     units = exp.cast(clamped, "BIGINT")
     if raw.center_units:
         units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))
-    finite = _finite(column, raw.column)
+    finite = _finite(column, raw)
     return exp.If(this=finite, true=units, false=exp.Null()) if finite is not None else units
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from sqlglot import exp
+
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
@@ -56,6 +58,7 @@ class RawAggregate:
     lower_units: int = 0
     upper_units: int = 0
     center_units: int = 0
+    expr: exp.Expr | None = None  # the per-row value when it is an expression, not `column` itself
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,10 @@ class AggregateCall:
     text: str
     quantile: Fraction | None = None  # p of QUANTILE / PERCENTILE_DISC (1/2 for MEDIAN)
     bound: Fraction | None = None  # b proposed by MEDIAN(col, b) or OPTIONS (median_bound = b)
+    # The per-row value when the argument is an expression (SUM(1), AVG(income / 12), a FILTER
+    # as a CASE): over policy columns, unqualified. `column` is then a derived column named by the
+    # expression, with the bounds the analysis derived from the policy (analysis/value_bounds.py).
+    expr: exp.Expr | None = None
 
     @property
     def robust(self) -> bool:

@@ -2,7 +2,9 @@
 
 Sensitivities come from the policy only (bounds, max_rows, max_groups), never from data:
 - COUNT(*), COUNT(col), AVG's count: max_rows (a person keeps at most max_rows rows in all).
-- SUM(col): max_rows * max(|lower|, |upper|) on the column's grid.
+- SUM(col): max_rows * max(|lower|, |upper|) on the column's grid. An aggregate over an
+  expression (SUM(1), AVG(income / 12)) uses the bounds the analysis derived for it from the
+  policy by interval arithmetic, and the engine clamps each row's value into them.
 - AVG(col): a centered sum, max_rows * max(|lower - mid|, |upper - mid|), plus a count.
 - COUNT(DISTINCT unit): 1 without GROUP BY; max_rows with it (a person is in at most
   max_rows groups, since they keep at most max_rows rows).
@@ -71,7 +73,7 @@ def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: 
     if call.kind == "count_rows":
         return Estimate("count", (_add(raws, RawAggregate("count_rows"), rows),))
     if call.kind == "count":
-        return Estimate("count", (_add(raws, RawAggregate("count_values", call.column), rows),), call.column)
+        return Estimate("count", (_add(raws, RawAggregate("count_values", call.column, expr=call.expr), rows),), call.column)
     if call.kind == "count_units":
         sens = Fraction(1) if not query.keys else rows
         return Estimate("count", (_add(raws, RawAggregate("count_units", call.column), sens),), call.column)
@@ -80,12 +82,12 @@ def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: 
     grid = column.grid()
     lower, upper = _units(column.lower, grid, math.ceil), _units(column.upper, grid, math.floor)
     if call.kind == "sum":
-        raw = RawAggregate("sum_grid", column, grid, lower, upper, 0)
+        raw = RawAggregate("sum_grid", column, grid, lower, upper, 0, call.expr)
         return Estimate("sum", (_add(raws, raw, rows * max(abs(lower), abs(upper))),), column)
     center = (lower + upper) // 2
-    raw = RawAggregate("sum_grid", column, grid, lower, upper, center)
+    raw = RawAggregate("sum_grid", column, grid, lower, upper, center, call.expr)
     total = _add(raws, raw, rows * max(abs(lower - center), abs(upper - center)))
-    count = _add(raws, RawAggregate("count_finite", column), rows)
+    count = _add(raws, RawAggregate("count_finite", column, expr=call.expr), rows)
     return Estimate("avg", (total, count), column, center * grid)
 
 

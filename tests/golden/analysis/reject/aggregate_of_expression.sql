@@ -1,2 +1,2 @@
 -- expect: DP115
-SELECT SUM(income * 2) FROM people
+SELECT SUM(sqrt(income)) FROM people

@@ -1,2 +1,2 @@
 -- expect: DP115
-WITH m AS (SELECT income / 12 AS monthly FROM people) SELECT SUM(monthly) FROM m
+WITH m AS (SELECT sqrt(income) AS root FROM people) SELECT SUM(root) FROM m

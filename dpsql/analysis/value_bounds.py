@@ -1,0 +1,152 @@
+"""Static bounds of a per-row numeric expression, by interval arithmetic over the policy's bounds.
+
+`SUM(1)`, `SUM(CASE WHEN cond THEN 1 ELSE 0 END)`, `AVG(income / 12)` aggregate an expression
+rather than a column. The sensitivity of such a sum needs an interval [lower, upper] that holds
+the expression's value on every possible row; it is derived here from the policy alone
+(declared column bounds and the literals of the query), never from data:
+
+- a number literal v is [v, v]; a bounded numeric column is its declared [lower, upper];
+- -x, x + y, x - y, x * y are the interval operations; x / y needs y's interval to exclude 0;
+- CASE / IF take the hull of their result branches (a missing ELSE is NULL, which no sum reads);
+- LEAST / GREATEST take the least / greatest of the operands' ends, so an unbounded column can
+  be clamped explicitly: GREATEST(LEAST(x, 100), 0) is within [0, 100] whatever x is.
+
+Privacy does not rest on this arithmetic alone: the engine clamps every value into the interval
+before summing (backend/sqlgen.py), so a value outside it (float rounding, NaN) cannot raise the
+sensitivity; a tight interval only keeps the clamp from changing honest values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dpsql.accounting.cost import to_fraction
+from dpsql.catalog.model import Table
+
+
+# The largest magnitude a derived bound may have (declared column bounds are far below it).
+MAX_MAGNITUDE = Fraction(10**15)
+
+
+class NoBounds(Exception):
+    """The expression has no interval derivable from the policy; `node` is the part at fault."""
+
+    def __init__(self, reason: str, node: exp.Expr) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.node = node
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """[lower, upper] (None: unbounded on that side); `integer` when every value is an integer."""
+
+    lower: Fraction | None
+    upper: Fraction | None
+    integer: bool
+
+
+def value_bounds(node: exp.Expr, table: Table) -> Interval:
+    """The finite interval of `node` on every row of `table`, or NoBounds."""
+    interval = _interval(node, table)
+    if interval is None:
+        raise NoBounds("it is NULL on every row", node)
+    if interval.lower is None or interval.upper is None:
+        raise NoBounds("it has no upper or lower bound", node)
+    if max(abs(interval.lower), abs(interval.upper)) > MAX_MAGNITUDE:
+        # The engine sums integers on a grid (BIGINT per row): bounds this wide would overflow
+        # a cast for some rows and not others, an error that could depend on data.
+        raise NoBounds("its bounds exceed ±10^15", node)
+    return interval
+
+
+def _interval(node: exp.Expr, table: Table) -> Interval | None:
+    """The interval of `node`; None when it is always NULL."""
+    if isinstance(node, exp.Paren):
+        return _interval(node.this, table)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            raise NoBounds("a string is not a number", node)
+        try:
+            value = to_fraction(node.this)
+        except (ValueError, ZeroDivisionError):
+            raise NoBounds("the number is out of range", node) from None
+        return Interval(value, value, value.denominator == 1 and "." not in node.this and "e" not in node.this.lower())
+    if isinstance(node, exp.Column):
+        column = table.column(node.name)
+        if column is None or not column.numeric:
+            raise NoBounds(f"'{node.name}' is not a numeric column", node)
+        return Interval(column.lower, column.upper, column.type == "int")
+    if isinstance(node, exp.Neg):
+        inner = _interval(node.this, table)
+        return None if inner is None else Interval(_neg(inner.upper), _neg(inner.lower), inner.integer)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        left, right = _interval(node.this, table), _interval(node.expression, table)
+        if left is None or right is None:
+            return None
+        return _arithmetic(node, left, right)
+    if isinstance(node, exp.Case):
+        branches = [i.args["true"] for i in node.args.get("ifs") or []] + [node.args.get("default") or exp.Null()]
+        return _hull([_interval(b, table) for b in branches])
+    if isinstance(node, exp.If):
+        return _hull([_interval(node.args["true"], table), _interval(node.args.get("false") or exp.Null(), table)])
+    if isinstance(node, (exp.Least, exp.Greatest)):
+        parts = [_interval(p, table) for p in [node.this, *node.expressions]]
+        if any(p is None for p in parts):
+            return None  # DuckDB's LEAST/GREATEST skip NULLs, but one all-NULL operand is no bound either
+        return _extreme(parts, isinstance(node, exp.Greatest))  # type: ignore[arg-type]
+    raise NoBounds(f"dpsql derives no bounds through {node.key.upper()}", node)
+
+
+def _neg(value: Fraction | None) -> Fraction | None:
+    return None if value is None else -value
+
+
+def _arithmetic(node: exp.Expr, left: Interval, right: Interval) -> Interval:
+    if None in (left.lower, left.upper, right.lower, right.upper):
+        raise NoBounds("an operand has no bounds: clamp it with LEAST and GREATEST first", node)
+    a, b, c, d = left.lower, left.upper, right.lower, right.upper
+    assert a is not None and b is not None and c is not None and d is not None
+    integer = left.integer and right.integer
+    if isinstance(node, exp.Add):
+        return Interval(a + c, b + d, integer)
+    if isinstance(node, exp.Sub):
+        return Interval(a - d, b - c, integer)
+    if isinstance(node, exp.Mul):
+        corners = [a * c, a * d, b * c, b * d]
+        return Interval(min(corners), max(corners), integer)
+    if c <= 0 <= d:
+        raise NoBounds("the divisor may be 0", node.expression)
+    corners = [a / c, a / d, b / c, b / d]
+    return Interval(min(corners), max(corners), False)  # '/' divides exactly (a DOUBLE) on every engine
+
+
+def _hull(parts: list[Interval | None]) -> Interval | None:
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    lowers, uppers = [p.lower for p in present], [p.upper for p in present]
+    return Interval(None if None in lowers else min(lowers),  # type: ignore[type-var]
+                    None if None in uppers else max(uppers),  # type: ignore[type-var]
+                    all(p.integer for p in present))
+
+
+def _extreme(parts: list[Interval], greatest: bool) -> Interval:
+    def pick(values: list[Fraction | None], unbounded_wins: bool) -> Fraction | None:
+        known = [v for v in values if v is not None]
+        if len(known) < len(values) and unbounded_wins:
+            return None
+        if not known:
+            return None
+        return max(known) if greatest else min(known)
+
+    # LEAST: its upper end is the least upper end (one bounded operand suffices); its lower end
+    # is the least lower end (any unbounded operand makes it unbounded). GREATEST, mirrored.
+    lower = pick([p.lower for p in parts], unbounded_wins=not greatest)
+    upper = pick([p.upper for p in parts], unbounded_wins=greatest)
+    return Interval(lower, upper, all(p.integer for p in parts))

@@ -1,0 +1,2 @@
+-- expect: DP112
+SELECT COUNT(*) FILTER (WHERE SUM(income) > 10) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP115
+SELECT AVG(income / (age - 18)) FROM people

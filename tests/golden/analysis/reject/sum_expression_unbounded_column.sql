@@ -1,0 +1,2 @@
+-- expect: DP115
+SELECT SUM(person_id * 2) FROM people
