@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -164,7 +165,7 @@ class _Binder:
         expr = _strip_qualifiers(arg)
         name = expr.sql(dialect=Dpsql)
         if kind == "count":  # counts the rows where the value is not NULL: no bounds needed
-            return AggregateCall(kind="count", column=Column(name=name, type="float"), text=text, expr=expr)
+            return AggregateCall(kind="count", column=Column(name=name, type="text"), text=text, expr=expr)
         try:
             bounds = value_bounds(expr, self.scope.table)
         except NoBounds as missing:
@@ -173,7 +174,14 @@ class _Binder:
                                   f"policy: in '{part}', {missing.reason}", arg,
                                   "use bounded numeric columns, number literals, + - * and / by a non-zero constant, CASE, "
                                   "or clamp with GREATEST(LEAST(x, upper), lower)") from None
-        column = Column(name=name, type="int" if bounds.integer else "float", lower=bounds.lower, upper=bounds.upper)
+        if bounds.integer:
+            column = Column(name=name, type="int", lower=bounds.lower, upper=bounds.upper)
+        else:
+            # Widen the bounds onto the sum's fixed-point grid (a point interval such as SUM(9.36)
+            # would otherwise hold no grid value); the grid is then fixed as the column's precision.
+            grid = Column(name=name, type="float", lower=bounds.lower, upper=bounds.upper).grid()
+            lower, upper = math.floor(bounds.lower / grid) * grid, math.ceil(bounds.upper / grid) * grid
+            column = Column(name=name, type="float", lower=lower, upper=upper, precision=grid)
         return AggregateCall(kind=kind, column=column, text=text, expr=expr)
 
     def _robust_aggregate(self, node: exp.Expr) -> AggregateCall:

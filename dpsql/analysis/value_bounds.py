@@ -47,6 +47,7 @@ class Interval:
     lower: Fraction | None
     upper: Fraction | None
     integer: bool
+    why: NoBounds | None = None  # why a side is unbounded (reported when nothing clamps it)
 
 
 def value_bounds(node: exp.Expr, table: Table) -> Interval:
@@ -55,7 +56,7 @@ def value_bounds(node: exp.Expr, table: Table) -> Interval:
     if interval is None:
         raise NoBounds("it is NULL on every row", node)
     if interval.lower is None or interval.upper is None:
-        raise NoBounds("it has no upper or lower bound", node)
+        raise interval.why or NoBounds("it has no upper or lower bound", node)
     if max(abs(interval.lower), abs(interval.upper)) > MAX_MAGNITUDE:
         # The engine sums integers on a grid (BIGINT per row): bounds this wide would overflow
         # a cast for some rows and not others, an error that could depend on data.
@@ -81,10 +82,11 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
         column = table.column(node.name)
         if column is None or not column.numeric:
             raise NoBounds(f"'{node.name}' is not a numeric column", node)
-        return Interval(column.lower, column.upper, column.type == "int")
+        why = None if column.bounded else NoBounds(f"'{node.name}' has no declared bounds: clamp it with LEAST and GREATEST", node)
+        return Interval(column.lower, column.upper, column.type == "int", why)
     if isinstance(node, exp.Neg):
         inner = _interval(node.this, table)
-        return None if inner is None else Interval(_neg(inner.upper), _neg(inner.lower), inner.integer)
+        return None if inner is None else Interval(_neg(inner.upper), _neg(inner.lower), inner.integer, inner.why)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
         left, right = _interval(node.this, table), _interval(node.expression, table)
         if left is None or right is None:
@@ -100,7 +102,14 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
         if any(p is None for p in parts):
             return None  # DuckDB's LEAST/GREATEST skip NULLs, but one all-NULL operand is no bound either
         return _extreme(parts, isinstance(node, exp.Greatest))  # type: ignore[arg-type]
+    if isinstance(node, (exp.Func, exp.Binary, exp.Cast)) and not isinstance(node, (exp.Predicate, exp.Connector)):
+        # Any other numeric function: no bounds of its own, but LEAST/GREATEST around it can clamp it.
+        return _unbounded(NoBounds(f"dpsql derives no bounds through {node.key.upper()}: clamp it with LEAST and GREATEST", node))
     raise NoBounds(f"dpsql derives no bounds through {node.key.upper()}", node)
+
+
+def _unbounded(why: NoBounds) -> Interval:
+    return Interval(None, None, False, why)
 
 
 def _neg(value: Fraction | None) -> Fraction | None:
@@ -109,7 +118,7 @@ def _neg(value: Fraction | None) -> Fraction | None:
 
 def _arithmetic(node: exp.Expr, left: Interval, right: Interval) -> Interval:
     if None in (left.lower, left.upper, right.lower, right.upper):
-        raise NoBounds("an operand has no bounds: clamp it with LEAST and GREATEST first", node)
+        return _unbounded(left.why or right.why or NoBounds("an operand has no bounds: clamp it with LEAST and GREATEST", node))
     a, b, c, d = left.lower, left.upper, right.lower, right.upper
     assert a is not None and b is not None and c is not None and d is not None
     integer = left.integer and right.integer
@@ -121,7 +130,7 @@ def _arithmetic(node: exp.Expr, left: Interval, right: Interval) -> Interval:
         corners = [a * c, a * d, b * c, b * d]
         return Interval(min(corners), max(corners), integer)
     if c <= 0 <= d:
-        raise NoBounds("the divisor may be 0", node.expression)
+        return _unbounded(NoBounds("the divisor may be 0", node.expression))
     corners = [a / c, a / d, b / c, b / d]
     return Interval(min(corners), max(corners), False)  # '/' divides exactly (a DOUBLE) on every engine
 
@@ -133,7 +142,7 @@ def _hull(parts: list[Interval | None]) -> Interval | None:
     lowers, uppers = [p.lower for p in present], [p.upper for p in present]
     return Interval(None if None in lowers else min(lowers),  # type: ignore[type-var]
                     None if None in uppers else max(uppers),  # type: ignore[type-var]
-                    all(p.integer for p in present))
+                    all(p.integer for p in present), next((p.why for p in present if p.why is not None), None))
 
 
 def _extreme(parts: list[Interval], greatest: bool) -> Interval:
@@ -149,4 +158,4 @@ def _extreme(parts: list[Interval], greatest: bool) -> Interval:
     # is the least lower end (any unbounded operand makes it unbounded). GREATEST, mirrored.
     lower = pick([p.lower for p in parts], unbounded_wins=not greatest)
     upper = pick([p.upper for p in parts], unbounded_wins=greatest)
-    return Interval(lower, upper, all(p.integer for p in parts))
+    return Interval(lower, upper, all(p.integer for p in parts), next((p.why for p in parts if p.why is not None), None))

@@ -179,7 +179,12 @@ def _value(raw: RawAggregate) -> exp.Expr | None:
     """The per-row value an aggregate reads: its column, or its expression inside TRY (a value
     that fails on a row is NULL for that row, which no aggregate reads: no error can depend on data)."""
     if raw.expr is not None:
-        return Guarded(this=raw.expr.copy())
+        # A float value is read as a DOUBLE, like a float column: DuckDB types `9.36` or
+        # `age * 1.5` as DECIMAL, whose grid scaling could overflow outside TRY.
+        value = raw.expr.copy()
+        if raw.column is not None and raw.column.type == "float":
+            value = exp.cast(value, "DOUBLE")
+        return Guarded(this=value)
     return exp.column(raw.column.name, quoted=True) if raw.column is not None else None
 
 
