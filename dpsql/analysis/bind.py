@@ -174,13 +174,15 @@ class _Binder:
                                   f"policy: in '{part}', {missing.reason}", arg,
                                   "use bounded numeric columns, number literals, + - * and / by a non-zero constant, CASE, "
                                   "or clamp with GREATEST(LEAST(x, upper), lower)") from None
+        lower, upper = bounds.lower, bounds.upper
+        assert lower is not None and upper is not None  # value_bounds returns finite intervals only
         if bounds.integer:
-            column = Column(name=name, type="int", lower=bounds.lower, upper=bounds.upper)
+            column = Column(name=name, type="int", lower=lower, upper=upper)
         else:
             # Widen the bounds onto the sum's fixed-point grid (a point interval such as SUM(9.36)
             # would otherwise hold no grid value); the grid is then fixed as the column's precision.
-            grid = Column(name=name, type="float", lower=bounds.lower, upper=bounds.upper).grid()
-            lower, upper = math.floor(bounds.lower / grid) * grid, math.ceil(bounds.upper / grid) * grid
+            grid = Column(name=name, type="float", lower=lower, upper=upper).grid()
+            lower, upper = math.floor(lower / grid) * grid, math.ceil(upper / grid) * grid
             column = Column(name=name, type="float", lower=lower, upper=upper, precision=grid)
         return AggregateCall(kind=kind, column=column, text=text, expr=expr)
 
