@@ -71,11 +71,16 @@ def test_a01_fifty_equivalent_spellings_are_each_charged(connect, policy_file) -
     assert con.budget[0] == pytest.approx(0.5, abs=1e-12)
 
 
-def test_a01_a_cte_wrapped_equivalent_is_refused_before_the_charge(connect) -> None:
+def test_a01_cte_and_subquery_wrapped_equivalents_are_charged_like_repeats(connect) -> None:
+    # Row-level CTEs and subqueries are accepted (they are inlined over the table): each wrapped
+    # spelling is one more charged execution, exactly as a repeat of the flat query.
     con = connect(random_seed=13)
-    with pytest.raises(dpsql.ProgrammingError) as info:
-        con.execute("WITH p AS (SELECT * FROM people WHERE age > 30) " + OPT + "COUNT(*) FROM p")
-    assert info.value.code == "DP110" and con.ledger() == []
+    wrapped = ["WITH p AS (SELECT * FROM people WHERE age > 30) " + OPT + "COUNT(*) FROM p",
+               OPT + "COUNT(*) FROM (SELECT * FROM people) AS v WHERE age > 30",
+               OPT + "COUNT(*) FROM main.people WHERE age > 30"]
+    answered, charges, _ = executions_and_charges(con, [SQL, *wrapped])
+    assert answered == charges == 4
+    assert {entry.cost for entry in con.ledger()} == {con.ledger()[0].cost}
 
 
 def test_a01_negative_control_free_repeats_are_caught(connect, policy_file, monkeypatch) -> None:
