@@ -279,7 +279,9 @@ def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: 
 
 def _definition(column: exp.Column, relation: _Relation, names: set[str], sql: str, aliases: set[str]) -> exp.Expr | None:
     """The definition of a column reference, or None for an output alias (HAVING, ORDER BY, GROUP BY)."""
-    if column.args.get("db") or column.args.get("catalog") or (column.table and column.table.lower() not in names):
+    db, catalog = column.args.get("db"), column.args.get("catalog")
+    foreign = db is not None and db.name.lower() not in SCHEMAS or catalog is not None and catalog.name.lower() not in CATALOGS
+    if foreign or (column.table and column.table.lower() not in names):
         raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
                                  span=span_of(column, sql), sql=sql, hint="qualify columns with the name of the subquery or CTE")
     definitions = relation.columns.get(column.name.lower())

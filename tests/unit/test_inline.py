@@ -37,6 +37,8 @@ SAME = [
     ("WITH a AS (SELECT * FROM people WHERE age > 20), b AS (SELECT age AS years, region FROM a WHERE region <> 'x') "
      "SELECT years, COUNT(*) FROM b GROUP BY years ORDER BY years",
      'SELECT age AS "years", COUNT(*) FROM people WHERE age > 20 AND region <> \'x\' GROUP BY age ORDER BY age'),
+    ('SELECT COUNT(*) FROM (SELECT "public"."people"."dept" AS "dept" FROM "public"."people") AS "source" WHERE "source"."dept" = \'x\'',
+     "SELECT COUNT(*) FROM people WHERE dept = 'x'"),
     ("WITH unused AS (SELECT * FROM people WHERE age > 1) SELECT COUNT(*) FROM people", "SELECT COUNT(*) FROM people"),
 ]
 

@@ -24,6 +24,23 @@ def test_grouped_count_with_server_side_parameters(pg_server: PgServer) -> None:
         assert len(rows) == 12 and all(isinstance(n, int) for _, n in rows)
 
 
+@pytest.mark.parametrize("sql", [
+    # Metabase: a source subquery, every name quoted and qualified
+    'SELECT "source"."dept" AS "dept", COUNT(*) AS "count" FROM (SELECT "public"."people"."dept" AS "dept", '
+    '"public"."people"."age" AS "age" FROM "public"."people") AS "source" WHERE "source"."age" > %s '
+    'GROUP BY "source"."dept" ORDER BY "source"."dept" ASC',
+    # Superset: a virtual dataset; Tableau: SUM(1) over the schema-qualified table
+    "SELECT dept AS dept, COUNT(*) AS count FROM (SELECT * FROM people WHERE age > %s) AS virtual_table GROUP BY dept "
+    "ORDER BY count DESC LIMIT 10000",
+    'SELECT "people"."dept" AS "dept", SUM(1) AS "cnt" FROM "public"."people" "people" WHERE "people"."age" > %s '
+    'GROUP BY 1',
+])
+def test_bi_tool_shapes_are_answered(pg_server: PgServer, sql: str) -> None:
+    with psycopg.connect(pg_server.dsn()) as con:
+        rows = con.execute(sql, [40]).fetchall()
+        assert len(rows) == 12 and all(isinstance(n, int) for _, n in rows)
+
+
 def test_prepared_statement_is_reused(pg_server: PgServer) -> None:
     sql = "SELECT COUNT(*) AS n, AVG(income) AS mean FROM people WHERE dept = %s"
     with psycopg.connect(pg_server.dsn(), prepare_threshold=0) as con:
