@@ -62,7 +62,7 @@ class Session:
         self._lock = threading.RLock()
         self._default = policy.budget.default_query
         self._plans: dict[tuple[Any, ...], Any] = {}
-        charger = Charger(ledger, analyst, self.id, lambda: self.total_budget)
+        charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
         self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source())
         self.closed = False
 
@@ -93,8 +93,9 @@ class Session:
 
     @property
     def spent(self) -> PrivacyCost:
-        """What the analyst has spent so far (all sessions of the ledger)."""
-        return self._ledger.spent(self.analyst)
+        """What the analyst has spent so far (all sessions of the ledger), under the policy's
+        accountant: epsilon at the budget's delta (exact sums under "basic")."""
+        return self._executor.charger.spent()
 
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from dpsql.accounting.accountant import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.catalog.model import (
     COLUMN_TYPES,
@@ -152,7 +153,10 @@ def _number(value: Any, key: str, where: _Where) -> Fraction:
 def _budget(raw: Any, where: _Where) -> Budget:
     if not isinstance(raw, dict):
         raise where.error("budget", "must be a table")
-    _no_unknown(raw, BUDGET_KEYS, "budget.", where)
+    _no_unknown(raw, BUDGET_KEYS | {"accountant"}, "budget.", where)
+    chosen = raw.get("accountant", DEFAULT_ACCOUNTANT)
+    if chosen not in ACCOUNTANTS:
+        raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in ACCOUNTANTS)}")
     for key in BUDGET_KEYS:
         if key not in raw:
             raise where.error(f"budget.{key}", "missing", "declare all of epsilon, delta, default_query_epsilon, default_query_delta")
@@ -166,6 +170,7 @@ def _budget(raw: Any, where: _Where) -> Budget:
     return Budget(
         total=PrivacyCost(values["epsilon"], values["delta"]),
         default_query=PrivacyCost(values["default_query_epsilon"], values["default_query_delta"]),
+        accountant=chosen,
     )
 
 
