@@ -40,11 +40,16 @@ def make_policy_text(
     max_rows: int | None = None,
     max_groups: int | None = None,
     extra: str = "",
+    accountant: str | None = None,
 ) -> str:
-    """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended."""
+    """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended;
+    `accountant` adds `[budget] accountant = ...` (without it, the default "pld" applies)."""
     text = policy_text(source)
     text = _set_budget_line(text, "epsilon", float(epsilon))
     text = _set_budget_line(text, "delta", float(delta))
+    if accountant is not None:
+        text, n = re.subn(r"(?m)^(delta = \S+.*)$", lambda m: f"{m.group(1)}\naccountant = {accountant!r}", text)
+        assert n == 1
     if default_epsilon is not None:
         text = _set_budget_line(text, "default_query_epsilon", float(default_epsilon))
     if default_delta is not None:
