@@ -235,7 +235,7 @@ class PldComposition(Composition):
     def add(self, losses: Sequence[PrivacyLoss]) -> PldComposition:
         composed = self.pld
         groups = Counter(_key(x) for x in losses)
-        first = {}
+        first: dict[tuple[object, ...], PrivacyLoss] = {}
         for loss in losses:
             first.setdefault(_key(loss), loss)
         for key, times in groups.items():
@@ -274,4 +274,4 @@ def accountant(name: str) -> Accountant:
     """The accountant of that name ("pld", "zcdp" or "basic")."""
     if name not in ACCOUNTANTS:
         raise ValueError(f"unknown accountant {name!r}: use one of {', '.join(ACCOUNTANTS)}")
-    return Accountant(name)  # type: ignore[arg-type]
+    return Accountant(name)
