@@ -135,6 +135,44 @@ def test_random_histories_are_never_under_stated(seed: int) -> None:
     assert_sound(stepwise.epsilon_at(DELTA), exact, basic)
 
 
+def exact_epsilon_discrete_laplace(sensitivity: int, scale: int, k: int, delta: float) -> float:
+    """k-fold discrete Laplace of integer sensitivity s, exactly: the loss a(|x - s| - |x|) takes the
+    values a(s - 2x) on a lattice of step a, so the k-fold loss is an integer convolution."""
+    import numpy as np
+
+    a = 1 / scale
+    norm = (1 + math.exp(-a)) / (1 - math.exp(-a))
+    single = np.zeros(2 * sensitivity + 1)  # index j: loss a (j - s)
+    single[2 * sensitivity] = 1 / (1 - math.exp(-a)) / norm  # x <= 0
+    single[0] = math.exp(-a * sensitivity) / (1 - math.exp(-a)) / norm  # x >= s
+    for x in range(1, sensitivity):
+        single[sensitivity - 2 * x + sensitivity] += math.exp(-a * x) / norm
+    dist = np.array([1.0])
+    for _ in range(k):
+        dist = np.convolve(dist, single)
+    losses = (np.arange(len(dist)) - sensitivity * k) * a
+
+    def profile(eps: float) -> float:
+        above = losses > eps
+        return float(np.sum(dist[above] * -np.expm1(eps - losses[above])))
+
+    lo, hi = 0.0, k * sensitivity * a
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if profile(mid) <= delta else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize(("sensitivity", "k"), [(3, 564), (3, 100), (2, 250)])
+def test_discrete_laplace_of_larger_sensitivity_is_never_under_stated(sensitivity: int, k: int) -> None:
+    eps0 = Fraction(1, 100)  # scale = sensitivity / eps0, as COUNT(*) over max_rows = 3 is charged
+    exact = exact_epsilon_discrete_laplace(sensitivity, sensitivity * 100, k, 1e-6)
+    assert exact < exact_epsilon([(0.01, k)], [], 1e-6)  # tighter than randomized response at 0.01
+    spent = accountant("pld").empty().add([laplace(eps0, sensitivity)] * k).epsilon_at(DELTA)
+    assert_sound(spent, exact, k * eps0)
+    assert float(spent) <= exact + k * 1e-4
+
+
 def test_negative_control_a_dropped_term_is_caught() -> None:
     losses = [laplace(Fraction(1234, 100_000))] * 100 + [approx(Fraction(1, 2))]
     exact = exact_epsilon([(0.01234, 100), (0.5, 1)], [], 1e-6)
