@@ -24,6 +24,7 @@ Float results are rounded up (a relative margin of 1e-9) so float rounding canno
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -108,6 +109,7 @@ class Composition(ABC):
         self.basic_epsilon = epsilon  # the exact basic-composition sums, a cap for every accountant
         self.basic_delta = delta
         self.count = count  # terms composed
+        self._epsilons: dict[Fraction, Fraction | None] = {}  # epsilon_at, memoised (the object never changes)
 
     @abstractmethod
     def add(self, losses: Sequence[PrivacyLoss]) -> Composition:
@@ -120,14 +122,22 @@ class Composition(ABC):
     def epsilon_at(self, delta: Fraction) -> Fraction | None:
         """The epsilon spent at ``delta`` (the history is (epsilon, delta)-DP); None when no finite
         epsilon holds (e.g. the terms' deltas alone pass ``delta``)."""
-        basic = self.basic_epsilon if self.basic_delta <= delta else None
-        tight = self._tight_epsilon(delta) if self.count else Fraction(0)
-        candidates = [e for e in (basic, tight) if e is not None]
-        return min(candidates) if candidates else None
+        if delta not in self._epsilons:
+            basic = self.basic_epsilon if self.basic_delta <= delta else None
+            tight = self._tight_epsilon(delta) if self.count else Fraction(0)
+            candidates = [e for e in (basic, tight) if e is not None]
+            self._epsilons[delta] = min(candidates) if candidates else None
+        return self._epsilons[delta]
 
     def fits(self, budget: PrivacyCost) -> bool:
-        """Whether the history is within ``budget``: epsilon at the budget's delta <= its epsilon."""
-        spent = self.epsilon_at(budget.delta)
+        """Whether the history is within ``budget``: epsilon at the budget's delta <= its epsilon
+        (under basic composition, or under the accountant's own bound)."""
+        if self.basic_epsilon <= budget.epsilon and self.basic_delta <= budget.delta:
+            return True
+        return self._tight_fits(budget)
+
+    def _tight_fits(self, budget: PrivacyCost) -> bool:
+        spent = self._tight_epsilon(budget.delta) if self.count else Fraction(0)
         return spent is not None and spent <= budget.epsilon
 
     def spent(self, budget: PrivacyCost) -> PrivacyCost:
@@ -202,7 +212,15 @@ def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction) -> Any:
 
 
 def pld_of(loss: PrivacyLoss) -> Any:
-    """The pessimistic privacy-loss distribution of one term (a dp-accounting object)."""
+    """The pessimistic privacy-loss distribution of one term (a dp-accounting object, shared:
+    composing never modifies it)."""
+    return _pld_of(_key(loss))
+
+
+@functools.lru_cache(maxsize=256)
+def _pld_of(key: tuple[Any, ...]) -> Any:
+    family, epsilon, delta, sensitivity, scale, sigma2 = key
+    loss = PrivacyLoss(family, "", epsilon, delta, sensitivity, scale, sigma2)
     pld = _pld_module()
     if loss.family == "discrete_laplace" and loss.scale and loss.sensitivity:
         k = math.ceil(loss.sensitivity)
@@ -244,6 +262,15 @@ class PldComposition(Composition):
                 part = part.self_compose(times)
             composed = part if composed is None else composed.compose(part)
         return PldComposition(*self._sums(losses), pld=composed)
+
+    def _tight_fits(self, budget: PrivacyCost) -> bool:
+        # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the
+        # library computes delta(E) with numpy, epsilon(D) in a Python loop. E is rounded down and
+        # delta(E) up, so rounding can only refuse.
+        if self.pld is None:
+            return True
+        delta = float(self.pld.get_delta_for_epsilon(_float_down(budget.epsilon)))
+        return delta * (1 + _MARGIN) + 1e-18 <= budget.delta
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
         if self.pld is None:

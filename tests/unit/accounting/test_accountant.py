@@ -259,3 +259,12 @@ def test_ledger_entries_without_matching_terms_enter_as_their_whole_cost() -> No
 def test_unknown_accountant_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown accountant"):
         accountant("rdp")
+
+
+def test_the_pld_check_by_delta_agrees_with_epsilon_at_delta() -> None:
+    """fits() compares delta(E) with D (fast); the reported epsilon(D) must tell the same story."""
+    budget = PrivacyCost(1, DELTA)
+    base = accountant("pld").empty().add([laplace(Fraction(1, 100))] * 550)
+    for _ in range(20):
+        assert base.fits(budget) == (base._tight_epsilon(DELTA) <= 1)
+        base = base.add([laplace(Fraction(1, 100))])
