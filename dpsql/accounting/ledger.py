@@ -11,6 +11,7 @@ summed in Python. Every storage failure becomes a ``LedgerError``: the ledger fa
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -75,9 +76,15 @@ def _total(rows: Iterable[TotalRow]) -> tuple[Fraction, Fraction]:
 def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
     """Each row's loss terms (an unreadable params column fails closed)."""
     try:
-        return [losses_of(json.loads(params), _cost(*fractions)) for _, params, *fractions in rows]  # type: ignore[misc]
+        return [_row_losses(params, *fractions) for _, params, *fractions in rows]  # type: ignore[misc]
     except (ValueError, TypeError) as err:
         raise LedgerError("the budget ledger holds invalid parameters") from err
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> tuple[PrivacyLoss, ...]:
+    """One row's terms; repeated queries repeat their rows' text, so a rebuild parses each once."""
+    return losses_of(json.loads(params), _cost(eps_num, eps_den, delta_num, delta_den))
 
 
 # A cached composition: (charges composed, largest id composed, the composition).
