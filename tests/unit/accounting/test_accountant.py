@@ -268,3 +268,19 @@ def test_the_pld_check_by_delta_agrees_with_epsilon_at_delta() -> None:
     for _ in range(20):
         assert base.fits(budget) == (base._tight_epsilon(DELTA) <= 1)
         base = base.add([laplace(Fraction(1, 100))])
+
+
+def test_the_policy_chooses_the_accountant_and_defaults_to_pld(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dpsql.catalog.loader import load_policy
+    from dpsql.demo.people import policy_text
+    from dpsql.errors import CatalogError
+
+    text = policy_text(None)
+    (tmp_path / "a.toml").write_text(text, encoding="utf-8")
+    assert load_policy(tmp_path / "a.toml").budget.accountant == "pld"
+    for name in ("zcdp", "basic"):
+        (tmp_path / "b.toml").write_text(text.replace("[budget]", f'[budget]\naccountant = "{name}"', 1), encoding="utf-8")
+        assert load_policy(tmp_path / "b.toml").budget.accountant == name
+    (tmp_path / "c.toml").write_text(text.replace("[budget]", '[budget]\naccountant = "rdp"', 1), encoding="utf-8")
+    with pytest.raises(CatalogError, match="budget.accountant"):
+        load_policy(tmp_path / "c.toml")
