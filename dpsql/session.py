@@ -28,6 +28,7 @@ from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.executor import Executor
 from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.noise import noise_info
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
@@ -41,11 +42,13 @@ PLAN_CACHE_SIZE = 256
 class Description:
     """What a statement returns and takes, known without data or budget (pgwire Describe).
 
-    `parameter_types` holds policy type names ("int", "float", "text", "bool", "date") or None.
+    `parameter_types` holds policy type names ("int", "float", "text", "bool", "date") or None;
+    `noisy` flags the columns an answer adds noise to (they get a NoiseInfo and a ± interval).
     """
 
     columns: tuple[ResultColumn, ...]
     parameter_types: tuple[str | None, ...]
+    noisy: tuple[bool, ...] = ()
 
 
 class Session:
@@ -147,6 +150,7 @@ class Session:
         """
         self._check_open()
         types = parameter_types(sql, self.policy) if parameters is None else ()
+        noisy: tuple[bool, ...] = ()
         with self._lock:
             statement, compiled = self.compile(sql, parameters if parameters is not None else stand_ins(types))
             if statement.kind == "explain":
@@ -157,7 +161,8 @@ class Session:
                 columns = self._executor.describe_public(compiled)
             else:
                 columns = self._executor.describe_private(compiled)
-        return Description(columns, types)
+                noisy = tuple(info is not None for info in noise_info(compiled))
+        return Description(columns, types, noisy)
 
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""

@@ -28,11 +28,12 @@ from dpsql.errors import CatalogQueryError, NotSupportedError
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import calls_catalog_function, check_probe
+from dpsql.server.session_views import is_session_view
 
 log = logging.getLogger("dpsql.server")
 PG_SCHEMA, INFO_SCHEMA = "pgc", "pgi"
 VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private SQL; catalog emulation)"
-Route = Literal["catalog", "session"]
+Route = Literal["catalog", "session", "views"]
 ROUTE_CACHE_SIZE = 512
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
 _TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode"})  # sqlglot may read unnest as explode
@@ -76,6 +77,7 @@ class Answer:
     columns: tuple[tuple[str, int], ...]
     rows: list[tuple[Any, ...]]
     tag: str
+    notice: str | None = None  # sent as a NoticeResponse after the rows (a private answer's intervals)
 
 
 def _macros() -> list[str]:
@@ -180,6 +182,8 @@ class CatalogEmulation:
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         tables = list(tree.find_all(exp.Table))
         reads_catalog = False
+        if any(is_session_view(t) for t in tables) and all(is_session_view(t) or (t.name.lower() in ctes and not t.db) for t in tables):
+            return "views", tree  # the session's own state (dpsql.last_query, dpsql.ledger, dpsql.budget)
         for table in tables:
             if isinstance(table.this, exp.Func):
                 if _function_name(table.this) not in _TABLE_FUNCTIONS:

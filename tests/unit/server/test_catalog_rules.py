@@ -81,6 +81,11 @@ def test_client_probes_pass(sql: str) -> None:
         ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t", "session"),
         ("SELECT count(*) FROM generate_series(1, 1000000000)", "session"),
         ("SELECT COUNT(*) FROM people", "session"),
+        ("SELECT * FROM dpsql.last_query", "views"),
+        ("WITH l AS (SELECT * FROM dpsql.ledger) SELECT count(*) FROM l", "views"),
+        ("SELECT * FROM dpsql.ledger, people", "session"),  # a private table: the Session refuses the mix
+        ("SELECT * FROM dpsql.ledger, pg_class", "session"),
+        ("SELECT * FROM dpsql.nonsense", "session"),
     ],
 )
 def test_only_catalog_reads_take_the_catalog_route(emulation: CatalogEmulation, sql: str, route: str) -> None:
