@@ -116,6 +116,14 @@ def _macros() -> list[str]:
         "CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01 00:00:00'",
         "CREATE MACRO pg_encoding_to_char(e) AS 'UTF8'",
         "CREATE MACRO pg_get_serial_sequence(t, c) AS " + none,
+        # information_schema._pg_expandarray(int2vector): one (x, n) row per element (JDBC getPrimaryKeys/getIndexInfo).
+        "CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(generate_series(1, len(a)), lambda i: {'x': a[i], 'n': i}))",
+        # Session times: the server's clock, as PostgreSQL's functions of the same names.
+        "CREATE MACRO now() AS get_current_timestamp()",
+        "CREATE MACRO transaction_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO statement_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO clock_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO timeofday() AS strftime(get_current_timestamp(), '%a %b %d %H:%M:%S.%f %Y %Z')",
     ]
     constant = {
         "pg_get_userbyid(o)": "'dpsql'", "pg_table_is_visible(o)": "true", "pg_type_is_visible(o)": "true",
@@ -297,9 +305,46 @@ def _literal_name(node: exp.Expr, keep_schema: bool = False) -> exp.Expr:
     return exp.cast(node, exp.DataType.build("VARCHAR"))
 
 
+def _array_elements(text: str) -> list[str | None] | None:
+    """The elements of a one-dimensional PostgreSQL array literal ('{r,p,""}'), or None if it is not one."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    body, elements, index = text[1:-1], [], 0
+    while index < len(body):
+        if body[index] == '"':
+            value, index = [], index + 1
+            while index < len(body) and body[index] != '"':
+                if body[index] == "\\" and index + 1 < len(body):
+                    index += 1
+                value.append(body[index])
+                index += 1
+            elements.append("".join(value))
+            index += 1
+        else:
+            end = body.find(",", index)
+            end = len(body) if end < 0 else end
+            word = body[index:end].strip()
+            if "{" in word or '"' in word:
+                return None  # nested or malformed: left to the engine's refusal
+            elements.append(None if word.upper() == "NULL" else word)
+            index = end
+        if index < len(body):
+            if body[index] != ",":
+                return None
+            index += 1
+    return elements
+
+
 def _cast(node: exp.Cast) -> exp.Expr:
     target = _type_name(node.to)
     arg = node.this
+    if isinstance(arg, exp.Literal) and arg.is_string and target.endswith("[]"):
+        elements = _array_elements(arg.this)
+        if elements is not None:  # '{r,p,""}'::varchar[] (pgcli's \dt): DuckDB casts only '[...]' text
+            items = [exp.Null() if e is None else exp.Literal.string(e) for e in elements]
+            arg = exp.Array(expressions=items)
+            node = exp.Cast(this=arg, to=node.to)
     literal = isinstance(arg, (exp.Literal, exp.Placeholder, exp.Parameter))
     reg = {"regclass": "regclass", "regtype": "regtype", "regnamespace": "regnamespace"}
     if target in reg and not literal and isinstance(node.parent, _COMPARISONS):
@@ -336,11 +381,29 @@ def _operator(node: exp.Operator) -> exp.Expr:
 def _any(node: exp.Expr) -> exp.Expr:
     """`x = ANY(array)` -> list_contains(array, x); `x <> ALL(array)` -> NOT list_contains(...)."""
     other = node.expression
-    if isinstance(node, exp.EQ) and isinstance(other, exp.Any) and not isinstance(other.this, exp.Query):
-        return exp.func("list_contains", other.this, node.this)
-    if isinstance(node, exp.NEQ) and isinstance(other, exp.All) and not isinstance(other.this, exp.Query):
-        return exp.Not(this=exp.func("list_contains", other.this, node.this))
+    if not isinstance(other, (exp.Any, exp.All)) or isinstance(other.this, exp.Query):
+        return node
+    array = other.this.unnest() if isinstance(other.this, exp.Paren) else other.this
+    if isinstance(array, exp.Literal) and array.is_string:  # ANY('{r,p,""}'): an array literal in text
+        elements = _array_elements(array.this)
+        if elements is not None:
+            array = exp.Array(expressions=[exp.Null() if e is None else exp.Literal.string(e) for e in elements])
+    if isinstance(node, exp.EQ) and isinstance(other, exp.Any):
+        return exp.func("list_contains", array, node.this)
+    if isinstance(node, exp.NEQ) and isinstance(other, exp.All):
+        return exp.Not(this=exp.func("list_contains", array, node.this))
     return node
+
+
+_CLOCKS = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Localtimestamp, exp.Localtime)
+
+
+def _clock(node: exp.Expr) -> exp.Expr:
+    """now(), current_date, current_time, localtimestamp, localtime: the server's clock (DuckDB
+    reads the bare keywords as column names once the output is named after them)."""
+    now = exp.Anonymous(this="get_current_timestamp", expressions=[])
+    target = {exp.CurrentDate: "DATE", exp.CurrentTime: "TIMETZ", exp.Localtimestamp: "TIMESTAMP", exp.Localtime: "TIME"}.get(type(node))
+    return exp.cast(now, exp.DataType.build(target, dialect="duckdb")) if target else now
 
 
 def _client_value(node: exp.Expr, client: ClientState) -> exp.Expr | None:
@@ -359,8 +422,10 @@ def _client_value(node: exp.Expr, client: ClientState) -> exp.Expr | None:
 
 
 def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
-    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() == "pg_catalog":
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() in ("pg_catalog", "information_schema"):
         return node.expression
+    if isinstance(node, _CLOCKS):
+        return _clock(node)
     if isinstance(node, exp.Table):
         return _table(node)
     if isinstance(node, exp.Column) and node.args.get("db") is not None:

@@ -37,7 +37,7 @@ _CLASS_NAMES = (
     "Count", "Min", "Max", "Sum", "Avg", "LogicalAnd", "LogicalOr", "GroupConcat", "RowNumber", "Rank", "DenseRank",
     "FirstValue", "LastValue", "Lag", "Lead", "JSONObject", "JSONArrayAgg",
     # numbers and times
-    "Abs", "Sign", "Round", "Floor", "Ceil", "Extract", "Localtimestamp",
+    "Abs", "Sign", "Round", "Floor", "Ceil", "Extract", "Localtimestamp", "Localtime",
 )  # fmt: skip
 ALLOWED_CLASSES: frozenset[type] = frozenset(c for c in (getattr(exp, n, None) for n in _CLASS_NAMES) if c is not None)
 
@@ -61,6 +61,7 @@ ALLOWED_NAMES = frozenset({
     "current_user", "session_user", "current_role", "regexp_split_to_table", "array_agg", "string_agg",
     "bool_and", "bool_or", "every", "row_number", "lower", "upper", "length", "char_length", "octet_length", "coalesce",
     "nullif", "jsonb_agg", "row_to_json", "quote_literal", "regexp_match", "regexp_matches",
+    "_pg_expandarray", "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday",
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip
 _SERIES = frozenset({"generate_series"})
@@ -150,10 +151,13 @@ def _array_size(node: exp.Expr | None) -> bool:
 
 _CATALOG_CLASSES = tuple(
     c for c in (getattr(exp, n, None) for n in ("CurrentDatabase", "CurrentCatalog", "CurrentSchema", "CurrentSchemas",
-                                                "CurrentUser", "SessionUser", "CurrentRole", "CurrentVersion"))
+                                                "CurrentUser", "SessionUser", "CurrentRole", "CurrentVersion",
+                                                "CurrentTimestamp", "CurrentDate", "CurrentTime", "Localtimestamp", "Localtime"))
     if c is not None
 )  # fmt: skip
 _CATALOG_PREFIXES = ("pg_", "has_", "to_reg", "current_")
+_CATALOG_NAMES = frozenset({"version", "format_type", "obj_description", "col_description", "_pg_expandarray", "now",
+                            "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday"})
 
 
 def calls_catalog_function(tree: exp.Expr) -> bool:
@@ -163,6 +167,6 @@ def calls_catalog_function(tree: exp.Expr) -> bool:
             return True
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
-            if name in ("version", "format_type", "obj_description", "col_description") or name.startswith(_CATALOG_PREFIXES):
+            if name in _CATALOG_NAMES or name.startswith(_CATALOG_PREFIXES):
                 return True
     return False

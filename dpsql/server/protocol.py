@@ -31,6 +31,7 @@ from dpsql.session import Session
 log = logging.getLogger("dpsql.server")
 NO_DATA = "NO_DATA"
 CI_COLUMNS = "dpsql.ci_columns"
+_CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
 
 
 @dataclass
@@ -93,6 +94,7 @@ class PgConnection:
         self._statements: dict[str, Prepared] = {}
         self._portals: dict[str, Portal] = {}
         self._last: session_views.LastStatement | None = None  # the last private answer (dpsql.last_query)
+        self._cursors: dict[str, Portal] = {}  # DECLAREd cursors over released answers
 
     @property
     def authenticated(self) -> bool:
@@ -352,7 +354,7 @@ class PgConnection:
         return statement
 
     def _portal(self, name: str) -> Portal:
-        portal = self._portals.get(name)
+        portal = self._portals.get(name) or self._cursors.get(name)
         if portal is None:
             raise ServerError("34000", f'portal "{name}" does not exist')
         return portal
@@ -366,6 +368,8 @@ class PgConnection:
         command = utility(sql)
         if self.tx == "E" and (command is None or command.kind not in ("commit", "rollback")):
             raise ServerError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        if command is not None and command.kind in _CURSOR_KINDS:
+            return self._cursor(command, params)
         if command is not None and not _is_session_setting(command):
             return self._utility(command)
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
@@ -387,6 +391,38 @@ class PgConnection:
         """`SET dpsql.ci_columns = on`: a `<col>_ci95` column after each noisy column."""
         assert self.client is not None
         return self.client.setting(CI_COLUMNS) == "on"
+
+    def _cursor(self, command: Utility, params: Sequence[Any]) -> Answer:
+        """DECLARE runs its query once (charged, noised and released like any other); FETCH and
+        MOVE then page through that released answer, forward only, and CLOSE drops it."""
+        if command.kind == "close":
+            if command.name is None:
+                self._cursors.clear()
+            elif self._cursors.pop(command.name, None) is None:
+                raise ServerError("34000", f'cursor "{command.name}" does not exist')
+            return Answer((), [], command.tag)
+        if command.name is None or command.value is None:
+            raise ServerError("42601", f"{command.tag} statement not accepted by dpsql: expected DECLARE name CURSOR FOR query, "
+                                       "FETCH [FORWARD] [count | ALL] [FROM] name, or CLOSE name")  # fmt: skip
+        if command.kind == "declare":
+            if command.name in self._cursors:
+                raise ServerError("42P03", f'cursor "{command.name}" already exists')
+            answer = self._run(command.value, params)
+            if not answer.columns:
+                raise ServerError("42601", "DECLARE CURSOR not accepted by dpsql: the cursor's statement must return rows")
+            self._cursors[command.name] = Portal(Prepared(command.value, ()), list(params), (0,), answer.columns, answer)
+            return Answer((), [], command.tag, answer.notice)
+        cursor = self._cursors.get(command.name)
+        if cursor is None or cursor.answer is None:
+            raise ServerError("34000", f'cursor "{command.name}" does not exist')
+        if command.value == "BACKWARD":
+            raise ServerError("0A000", f"{command.tag} not accepted by dpsql: cursors move forward only (FETCH [FORWARD] count | ALL)")
+        rows = cursor.answer.rows
+        end = len(rows) if command.value == "ALL" else min(len(rows), cursor.sent + int(command.value))
+        start, cursor.sent = cursor.sent, end
+        if command.kind == "move":
+            return Answer((), [], f"MOVE {end - start}")
+        return Answer(cursor.answer.columns, rows[start:end], f"FETCH {end - start}")
 
     def _utility(self, command: Utility) -> Answer:
         assert self.client is not None
@@ -453,6 +489,8 @@ class PgConnection:
         assert self.client is not None
         if command.kind == "show" and (command.name or "").lower().startswith("dpsql."):
             return ((command.name.lower(), pgtypes.TEXT),)  # type: ignore[union-attr]
+        if command.kind == "fetch" and command.name in self._cursors:
+            return self._cursors[command.name].columns or ()
         if command.kind == "show" and command.name is not None:
             return self.ctx.emulation.show(command.name, self.client).columns
         return ()
