@@ -27,7 +27,7 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import CatalogQueryError, NotSupportedError
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
-from dpsql.server.catalog_rules import calls_catalog_function, check_probe
+from dpsql.server.catalog_rules import calls_catalog_function, check_probe, format_parts
 from dpsql.server.session_views import is_session_view
 
 log = logging.getLogger("dpsql.server")
@@ -36,7 +36,7 @@ VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private
 Route = Literal["catalog", "session", "views"]
 ROUTE_CACHE_SIZE = 512
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
-_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode"})  # sqlglot may read unnest as explode
+_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode", "string_to_array"})  # sqlglot may read unnest as explode
 _USER_FUNCTIONS = frozenset({"current_user", "session_user", "user", "current_role"})
 
 
@@ -96,6 +96,7 @@ def _macros() -> list[str]:
         " (n, missing_ok) AS (SELECT setting FROM pgc.pg_settings WHERE lower(name) = lower(n))",
         "CREATE MACRO array_upper(a, d) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL ELSE len(a) END",
         "CREATE MACRO array_lower(a, d) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL ELSE 1 END",
+        "CREATE MACRO __quote_literal(s) AS chr(39) || replace(s, chr(39), chr(39) || chr(39)) || chr(39)",
         "CREATE MACRO quote_ident(s) AS CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s"
         " ELSE '\"' || replace(s, '\"', '\"\"') || '\"' END",
         "CREATE MACRO __regclass_oid(n) AS (SELECT min(c.oid) FROM pgc.pg_class c JOIN pgc.pg_namespace s ON s.oid = c.relnamespace"
@@ -120,6 +121,7 @@ def _macros() -> list[str]:
         "CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(generate_series(1, len(a)), lambda i: {'x': a[i], 'n': i}))",
         # Session times: the server's clock, as PostgreSQL's functions of the same names.
         "CREATE MACRO now() AS get_current_timestamp()",
+        "CREATE MACRO parse_ident(s) AS list_transform(string_split(s, '.'), lambda p: trim(p, '\"'))",
         "CREATE MACRO transaction_timestamp() AS get_current_timestamp()",
         "CREATE MACRO statement_timestamp() AS get_current_timestamp()",
         "CREATE MACRO clock_timestamp() AS get_current_timestamp()",
@@ -351,6 +353,8 @@ def _cast(node: exp.Cast) -> exp.Expr:
         return exp.cast(arg, exp.DataType.build("BIGINT"))  # compared: the OID, as the other side will be
     if target in reg:
         kind = reg[target]
+        if isinstance(arg, (exp.Concat, exp.DPipe)):  # text built in the query (format('%I.%I', ...)::regclass): a name
+            return exp.func(f"__{kind}_oid", exp.func("replace", arg, exp.Literal.string('"'), exp.Literal.string("")))
         name = _literal_name(arg, keep_schema=kind == "regclass") if literal else arg
         return exp.func(f"__{kind}_oid" if literal else f"__{kind}_name", name)
     if target in ("regrole",):
@@ -398,6 +402,28 @@ def _any(node: exp.Expr) -> exp.Expr:
 _CLOCKS = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Localtimestamp, exp.Localtime)
 
 
+def _format(node: exp.Format) -> exp.Expr:
+    """PostgreSQL's format('%I.%I', a, b) as a concatenation (DuckDB's format() is another language)."""
+    parts = format_parts(node)
+    if parts is None:
+        return node  # refused by check_probe before any rewrite
+    pieces: list[exp.Expr] = []
+    for part in parts:
+        if isinstance(part, str):
+            pieces.append(exp.Literal.string(part))
+            continue
+        spec, argument = part
+        text: exp.Expr = exp.cast(argument, exp.DataType.build("VARCHAR"))
+        if spec == "s":
+            text = exp.Coalesce(this=text, expressions=[exp.Literal.string("")])  # PostgreSQL: NULL is ''
+        elif spec == "I":
+            text = exp.Anonymous(this="quote_ident", expressions=[text])
+        elif spec == "L":
+            text = exp.Coalesce(this=exp.Anonymous(this="__quote_literal", expressions=[text]), expressions=[exp.Literal.string("NULL")])
+        pieces.append(text)
+    return exp.Concat(expressions=pieces or [exp.Literal.string("")])
+
+
 def _clock(node: exp.Expr) -> exp.Expr:
     """now(), current_date, current_time, localtimestamp, localtime: the server's clock (DuckDB
     reads the bare keywords as column names once the output is named after them)."""
@@ -426,6 +452,8 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
         return node.expression
     if isinstance(node, _CLOCKS):
         return _clock(node)
+    if isinstance(node, exp.Format):
+        return _format(node)
     if isinstance(node, exp.Table):
         return _table(node)
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
@@ -448,6 +476,10 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
 
 
 def _table(node: exp.Table) -> exp.Expr:
+    if isinstance(node.this, exp.StringToArray):
+        # A scalar function in FROM is one row whose column has the alias's name (Grafana's `string_to_array(...) s`).
+        alias = node.alias or "string_to_array"
+        return exp.select(exp.alias_(node.this, alias, quoted=True)).subquery(alias)
     if isinstance(node.this, exp.Func) or isinstance(node.this, exp.Anonymous):
         node.set("db", None)
         alias = node.args.get("alias")

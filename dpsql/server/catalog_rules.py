@@ -61,7 +61,7 @@ ALLOWED_NAMES = frozenset({
     "current_user", "session_user", "current_role", "regexp_split_to_table", "array_agg", "string_agg",
     "bool_and", "bool_or", "every", "row_number", "lower", "upper", "length", "char_length", "octet_length", "coalesce",
     "nullif", "jsonb_agg", "row_to_json", "quote_literal", "regexp_match", "regexp_matches",
-    "_pg_expandarray", "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday",
+    "_pg_expandarray", "parse_ident", "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday",
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip
 _SERIES = frozenset({"generate_series"})
@@ -83,11 +83,41 @@ def check_probe(tree: exp.Expr) -> None:
         name = _name(node)
         if isinstance(node, (exp.GenerateSeries, exp.ExplodingGenerateSeries)) or name in _SERIES:
             _check_series(node)
+        elif isinstance(node, exp.Format):
+            if format_parts(node) is None:
+                raise refuse("format() in a catalog query takes a constant format of %s, %I, %L and %%",
+                             "catalog queries are bounded statically; use a constant format string")
         elif isinstance(node, exp.Anonymous):
             if name not in ALLOWED_NAMES:
                 raise _unavailable(name)
         elif type(node) not in ALLOWED_CLASSES:
             raise _unavailable(name)
+
+
+def format_parts(node: exp.Format) -> list[str | tuple[str, exp.Expr]] | None:
+    """format('%I.%I', a, b) as text pieces and (specifier, argument) pairs; None unless the format
+    is a constant with only %s, %I, %L and %% (no widths, no positions), one argument each."""
+    pattern = node.this
+    if not isinstance(pattern, exp.Literal) or not pattern.is_string:
+        return None
+    arguments = list(node.expressions)
+    parts: list[str | tuple[str, exp.Expr]] = []
+    text, index = pattern.this, 0
+    while index < len(text):
+        char = text[index]
+        if char != "%":
+            parts.append(char)
+            index += 1
+            continue
+        spec = text[index + 1 : index + 2]
+        if spec == "%":
+            parts.append("%")
+        elif spec in ("s", "I", "L") and arguments:
+            parts.append((spec, arguments.pop(0)))
+        else:
+            return None
+        index += 2
+    return parts if not arguments else None
 
 
 def _name(node: exp.Func) -> str:
@@ -115,8 +145,8 @@ def _check_series(node: exp.Func) -> None:
         assert start is not None and end is not None
         if abs(end - start) <= MAX_SERIES and (len(bounds) < 3 or _integer(bounds[2]) not in (None, 0)):
             return
-    elif len(bounds) == 2 and constants[0] is not None and _array_size(bounds[1]):
-        return
+    elif len(bounds) == 2 and (constants[0] is not None or _array_size(bounds[0])) and _array_size(bounds[1]):
+        return  # an array's bounds (Grafana: array_lower(a, 1) .. array_upper(a, 1)): no larger than the array
     raise refuse(f"generate_series in a catalog query needs constant bounds at most {MAX_SERIES} apart, or an array's size",
                  "catalog queries are bounded statically; generate fewer values")
 
