@@ -175,6 +175,9 @@ class Budget:
 
     total: PrivacyCost
     default_query: PrivacyCost
+    # `ledger = "path"`: the data owner fixes where charges are recorded (a SQLite file, resolved
+    # against the policy's directory, or a postgresql:// URL); no front end may choose another.
+    ledger: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
