@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.render import REFUSED, format_value, refusal
+from dpsql.render import REFUSED, format_value, refusal, utility_notes
 from dpsql.result import NoisyResult, ResultColumn
 
 CI_SUFFIX = "_ci95"
@@ -37,7 +37,7 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
     for index, (column, info) in enumerate(zip(result.columns, result.noise_info)):
         if info is None:
             continue
-        widths = [float(row[index]) for row in result.cell_ci95 if row[index] is not None]
+        widths = [float(w) for row in result.cell_ci95 if (w := row[index]) is not None]
         mechanism = info.get("mechanism", "")
         if widths:
             intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
@@ -49,6 +49,7 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
         lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
     lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}")
     lines.extend(reasons)
+    lines.extend(f"dpsql: {note}" for note in utility_notes(result))
     return "\n".join(lines)
 
 

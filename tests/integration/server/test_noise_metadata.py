@@ -31,7 +31,7 @@ def test_psycopg_gets_one_notice_per_private_answer(pg_server: PgServer) -> None
         con.execute("SELECT 1").fetchall()  # a catalog probe: no notice
         con.execute(QUERY).fetchall()
     assert len(notices) == 2
-    assert NOTICE.fullmatch(notices[0]), notices[0]
+    assert NOTICE.match(notices[0]), notices[0]
     # The remaining budget falls by the cost of the second answer.
     assert _remaining_epsilon(notices[0]) - _remaining_epsilon(notices[1]) == pytest.approx(0.1)
 
@@ -132,3 +132,15 @@ def test_psql_shows_the_notice(pg_server: PgServer) -> None:
     assert result.returncode == 0, result.stderr
     assert "NOTICE:  dpsql: 95% intervals: n ± " in result.stderr
     assert "remaining budget epsilon" in result.stderr
+
+
+def test_notice_says_when_the_noise_swamps_a_value(pg_server: PgServer) -> None:
+    notices: list[str] = []
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as con:
+        con.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        rows = con.execute("SELECT dept, COUNT(*) AS n FROM people WHERE age > 85 GROUP BY dept").fetchall()
+        widths = [w for (w,) in con.execute("SELECT ci95 FROM dpsql.last_query ORDER BY row_number").fetchall()]
+    swamped = sum(1 for (_, n), w in zip(rows, widths) if abs(n) <= w)
+    assert swamped > 0  # small groups at epsilon 0.1: the noise dominates
+    assert f"dpsql: n: the 95% interval is wider than the value in {swamped} of 12 rows" in notices[0]
+    assert "a larger epsilon (SET dpsql.epsilon), coarser groups or tighter policy bounds would help" in notices[0]
