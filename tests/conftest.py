@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.demo.people import generate_people, policy_text
+from dpsql.demo.people import DEMO_VERSION, PARQUET_NAME, POLICY_NAME, ensure_demo, generate_people, policy_text
 
 PEOPLE_ROWS = 3000
 PEOPLE_SEED = 20261122
@@ -64,6 +64,24 @@ def make_policy_text(
 
 
 PolicyFactory = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def demo_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled demo's policy file, its data written once per test session."""
+    return ensure_demo(tmp_path_factory.mktemp("demo-source"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_demo_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, demo_source: Path) -> Path:
+    """Each test gets its own user cache directory, so its own persistent demo ledger (the demo's
+    budget survives runs), with the session's demo files linked in (written once, not per test)."""
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / DEMO_VERSION).mkdir()
+    for name in (POLICY_NAME, PARQUET_NAME):
+        (cache / DEMO_VERSION / name).symlink_to(demo_source.parent / name)
+    monkeypatch.setenv("DPSQL_CACHE_DIR", str(cache))
+    return cache
 
 
 @pytest.fixture

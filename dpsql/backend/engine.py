@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -289,7 +290,7 @@ class Engine:
         with self._lock:
             reason = self.backend.refusal(select)
             if reason is not None:
-                raise UnsupportedQueryError(f"the engine rejects this query: {reason}", code="DP123",
+                raise UnsupportedQueryError(f"the engine rejects this query: {_strip_class(reason)}", code="DP123",
                                             hint="rewrite the expression named above; nothing was charged")
             self._probe_constants(select)
             name = empty_name(table)
@@ -301,7 +302,7 @@ class Engine:
                 self.backend.execute(self.render(select), dict(params or {}))
             except BackendFailure as failure:
                 # No row exists in this table, so the engine's text cannot quote private data.
-                message = str(failure)
+                message = engine_reason(failure)
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                             hint="fix the expression named above; nothing was charged")
@@ -319,7 +320,7 @@ class Engine:
         try:
             self.backend.execute(self.render(probe))
         except BackendFailure as failure:
-            message = str(failure)
+            message = engine_reason(failure)
         if message is not None:
             raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                         hint="fix the pattern or format named above; nothing was charged")
@@ -395,3 +396,18 @@ class Engine:
         with self._lock:
             self.backend.close()
             self.local.close()
+
+
+_ERROR_CLASS = re.compile(r"^\s*(?:[A-Z][A-Za-z]*\s)*?(?:[A-Z][A-Za-z]*\s)?Error:\s*")
+
+
+def _strip_class(message: str) -> str:
+    """The engine's reason without its own error class ("Invalid Input Error: ") or later lines:
+    what the analyst must fix, in words that do not name the engine."""
+    first = message.strip().splitlines()[0] if message.strip() else "the query is not valid"
+    return _ERROR_CLASS.sub("", first).replace("DuckDB", "the engine").replace("duckdb", "the engine")
+
+
+def engine_reason(failure: BaseException) -> str:
+    """A data-free engine failure (a dry run, a constant probe) as a reason to show the analyst."""
+    return _strip_class(str(failure))

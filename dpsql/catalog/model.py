@@ -179,6 +179,9 @@ class Budget:
     # How the ledger composes charges against `total` (`[budget] accountant`): "pld" (tightest),
     # "zcdp", or "basic" (epsilons and deltas add up).
     accountant: AccountantName = DEFAULT_ACCOUNTANT
+    # `ledger = "path"`: the data owner fixes where charges are recorded (a SQLite file, resolved
+    # against the policy's directory, or a postgresql:// URL); no front end may choose another.
+    ledger: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,7 +210,9 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`). `tables` may then hold
     Spark DataFrames as well as pandas ones.
     `ledger` is where the budget is charged: a SQLite file path, a `postgresql://` URL (one
-    budget shared by several processes and hosts; needs the `postgres` extra), or None for a
-    fresh in-memory budget for this connection.
+    budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
+    throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
+    `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
+    a fresh in-memory budget for this connection.
     """
     return Connection(SessionOptions(*args, **kwargs).open())
