@@ -43,6 +43,15 @@ class EngineCalls:
             self.seeds[table.name] = self._rng.randbelow(SEED_BOUND)
         return self.engine.ensure_bounded(table, self.seeds[table.name])
 
+    def keyed(self, table: Table, keys: tuple[str, ...]) -> str:
+        """The session's keyed relation of a table and grouping-column set (its own secret seed,
+        drawn once per session, table and key set: the kept keys agree across the session's queries)."""
+        self.bounded(table)
+        slot = "\x00".join((table.name, *keys))
+        if slot not in self.seeds:
+            self.seeds[slot] = self._rng.randbelow(SEED_BOUND)
+        return self.engine.ensure_keyed(table, keys, self.seeds[table.name], self.seeds[slot])
+
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> EngineResult:
         """One engine statement over bounded relations (rendered for this engine)."""
         return self.engine.run(sql, params)

@@ -109,6 +109,8 @@ class Executor:
         calls = self.calls
         bounded = calls.bounded(compiled.plan.query.table)
         assert bounded
+        if compiled.keyed_columns:
+            calls.keyed(compiled.plan.query.table, compiled.keyed_columns)
         engine_sql = compiled.render_once(compiled.engine, calls.dialect)
         raw = calls.run(engine_sql, {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)
