@@ -250,6 +250,10 @@ class Engine:
         """Engine-specific plan shortcuts the planner may use."""
         return self.backend.capabilities
 
+    def has_relation(self, name: str) -> bool:
+        """Whether this session already holds the relation (no data read; for EXPLAIN)."""
+        return name in self._relations
+
     def render(self, expression: exp.Expr) -> str:
         """Engine SQL text for this engine."""
         return render(expression, self.dialect)
