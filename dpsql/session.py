@@ -57,7 +57,7 @@ class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None, owns_ledger: bool = True) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False) -> None:
         self.policy = policy
         self._owns_ledger = owns_ledger
         self.analyst = analyst
@@ -68,7 +68,7 @@ class Session:
         self._default = policy.budget.default_query
         self._plans: dict[tuple[Any, ...], Any] = {}
         charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
-        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source())
+        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
         self.closed = False
 
     @property
@@ -218,6 +218,7 @@ class Session:
         """Release the engine and the ledger."""
         if not self.closed:
             self.closed = True
+            self._executor.close()
             self._engine.close()
             if self._owns_ledger:
                 self._ledger.close()
@@ -239,7 +240,9 @@ class SessionOptions:
     pandas (or Spark) DataFrames by table name; `random_seed`: reproducible noise, for tests and
     marked experiments only (DESIGN 8); `engine`: "duckdb" or "spark"; with Spark, a given
     SparkSession (`spark`), or one dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or
-    Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines.
+    Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines;
+    `prepare`: start building the bounded relations of the private tables whose source the
+    policy names at connect, in the background (the first query waits only for what is left).
     """
 
     database: str | Path | None = None
@@ -253,6 +256,7 @@ class SessionOptions:
     master: str | None = None
     remote: str | None = None
     progress: Any = None
+    prepare: bool = True  # build the policy's bounded relations in the background from connect on
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -280,9 +284,9 @@ class SessionOptions:
         if isinstance(target, Ledger):
             # A ledger shared by many sessions of one process (the server): its lock serialises
             # charges in-process, and the session must not close it.
-            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False)
+            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare)
         # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
-        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng)
+        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare)
 
 
 def choose_ledger(policy: Policy, requested: str | Path | Ledger | None, default: str | Path | None = None) -> str | Path | Ledger | None:

@@ -93,7 +93,11 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
 
     def session_for(analyst: str) -> Session:
-        return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark).open()
+        # No background bounding per connection: BI tools open many connections that never read
+        # private data, and one bounding pass per login would let a logged-in analyst multiply
+        # the server's work; a session bounds a table when its first query needs it.
+        return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark,
+                              prepare=False).open()
 
     limits = config.limits(loaded)
     return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits)
