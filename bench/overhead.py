@@ -322,12 +322,12 @@ def stage_row(size: str, label: str, which: str, stages: dict[str, float]) -> li
 STAGE_HEADER = ["size", "query", "run", *STAGES, "other", "outside", "total"]
 
 
-def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int) -> None:
+def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int, queries: tuple[Query, ...] = QUERIES) -> None:
     main_rows, detail_rows, stage_rows = [], [], []
     for rows in sizes:
         parquet, policy = data[rows]
         size = size_label(rows)
-        for query in QUERIES:
+        for query in queries:
             log(f"  {size} {query.label}...")
             raw, dp = measure(parquet, policy, query, runs)
             view, tab = raw["view"], raw["table"]
@@ -548,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--error-runs", type=int, default=200, help="releases per aggregate for the error check")
     parser.add_argument("--error-rows", type=int, default=None, help="table size of the error check (default: smallest --rows)")
     parser.add_argument("--profile", choices=[q.label for q in QUERIES], help="only profile warm dpsql runs of this query at the largest size")
+    parser.add_argument("--queries", nargs="+", choices=[q.label for q in QUERIES], help="only these queries (default: all)")
+    parser.add_argument("--sizes-only", action="store_true", help="skip the fixed-overhead and error sections")
     args = parser.parse_args(argv)
     if args.runs < 1 or any(r < 1 for r in args.rows):
         parser.error("--runs and --rows must be >= 1")
@@ -564,8 +566,11 @@ def main(argv: list[str] | None = None) -> int:
     data = {rows: ensure_data(data_dir, rows) for rows in sorted({*sizes, TINY_ROWS, error_rows})}
     log()
     log("== dpsql vs raw DuckDB ==")
-    bench_sizes(sizes, data, args.runs)
+    bench_sizes(sizes, data, args.runs, tuple(q for q in QUERIES if not args.queries or q.label in args.queries))
     log()
+    if args.sizes_only:
+        log(f"load average at end: {load_average()}")
+        return 0
     log("== fixed per-query overhead ==")
     bench_fixed(*data[TINY_ROWS], args.runs)
     log()

@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--policy", help="policy TOML file")
     parser.add_argument("--analyst", help="analyst name (whose budget is charged)")
     parser.add_argument("--ledger", metavar="FILE|URL",
-                        help="budget ledger: a SQLite file or a postgresql:// URL (default: in-memory for this run)")
+                        help="budget ledger: a SQLite file, a postgresql:// URL or :memory: (default: the policy's "
+                             "[budget] ledger; for the demo, its ledger in the user cache directory; else in memory for this run)")
     parser.add_argument("-c", "--command", help="run these statements and exit")
     parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
                         help="engine that holds the data (spark: the policy names Parquet paths or Spark tables)")

@@ -73,6 +73,7 @@ def render_table(result: NoisyResult) -> str:
     for i, (column, reason) in enumerate(zip(result.columns, reasons)):
         if reason and any(row[i] is None for row in result.rows):
             out.append(f"{REFUSED} in {column.name}: {reason}")
+    out.extend(utility_notes(result))
     layer = next((info for info in result.noise_info if info and info.get("kind")), None)
     if layer is not None:
         out.append(f"median mechanism: {LAYER_KINDS.get(layer['kind'], layer['kind'])}; "
@@ -85,3 +86,27 @@ LAYER_KINDS = {
     "hard": "hard answer (counted from the data with fresh noise; no cost beyond the reservation)",
     "repeat": "repeat (the answer released before; no data read)",
 }
+
+
+def utility_notes(result: NoisyResult) -> list[str]:
+    """Where a released value is smaller than its own 95% half-width, say so and what would help.
+
+    Post-processing of what was released (values and their intervals): no data, no budget.
+    """
+    notes = []
+    for index, column in enumerate(result.columns):
+        info = result.noise_info[index] if index < len(result.noise_info) else None
+        if info is None:
+            continue
+        wide = total = 0
+        for row, widths in zip(result.rows, result.cell_ci95):
+            value, width = row[index], widths[index] if index < len(widths) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or width is None:
+                continue
+            total += 1
+            wide += 0 < float(width) and abs(float(value)) <= float(width)  # the interval reaches zero
+        if wide:
+            notes.append(f"{column.name}: the 95% interval is wider than the value in {wide} of {total} row"
+                         f"{'s' if total != 1 else ''}: the noise dominates there; a larger epsilon "
+                         "(SET dpsql.epsilon), coarser groups or tighter policy bounds would help")
+    return notes

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
+from dpsql.accounting.store import is_postgres_url, redact
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend import engines
@@ -28,12 +29,14 @@ from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.executor import Executor
 from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.noise import noise_info
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
 from dpsql.result import NoisyResult, ResultColumn
 
 DEFAULT_ANALYST = "analyst"
+DEMO_LEDGER = "ledger.sqlite"  # beside the demo's data in the user cache directory
 PLAN_CACHE_SIZE = 256
 
 
@@ -41,18 +44,20 @@ PLAN_CACHE_SIZE = 256
 class Description:
     """What a statement returns and takes, known without data or budget (pgwire Describe).
 
-    `parameter_types` holds policy type names ("int", "float", "text", "bool", "date") or None.
+    `parameter_types` holds policy type names ("int", "float", "text", "bool", "date") or None;
+    `noisy` flags the columns an answer adds noise to (they get a NoiseInfo and a ± interval).
     """
 
     columns: tuple[ResultColumn, ...]
     parameter_types: tuple[str | None, ...]
+    noisy: tuple[bool, ...] = ()
 
 
 class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None, owns_ledger: bool = True) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False) -> None:
         self.policy = policy
         self._owns_ledger = owns_ledger
         self.analyst = analyst
@@ -62,8 +67,8 @@ class Session:
         self._lock = threading.RLock()
         self._default = policy.budget.default_query
         self._plans: dict[tuple[Any, ...], Any] = {}
-        charger = Charger(ledger, analyst, self.id, lambda: self.total_budget)
-        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source())
+        charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
+        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
         self.closed = False
 
     @property
@@ -93,8 +98,9 @@ class Session:
 
     @property
     def spent(self) -> PrivacyCost:
-        """What the analyst has spent so far (all sessions of the ledger)."""
-        return self._ledger.spent(self.analyst)
+        """What the analyst has spent so far (all sessions of the ledger), under the policy's
+        accountant: epsilon at the budget's delta (exact sums under "basic")."""
+        return self._executor.charger.spent()
 
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
@@ -147,6 +153,7 @@ class Session:
         """
         self._check_open()
         types = parameter_types(sql, self.policy) if parameters is None else ()
+        noisy: tuple[bool, ...] = ()
         with self._lock:
             statement, compiled = self.compile(sql, parameters if parameters is not None else stand_ins(types))
             if statement.kind == "explain":
@@ -157,7 +164,8 @@ class Session:
                 columns = self._executor.describe_public(compiled)
             else:
                 columns = self._executor.describe_private(compiled)
-        return Description(columns, types)
+                noisy = tuple(info is not None for info in noise_info(compiled))
+        return Description(columns, types, noisy)
 
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
@@ -210,6 +218,7 @@ class Session:
         """Release the engine and the ledger."""
         if not self.closed:
             self.closed = True
+            self._executor.close()
             self._engine.close()
             if self._owns_ledger:
                 self._ledger.close()
@@ -231,7 +240,9 @@ class SessionOptions:
     pandas (or Spark) DataFrames by table name; `random_seed`: reproducible noise, for tests and
     marked experiments only (DESIGN 8); `engine`: "duckdb" or "spark"; with Spark, a given
     SparkSession (`spark`), or one dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or
-    Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines.
+    Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines;
+    `prepare`: start building the bounded relations of the private tables whose source the
+    policy names at connect, in the background (the first query waits only for what is left).
     """
 
     database: str | Path | None = None
@@ -245,6 +256,7 @@ class SessionOptions:
     master: str | None = None
     remote: str | None = None
     progress: Any = None
+    prepare: bool = True  # build the policy's bounded relations in the background from connect on
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -253,8 +265,10 @@ class SessionOptions:
     def open(self) -> Session:
         """A new session with these options."""
         policy = self.policy
+        demo_ledger = None
         if policy is None and self.database is None and not self.tables:
             policy = ensure_demo()
+            demo_ledger = policy.parent / DEMO_LEDGER  # the demo's budget survives runs (":memory:" for a throwaway one)
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
@@ -262,12 +276,48 @@ class SessionOptions:
         # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
         analyst = self.analyst or DEFAULT_ANALYST
-        if isinstance(self.ledger, Ledger):
+        try:
+            target = choose_ledger(loaded, self.ledger, demo_ledger)
+        except InterfaceError:
+            runner.close()
+            raise
+        if isinstance(target, Ledger):
             # A ledger shared by many sessions of one process (the server): its lock serialises
             # charges in-process, and the session must not close it.
-            return Session(loaded, runner, self.ledger, analyst=analyst, rng=rng, owns_ledger=False)
+            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare)
         # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
-        return Session(loaded, runner, open_ledger(self.ledger), analyst=analyst, rng=rng)
+        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare)
+
+
+def choose_ledger(policy: Policy, requested: str | Path | Ledger | None, default: str | Path | None = None) -> str | Path | Ledger | None:
+    """The ledger a session charges: the policy's `[budget] ledger` when the data owner fixed one
+    (a different one asked for is refused: an analyst must not pick a fresh budget), else the
+    one asked for (":memory:" is a throwaway one), else `default` (None: in memory).
+
+    Raises:
+        InterfaceError: the policy fixes the ledger and another one was asked for.
+    """
+    fixed = policy.budget.ledger
+    if fixed is None:
+        if requested is None:
+            return default
+        return None if isinstance(requested, str) and requested.strip() == ":memory:" else requested
+    if requested is None or isinstance(requested, Ledger):  # a Ledger object: opened by the caller (the server) from this rule
+        return fixed if requested is None else requested
+    if not _same_ledger(requested, fixed):
+        raise InterfaceError(
+            f"the policy fixes the budget ledger ([budget] ledger = {redact(fixed)}); another ledger ({redact(requested)}) "
+            "is not accepted", hint="omit --ledger (or ledger=): the policy's ledger is used",
+        )  # fmt: skip
+    return fixed
+
+
+def _same_ledger(requested: str | Path, fixed: str) -> bool:
+    if is_postgres_url(fixed) or is_postgres_url(requested):
+        return str(requested).strip() == fixed
+    if str(requested).strip() == ":memory:":
+        return False
+    return Path(requested).expanduser().resolve() == Path(fixed)
 
 
 def open_session(*args: Any, **kwargs: Any) -> Session:

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.demo.people import generate_people, policy_text
+from dpsql.demo.people import DEMO_VERSION, PARQUET_NAME, POLICY_NAME, ensure_demo, generate_people, policy_text
 
 PEOPLE_ROWS = 3000
 PEOPLE_SEED = 20261122
@@ -40,11 +40,16 @@ def make_policy_text(
     max_rows: int | None = None,
     max_groups: int | None = None,
     extra: str = "",
+    accountant: str | None = None,
 ) -> str:
-    """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended."""
+    """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended;
+    `accountant` adds `[budget] accountant = ...` (without it, the default "pld" applies)."""
     text = policy_text(source)
     text = _set_budget_line(text, "epsilon", float(epsilon))
     text = _set_budget_line(text, "delta", float(delta))
+    if accountant is not None:
+        text, n = re.subn(r"(?m)^(delta = \S+.*)$", lambda m: f"{m.group(1)}\naccountant = {accountant!r}", text)
+        assert n == 1
     if default_epsilon is not None:
         text = _set_budget_line(text, "default_query_epsilon", float(default_epsilon))
     if default_delta is not None:
@@ -59,6 +64,24 @@ def make_policy_text(
 
 
 PolicyFactory = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def demo_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled demo's policy file, its data written once per test session."""
+    return ensure_demo(tmp_path_factory.mktemp("demo-source"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_demo_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, demo_source: Path) -> Path:
+    """Each test gets its own user cache directory, so its own persistent demo ledger (the demo's
+    budget survives runs), with the session's demo files linked in (written once, not per test)."""
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / DEMO_VERSION).mkdir()
+    for name in (POLICY_NAME, PARQUET_NAME):
+        (cache / DEMO_VERSION / name).symlink_to(demo_source.parent / name)
+    monkeypatch.setenv("DPSQL_CACHE_DIR", str(cache))
+    return cache
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ summed in Python. Every storage failure becomes a ``LedgerError``: the ledger fa
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -20,11 +21,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TypeVar
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.accountant import Accountant, Composition, accountant, losses_of
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.sqlite_ledger import SqliteStore
 from dpsql.accounting.store import (
     SCHEMA_VERSION,
     LedgerStore,
+    HistoryRow,
     TotalRow,
     is_postgres_url,
     redact,
@@ -70,6 +73,24 @@ def _total(rows: Iterable[TotalRow]) -> tuple[Fraction, Fraction]:
     return eps, delta
 
 
+def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
+    """Each row's loss terms (an unreadable params column fails closed)."""
+    try:
+        return [_row_losses(params, *fractions) for _, params, *fractions in rows]  # type: ignore[misc]
+    except (ValueError, TypeError) as err:
+        raise LedgerError("the budget ledger holds invalid parameters") from err
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> tuple[PrivacyLoss, ...]:
+    """One row's terms; repeated queries repeat their rows' text, so a rebuild parses each once."""
+    return losses_of(json.loads(params), _cost(eps_num, eps_den, delta_num, delta_den))
+
+
+# A cached composition: (charges composed, largest id composed, the composition).
+_Cached = tuple[int, int, Composition]
+
+
 def _num(value: Fraction) -> str:
     return format(float(value), ".12g")
 
@@ -90,8 +111,24 @@ def open_ledger(target: str | Path | None = None) -> Ledger:
     return Ledger(target)
 
 
+def _accountant(name: str) -> Accountant:
+    try:
+        return accountant(name)
+    except ValueError as err:
+        raise TypeError(str(err)) from err
+
+
+def _exhausted(cost: PrivacyCost, left: PrivacyCost) -> BudgetExhaustedError:
+    return BudgetExhaustedError(
+        f"privacy budget exhausted: requested epsilon={_num(cost.epsilon)}, delta={_num(cost.delta)}; "
+        f"remaining epsilon={_num(left.epsilon)}, delta={_num(left.delta)}",
+        requested=cost,
+        remaining=left,
+    )
+
+
 class Ledger:
-    """A persistent (or in-memory) privacy ledger under basic composition; thread-safe.
+    """A persistent (or in-memory) privacy ledger, composing under a chosen accountant; thread-safe.
 
     Args:
         path: the SQLite file; parent directories and the schema are created if missing.
@@ -107,6 +144,8 @@ class Ledger:
             raise TypeError("give a ledger path or a store, not both")
         self._lock = threading.Lock()
         self._store = store if store is not None else SqliteStore(path)
+        # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
+        self._cache: dict[tuple[str, str], _Cached] = {}
 
     @property
     def path(self) -> Path | None:
@@ -128,8 +167,11 @@ class Ledger:
         params: Mapping[str, object],
         cost: PrivacyCost,
         budget: PrivacyCost,
+        accountant: str = "basic",
     ) -> LedgerEntry:
-        """Record ``cost`` for ``analyst`` if their total stays within ``budget``.
+        """Record ``cost`` for ``analyst`` if their history plus ``cost`` stays within ``budget``
+        under ``accountant``: basic composition (exact sums, the default), or "zcdp" / "pld",
+        where the composition's epsilon at the budget's delta must be <= the budget's epsilon.
 
         Returns:
             The recorded entry, committed before this returns.
@@ -148,22 +190,17 @@ class Ledger:
         eps, delta = cost.epsilon, cost.delta
         store = self._store
 
+        if accountant != "basic":
+            return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
+                                         _accountant(accountant))
+
         def check_and_insert() -> LedgerEntry:
             # The store's transaction serialises this analyst's charges and verified the storage.
             spent_eps, spent_delta = _total(store.totals(analyst))
             if spent_eps + eps > budget.epsilon or spent_delta + delta > budget.delta:
                 left = budget - PrivacyCost(spent_eps, min(spent_delta, budget.delta))
-                raise BudgetExhaustedError(
-                    f"privacy budget exhausted: requested epsilon={_num(eps)}, delta={_num(delta)}; "
-                    f"remaining epsilon={_num(left.epsilon)}, delta={_num(left.delta)}",
-                    requested=cost,
-                    remaining=left,
-                )
-            now = time.time()
-            fractions = (str(eps.numerator), str(eps.denominator), str(delta.numerator), str(delta.denominator))
-            row_id = store.insert((analyst, session, now, query, plan_hash, mechanism, params_json, *fractions))
-            stored = json.loads(params_json)
-            return LedgerEntry(row_id, analyst, session, now, query, plan_hash, mechanism, stored, cost)
+                raise _exhausted(cost, left)
+            return self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
 
         def charged() -> LedgerEntry:
             with store.charging(analyst):
@@ -172,16 +209,31 @@ class Ledger:
 
         return self._locked(charged, "the budget ledger could not be updated; the query was not run")
 
-    def spent(self, analyst: str) -> PrivacyCost:
-        """The exact total charged to ``analyst`` so far (basic composition)."""
-        eps, delta = _total(self._read(lambda: self._store.totals(analyst)))
-        if delta >= 1:
-            raise LedgerError("the budget ledger holds an invalid total")
-        return PrivacyCost(eps, delta)
+    def spent(self, analyst: str, budget: PrivacyCost | None = None, accountant: str = "basic") -> PrivacyCost:
+        """What ``analyst`` has spent so far: the exact totals under basic composition; under
+        "zcdp" or "pld", the composition's epsilon at ``budget``'s delta and the deltas its terms
+        consume outright (``budget`` is then required)."""
+        if accountant == "basic":
+            eps, delta = _total(self._read(lambda: self._store.totals(analyst)))
+            if delta >= 1:
+                raise LedgerError("the budget ledger holds an invalid total")
+            return PrivacyCost(eps, delta)
+        if budget is None:
+            raise TypeError("spent under a composing accountant needs the budget (its delta)")
+        chosen = _accountant(accountant)
+        return self._read(lambda: self._composition(analyst, chosen, in_charge=False)).spent(budget)
 
-    def remaining(self, analyst: str, budget: PrivacyCost) -> PrivacyCost:
-        """What is left of ``budget`` for ``analyst``, never negative."""
-        return budget - self.spent(analyst)
+    def remaining(self, analyst: str, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
+        """What is left of ``budget`` for ``analyst`` under ``accountant``, never negative."""
+        return budget - self.spent(analyst, budget, accountant)
+
+    def fits(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> bool:
+        """Whether ``cost`` would fit now (a read: ``charge`` checks again, atomically)."""
+        if accountant == "basic":
+            return cost.fits_in(self.remaining(analyst, budget))
+        chosen = _accountant(accountant)
+        history = self._read(lambda: self._composition(analyst, chosen, in_charge=False))
+        return history.add(losses_of({"losses": [x.record() for x in cost.losses]}, cost)).fits(budget)
 
     def entries(self, analyst: str | None = None) -> list[LedgerEntry]:
         """Every recorded charge (of one analyst, or of all), in charge order."""
@@ -190,6 +242,67 @@ class Ledger:
             return [LedgerEntry(*row[:7], json.loads(row[7]), _cost(*row[8:])) for row in rows]  # type: ignore[arg-type, call-arg]
         except ValueError as err:
             raise LedgerError("the budget ledger holds invalid parameters") from err
+
+    def _charge_composed(self, analyst: str, session: str, query: str, plan_hash: str, mechanism: str,
+                         params_json: str, cost: PrivacyCost, budget: PrivacyCost, chosen: Accountant) -> LedgerEntry:
+        """The check-and-charge under a composing accountant, in the store's one transaction."""
+        store = self._store
+        new_losses = losses_of(json.loads(params_json), cost)  # exactly what a later re-read composes
+
+        def charged() -> LedgerEntry:
+            with store.charging(analyst):
+                history = self._composition(analyst, chosen, in_charge=True)
+                after = history.add(new_losses)
+                if not after.fits(budget):
+                    raise _exhausted(cost, budget - history.spent(budget))
+                count, max_id = self._cache[(analyst, chosen.name)][:2]
+                entry = self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
+            # Committed: the cache now covers the new row too (ids only grow).
+            if entry.id > max_id:
+                self._cache[(analyst, chosen.name)] = (count + 1, entry.id, after)
+            return entry
+
+        return self._locked(charged, "the budget ledger could not be updated; the query was not run")
+
+    def _composition(self, analyst: str, chosen: Accountant, *, in_charge: bool) -> Composition:
+        """The composition of the analyst's whole history (call under the lock).
+
+        The cache is used only when the count and largest id of the analyst's charges, read now,
+        show it has seen every charge; rows it has not seen are composed onto it, and anything
+        else (a row removed, ids out of order) rebuilds from all rows. Inside a charge the read
+        is in the charge's transaction, so the cache is exactly the history being checked.
+        """
+        store = self._store
+        key = (analyst, chosen.name)
+        count, max_id = store.summary(analyst)
+        cached = self._cache.get(key)
+        if cached is not None and cached[:2] == (count, max_id):
+            return cached[2]
+        composition: Composition | None = None
+        if cached is not None and cached[1] <= max_id:
+            rows = store.history(analyst, cached[1])
+            seen = (cached[0] + len(rows), rows[-1][0] if rows else cached[1])
+            if seen == (count, max_id):
+                composition = cached[2].add([x for entry in _history_losses(rows) for x in entry])
+        if composition is None:
+            rows = store.history(analyst, 0)
+            seen = (len(rows), rows[-1][0] if rows else 0)
+            composition = chosen.compose(_history_losses(rows))
+        if seen == (count, max_id):
+            self._cache[key] = (count, max_id, composition)
+        elif in_charge:
+            raise LedgerError("the budget ledger changed during a charge; the query was not run")
+        else:
+            self._cache.pop(key, None)
+        return composition
+
+    def _insert(self, analyst: str, session: str, query: str, plan_hash: str, mechanism: str, params_json: str,
+                cost: PrivacyCost) -> LedgerEntry:
+        eps, delta = cost.epsilon, cost.delta
+        now = time.time()
+        fractions = (str(eps.numerator), str(eps.denominator), str(delta.numerator), str(delta.denominator))
+        row_id = self._store.insert((analyst, session, now, query, plan_hash, mechanism, params_json, *fractions))
+        return LedgerEntry(row_id, analyst, session, now, query, plan_hash, mechanism, json.loads(params_json), cost)
 
     def close(self) -> None:
         """Close the connection; idempotent. An in-memory ledger is lost."""

@@ -31,6 +31,7 @@ from dpsql.accounting.store import (
     CHARGE_FIELDS,
     SCHEMA_VERSION,
     ChargeRow,
+    HistoryRow,
     LedgerStore,
     TotalRow,
     analyst_lock_key,
@@ -68,6 +69,11 @@ _SELECT = f"SELECT id, {_FIELDS} FROM dpsql_charges"
 _TOTALS = (
     "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM dpsql_charges WHERE analyst = %s "
     "GROUP BY eps_num, eps_den, delta_num, delta_den"
+)
+_SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM dpsql_charges WHERE analyst = %s"
+_HISTORY = (
+    "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM dpsql_charges "
+    "WHERE analyst = %s AND id > %s ORDER BY id"
 )
 _GONE = "the budget ledger database is not the one opened (dropped or replaced); the query was not run"
 
@@ -132,6 +138,13 @@ class PostgresStore(LedgerStore):
 
     def totals(self, analyst: str) -> list[TotalRow]:
         return self._connection().execute(_TOTALS, (analyst,)).fetchall()
+
+    def summary(self, analyst: str) -> tuple[int, int]:
+        count, max_id = self._connection().execute(_SUMMARY, (analyst,)).fetchone()
+        return int(count), int(max_id)
+
+    def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
+        return self._connection().execute(_HISTORY, (analyst, after_id)).fetchall()
 
     def insert(self, row: tuple[object, ...]) -> int:
         result = self._connection().execute(_INSERT, row).fetchone()

@@ -21,6 +21,7 @@ from dpsql.accounting.store import (
     CHARGE_FIELDS,
     SCHEMA_VERSION,
     ChargeRow,
+    HistoryRow,
     LedgerStore,
     TotalRow,
     new_ledger_id,
@@ -46,6 +47,11 @@ _SELECT = f"SELECT id, {_FIELDS} FROM charges"
 _TOTALS = (
     "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
     "GROUP BY eps_num, eps_den, delta_num, delta_den"
+)
+_SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM charges WHERE analyst = ?"
+_HISTORY = (
+    "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM charges "
+    "WHERE analyst = ? AND id > ? ORDER BY id"
 )
 _GONE = "the budget ledger file was removed or replaced since it was opened; the query was not run"
 
@@ -120,6 +126,13 @@ class SqliteStore(LedgerStore):
 
     def totals(self, analyst: str) -> list[TotalRow]:
         return self._conn.execute(_TOTALS, (analyst,)).fetchall()
+
+    def summary(self, analyst: str) -> tuple[int, int]:
+        count, max_id = self._conn.execute(_SUMMARY, (analyst,)).fetchone()
+        return int(count), int(max_id)
+
+    def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
+        return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
 
     def insert(self, row: tuple[object, ...]) -> int:
         row_id = self._conn.execute(_INSERT, row).lastrowid

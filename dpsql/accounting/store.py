@@ -27,6 +27,8 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 TotalRow = tuple[str, str, str, str, int]
 # (id, *CHARGE_FIELDS)
 ChargeRow = tuple[object, ...]
+# (id, params, eps_num, eps_den, delta_num, delta_den): what an accountant re-reads of a charge.
+HistoryRow = tuple[int, str, str, str, str, str]
 
 
 class LedgerStore(ABC):
@@ -55,6 +57,14 @@ class LedgerStore(ABC):
     @abstractmethod
     def totals(self, analyst: str) -> list[TotalRow]:
         """The analyst's charges grouped by exact cost."""
+
+    @abstractmethod
+    def summary(self, analyst: str) -> tuple[int, int]:
+        """(number of charges, largest id or 0) of the analyst: tells a cached composition stale."""
+
+    @abstractmethod
+    def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
+        """The analyst's charges with id > ``after_id``, in id order, as the accountant reads them."""
 
     @abstractmethod
     def insert(self, row: tuple[object, ...]) -> int:

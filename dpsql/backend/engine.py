@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -32,7 +34,7 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
-from dpsql.backend.sqlgen import TYPE_NAMES, bounded_select, source_select
+from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, bounded_select, key_heavy_select, keyed_select, source_select
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 
@@ -121,6 +123,17 @@ def empty_name(table: Table) -> str:
 def bounded_name(table: Table) -> str:
     """The session's cached bounded relation of a private table."""
     return f"__dpsql_bounded_{table.name}"
+
+
+def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
+    """The session's keyed relation of a table for one grouping-column set (sqlgen.keyed_select)."""
+    digest = hashlib.sha256("\x00".join(keys).encode()).hexdigest()[:16]
+    return f"__dpsql_keyed_{table.name}_{digest}"
+
+
+def empty_keyed_name(table: Table) -> str:
+    """An empty keyed relation (the bounded schema plus the person-key flag), for dry runs."""
+    return f"__dpsql_empty_keyed_{table.name}"
 
 
 def key_type(column_type: str) -> str:
@@ -238,6 +251,10 @@ class Engine:
         """Engine-specific plan shortcuts the planner may use."""
         return self.backend.capabilities
 
+    def has_relation(self, name: str) -> bool:
+        """Whether this session already holds the relation (no data read; for EXPLAIN)."""
+        return name in self._relations
+
     def render(self, expression: exp.Expr) -> str:
         """Engine SQL text for this engine."""
         return render(expression, self.dialect)
@@ -280,6 +297,20 @@ class Engine:
                 self._relations.add(name)
             return name
 
+    def ensure_keyed(self, table: Table, keys: tuple[str, ...], bounded_seed: int, seed: int) -> str:
+        """Materialise the keyed relation of a table and grouping-column set once per session: the
+        bounded relation with each person's kept keys flagged (sqlgen.keyed_select: why it is private)."""
+        with self._lock:
+            name = keyed_name(table, keys)
+            if name not in self._relations:
+                bounded = self.ensure_bounded(table, bounded_seed)
+                heavy = f"{name}_heavy"
+                # Two steps: as one statement, DuckDB 2.0 plans the persons' subquery 4x slower.
+                self._private(lambda: self.backend.materialize(heavy, key_heavy_select(table, bounded, keys)))
+                self._private(lambda: self.backend.materialize(name, keyed_select(table, bounded, keys, heavy), {"seed": seed}))
+                self._relations.add(name)
+            return name
+
     def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
         """Run a plan's SQL against an empty table of the same schema, before any charge.
 
@@ -289,19 +320,24 @@ class Engine:
         with self._lock:
             reason = self.backend.refusal(select)
             if reason is not None:
-                raise UnsupportedQueryError(f"the engine rejects this query: {reason}", code="DP123",
+                raise UnsupportedQueryError(f"the engine rejects this query: {_strip_class(reason)}", code="DP123",
                                             hint="rewrite the expression named above; nothing was charged")
             self._probe_constants(select)
             name = empty_name(table)
             if name not in self._relations:
                 self._setup(lambda: self.backend.materialize(name, self._dry_relation(table)))
                 self._relations.add(name)
+            keyed = empty_keyed_name(table)
+            if keyed not in self._relations:
+                flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
+                self._setup(lambda: self.backend.materialize(keyed, flagged, view=True))
+                self._relations.add(keyed)
             message = None
             try:
                 self.backend.execute(self.render(select), dict(params or {}))
             except BackendFailure as failure:
                 # No row exists in this table, so the engine's text cannot quote private data.
-                message = str(failure)
+                message = engine_reason(failure)
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                             hint="fix the expression named above; nothing was charged")
@@ -319,7 +355,7 @@ class Engine:
         try:
             self.backend.execute(self.render(probe))
         except BackendFailure as failure:
-            message = str(failure)
+            message = engine_reason(failure)
         if message is not None:
             raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                         hint="fix the pattern or format named above; nothing was charged")
@@ -395,3 +431,18 @@ class Engine:
         with self._lock:
             self.backend.close()
             self.local.close()
+
+
+_ERROR_CLASS = re.compile(r"^\s*(?:[A-Z][A-Za-z]*\s)*?(?:[A-Z][A-Za-z]*\s)?Error:\s*")
+
+
+def _strip_class(message: str) -> str:
+    """The engine's reason without its own error class ("Invalid Input Error: ") or later lines:
+    what the analyst must fix, in words that do not name the engine."""
+    first = message.strip().splitlines()[0] if message.strip() else "the query is not valid"
+    return _ERROR_CLASS.sub("", first).replace("DuckDB", "the engine").replace("duckdb", "the engine")
+
+
+def engine_reason(failure: BaseException) -> str:
+    """A data-free engine failure (a dry run, a constant probe) as a reason to show the analyst."""
+    return _strip_class(str(failure))

@@ -3,8 +3,9 @@
 The engine reads the session's bounded relation (each person already cut to max_rows rows),
 filters rows with the analyst's predicate inside TRY(...) (a predicate that fails on a value is
 false for that row, so no error can depend on data; predicates that cannot fail skip it), and computes the exact raw aggregates per
-group. With partition selection it also counts distinct persons per key after keeping at most
-max_groups keys per person, chosen by a keyed hash with a secret per-query seed.
+group. With partition selection it also counts persons per key in the same aggregation, from a flag
+the session's keyed relation (keyed_select) sets on one row per person and kept key, after keeping
+at most max_groups keys per person, chosen by a keyed hash with a secret session seed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dpsql.ir.query import key_name
 UNITS = "__units"
 SEED = "seed"
 ROW_RANK = "__rank"
+REP_RANK = "__rep"
+UNIT_KEY = "__unit_key"
 TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
 
 
@@ -120,7 +123,81 @@ def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
         # no per-person key bounding is needed, and persons are counted in the same pass.
         units = exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
         return aggregate.select(exp.alias_(units, UNITS))
-    return _with_selection(plan, base, keys, aggregate)
+    # `bounded_name` is then the session's keyed relation (keyed_select): the person counts come
+    # from its precomputed flag, in the same aggregation as the released values. Privacy and
+    # utility: see keyed_select. A key no counted person holds is never returned (HAVING), as
+    # before: its presence would depend on one person's rows outside their kept keys.
+    counted = exp.Count(this=exp.If(this=exp.column(UNIT_KEY, quoted=True), true=exp.Literal.number(1), false=exp.Null()))
+    return aggregate.select(exp.alias_(counted, UNITS)).having(
+        exp.GT(this=counted.copy(), expression=exp.Literal.number(0)))
+
+
+def needs_keyed(plan: Plan) -> bool:
+    """Whether the plan's engine query reads the keyed relation of its grouping (key bounding)."""
+    return plan.selection is not None and plan.bounding.max_groups < plan.bounding.max_rows
+
+
+def key_heavy_select(table: Table, bounded: str, keys: tuple[str, ...]) -> exp.Select:
+    """The persons of the bounded relation with more than max_groups distinct key tuples (the only
+    ones whose keys need the keyed-hash ranking in keyed_select); a small, separate relation."""
+    assert table.privacy_unit is not None
+    unit = exp.column(table.privacy_unit, quoted=True)
+    pairs = exp.select(unit.copy(), *[exp.column(k, quoted=True) for k in keys]).distinct().from_(exp.to_identifier(bounded, quoted=True))
+    return (exp.select(unit.copy()).from_(pairs.subquery("__pairs")).group_by(unit.copy())
+            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(table.max_groups))))
+
+
+def keyed_select(table: Table, bounded: str, keys: tuple[str, ...], heavy: str) -> exp.Select:
+    """The bounded relation with a flag UNIT_KEY on one row per (person, kept key): cached per
+    session, table and grouping-column set, so selection needs no second pass per query. `heavy`
+    holds key_heavy_select's persons.
+
+    For each person p and key tuple k of p's bounded rows, the representative row r(p, k) is the
+    first of p's rows with key k in the order of the row's values. A person with at most
+    max_groups key tuples keeps them all; a heavier one keeps the first max_groups in the order of
+    a keyed hash of (k, p) with the session's secret seed for this table and grouping. So p's kept
+    key set K(p) has |K(p)| <= max_groups, and every choice reads p's rows only. (Only the persons
+    in `heavy` pay for the hash and its window; the result is the same as ranking everybody.)
+
+    Privacy. The flags are a stable per-person transformation of the bounded relation for a fixed
+    seed (removing p removes p's rows and flags, changes nobody else's), like the bounded relation
+    itself (backend/engine.py). A query's person count of key k is the number of flagged rows with
+    key k that pass its WHERE. p has flagged rows for the keys of K(p) only, one row per key, and a
+    WHERE can only remove rows, never add a flag or change a row's key: so, whatever the WHERE, p
+    adds 1 to at most |K(p)| <= max_groups keys' counts and 0 to all others (L0 <= max_groups,
+    Linf = 1), which is what the partition selection threshold is calibrated for. Applying the key
+    bounding before the WHERE keeps this because the bound holds for the unfiltered rows and
+    filtering is monotone. Released values are unchanged: they aggregate every bounded row that
+    passes the WHERE, with sensitivities from max_rows as before.
+
+    Utility. K(p) is chosen among all of p's keys, not only the ones matching the WHERE, and p
+    counts for k only if r(p, k) matches: exact when the WHERE is constant over a person's rows
+    with that key (e.g. a per-person attribute), an under-count otherwise. Fewer keys may pass the
+    threshold; the answers for the keys released are unchanged.
+    """
+    assert table.privacy_unit is not None
+    unit = exp.column(table.privacy_unit, quoted=True)
+    columns = [exp.column(n, quoted=True) for n in table.columns]
+    key_columns = [exp.column(k, quoted=True) for k in keys]
+    source = exp.to_identifier(bounded, quoted=True)
+    in_heavy = exp.In(this=unit.copy(), query=exp.select(unit.copy()).from_(exp.to_identifier(heavy, quoted=True)).subquery())
+    # The representative: a deterministic order of the values (the same on every engine: NULLs
+    # first, written out); no hash is needed, the choice only has to read p's rows.
+    rep = exp.Window(this=exp.RowNumber(), partition_by=[unit.copy(), *[k.copy() for k in key_columns]],
+                     order=exp.Order(expressions=[ordered(c.copy()) for c in columns]))
+    first = exp.EQ(this=exp.column(REP_RANK), expression=exp.Literal.number(1))
+    light = exp.select(*[c.copy() for c in columns], exp.alias_(exp.EQ(this=rep.copy(), expression=exp.Literal.number(1)), UNIT_KEY, quoted=True)
+                       ).from_(source.copy()).where(exp.Not(this=in_heavy.copy()))
+    unit_type = table.columns[table.privacy_unit].type
+    key_rank = rank_by_hash([unit.copy(), first.copy()],
+                            [*[(k.copy(), table.columns[n].type) for k, n in zip(key_columns, keys)], (unit.copy(), unit_type)],
+                            seed_placeholder())
+    represented = exp.select(*[c.copy() for c in columns], exp.alias_(rep, REP_RANK)).from_(source.copy()).where(in_heavy)
+    ranked = exp.select(*[c.copy() for c in columns], exp.column(REP_RANK), exp.alias_(key_rank, ROW_RANK)).from_(
+        represented.subquery("__represented"))
+    flag = exp.and_(first.copy(), exp.LTE(this=exp.column(ROW_RANK), expression=exp.Literal.number(table.max_groups)))
+    heavy_rows = exp.select(*[c.copy() for c in columns], exp.alias_(flag, UNIT_KEY, quoted=True)).from_(ranked.subquery("__ranked"))
+    return exp.union(light, heavy_rows, distinct=False)  # type: ignore[return-value]
 
 
 def row_filter(plan: Plan) -> exp.Expr | None:
@@ -215,29 +292,3 @@ def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
         units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))
     finite = _finite(column, raw)
     return exp.If(this=finite, true=units, false=exp.Null()) if finite is not None else units
-
-
-def _with_selection(plan: Plan, base: exp.Select, keys: list[exp.Expr], aggregate: exp.Select) -> exp.Select:
-    unit = exp.column(plan.bounding.unit, quoted=True)
-    names = [key_name(i) for i in range(len(keys))]
-    person_keys = (
-        base.copy()
-        .select(*[exp.alias_(k.copy(), n) for k, n in zip(keys, names)], unit.copy())
-        .distinct()
-    )
-    key_types = [k.column.type for k in plan.query.keys]
-    unit_type = plan.query.table.columns[plan.bounding.unit].type
-    rank = rank_by_hash([unit.copy()], [*[(exp.column(n), t) for n, t in zip(names, key_types)], (unit.copy(), unit_type)],
-                        seed_placeholder())
-    ranked = exp.select(*names, unit.copy(), exp.alias_(rank, ROW_RANK)).from_(person_keys.subquery("pk"))
-    kept = exp.select(*names, unit.copy()).from_(ranked.subquery("ranked")).where(
-        exp.LTE(this=exp.column(ROW_RANK), expression=exp.Literal.number(plan.bounding.max_groups))
-    )
-    persons = exp.select(*names, exp.alias_(exp.Count(this=exp.Star()), UNITS)).from_(kept.subquery("kept")).group_by(*names)
-    join_on = exp.and_(*[exp.NullSafeEQ(this=exp.column(n, "s"), expression=exp.column(n, "a")) for n in names])
-    raws = [exp.column(release_name(i), "a") for i in range(len(plan.releases))]
-    return (
-        exp.select(*[exp.column(n, "s") for n in names], *raws, exp.column(UNITS, "s"))
-        .from_(persons.subquery("s"))
-        .join(aggregate.subquery("a"), on=join_on)
-    )

@@ -12,7 +12,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from dpsql.accounting.accountant import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from dpsql.accounting.cost import PrivacyCost, to_fraction
+from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.model import (
     COLUMN_TYPES,
     Analyst,
@@ -80,11 +82,11 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
     """Check a parsed policy document and build the Policy."""
     where = _Where(path)
     _no_unknown(raw, TOP_KEYS, "", where)
-    budget = _budget(raw.get("budget", {}), where)
+    base = path.parent if path else Path.cwd()
+    budget = _budget(raw.get("budget", {}), where, base)
     tables_raw = raw.get("tables")
     if not isinstance(tables_raw, dict) or not tables_raw:
         raise where.error("tables", "the policy declares no table", "add a [tables.<name>] section")
-    base = path.parent if path else Path.cwd()
     tables = {name.lower(): _table(name, spec, base, where) for name, spec in tables_raw.items()}
     analysts = {name: _analyst(name, spec, where) for name, spec in raw.get("analysts", {}).items()}
     extra = {
@@ -149,10 +151,13 @@ def _number(value: Any, key: str, where: _Where) -> Fraction:
     return to_fraction(value)
 
 
-def _budget(raw: Any, where: _Where) -> Budget:
+def _budget(raw: Any, where: _Where, base: Path) -> Budget:
     if not isinstance(raw, dict):
         raise where.error("budget", "must be a table")
-    _no_unknown(raw, BUDGET_KEYS, "budget.", where)
+    _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger"}, "budget.", where)
+    chosen = raw.get("accountant", DEFAULT_ACCOUNTANT)
+    if chosen not in ACCOUNTANTS:
+        raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in ACCOUNTANTS)}")
     for key in BUDGET_KEYS:
         if key not in raw:
             raise where.error(f"budget.{key}", "missing", "declare all of epsilon, delta, default_query_epsilon, default_query_delta")
@@ -166,7 +171,22 @@ def _budget(raw: Any, where: _Where) -> Budget:
     return Budget(
         total=PrivacyCost(values["epsilon"], values["delta"]),
         default_query=PrivacyCost(values["default_query_epsilon"], values["default_query_delta"]),
+        accountant=chosen,
+        ledger=_ledger(raw.get("ledger"), base, where),
     )
+
+
+def _ledger(raw: Any, base: Path, where: _Where) -> str | None:
+    """`[budget] ledger`: a SQLite file (relative to the policy's directory) or a postgresql:// URL."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip() or raw.strip() == ":memory:":
+        raise where.error("budget.ledger", "must be a file path or a postgresql:// URL",
+                          "an in-memory ledger would hand out a fresh budget on every connection")
+    text = raw.strip()
+    if is_postgres_url(text):
+        return text
+    return str((base / Path(text).expanduser()).resolve())
 
 
 def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Literal
 
+from dpsql.accounting.accountant import DEFAULT_ACCOUNTANT, AccountantName
 from dpsql.accounting.cost import PrivacyCost
 
 ColumnType = Literal["int", "float", "text", "bool", "date"]
@@ -175,6 +176,12 @@ class Budget:
 
     total: PrivacyCost
     default_query: PrivacyCost
+    # How the ledger composes charges against `total` (`[budget] accountant`): "pld" (tightest),
+    # "zcdp", or "basic" (epsilons and deltas add up).
+    accountant: AccountantName = DEFAULT_ACCOUNTANT
+    # `ledger = "path"`: the data owner fixes where charges are recorded (a SQLite file, resolved
+    # against the policy's directory, or a postgresql:// URL); no front end may choose another.
+    ledger: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

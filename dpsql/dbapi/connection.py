@@ -202,15 +202,18 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None)`, the fields of `dpsql.session.SessionOptions` in their order.
+    progress=None, prepare=True)`, the fields of `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
     reproducible: for tests and marked experiments only. `engine="spark"` runs the plans on
     Apache Spark: pass your SparkSession (`spark=`), or let dpsql start one (`master="local[2]"`
     or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`). `tables` may then hold
-    Spark DataFrames as well as pandas ones.
+    Spark DataFrames as well as pandas ones. `prepare=True` starts building the bounded relations
+    of the policy's sources in the background at connect (the first query waits only for the rest).
     `ledger` is where the budget is charged: a SQLite file path, a `postgresql://` URL (one
-    budget shared by several processes and hosts; needs the `postgres` extra), or None for a
-    fresh in-memory budget for this connection.
+    budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
+    throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
+    `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
+    a fresh in-memory budget for this connection.
     """
     return Connection(SessionOptions(*args, **kwargs).open())

@@ -21,21 +21,29 @@ LAYER_PLAN_HASH = "median-mechanism"
 
 
 class Charger:
-    """One analyst's charges in one session: `budget` reads the analyst's whole budget."""
+    """One analyst's charges in one session: `budget` reads the analyst's whole budget, and
+    `accountant` ("pld", "zcdp" or "basic") says how the ledger composes charges against it."""
 
-    def __init__(self, ledger: Ledger, analyst: str, session: str, budget: Callable[[], PrivacyCost]) -> None:
+    def __init__(self, ledger: Ledger, analyst: str, session: str, budget: Callable[[], PrivacyCost],
+                 accountant: str = "basic") -> None:
         self.ledger = ledger
         self._analyst = analyst
         self._session = session
         self._budget = budget
+        self.accountant = accountant
 
     def remaining(self) -> PrivacyCost:
-        """What the analyst may still spend (read from the ledger, shared across processes)."""
-        return self.ledger.remaining(self._analyst, self._budget())
+        """What the analyst may still spend under the accountant (epsilon at the budget's delta;
+        read from the ledger, shared across processes)."""
+        return self.ledger.remaining(self._analyst, self._budget(), self.accountant)
+
+    def spent(self) -> PrivacyCost:
+        """What the analyst has spent under the accountant (epsilon at the budget's delta)."""
+        return self.ledger.spent(self._analyst, self._budget(), self.accountant)
 
     def check(self, cost: PrivacyCost) -> None:
         """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
-        if cost.fits_in(self.remaining()):
+        if self.ledger.fits(self._analyst, cost, self._budget(), self.accountant):
             return
         remaining = self.remaining()
         raise BudgetExhaustedError(
@@ -59,7 +67,8 @@ class Charger:
 
     def _charge(self, query: str, plan_hash: str, mechanism: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
-                           mechanism=mechanism, params=params, cost=cost, budget=self._budget())
+                           mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
+                           accountant=self.accountant)
 
 
 def query_params(plan: Plan) -> dict[str, Any]:

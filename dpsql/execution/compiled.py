@@ -18,12 +18,14 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.dialects import render
 from dpsql.backend.engine import (
     bounded_name,
+    empty_keyed_name,
     empty_name,
+    keyed_name,
     source_name,
 )
 from dpsql.backend.postsql import post_select
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
-from dpsql.backend.sqlgen import SEED, bounded_select, engine_select
+from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.plan import Plan
 from dpsql.ir.printer import plan_text
@@ -50,9 +52,15 @@ class CompiledQuery:
         return any(p.this == SEED for p in self.engine.find_all(exp.Placeholder))
 
     @functools.cached_property
+    def keyed_columns(self) -> tuple[str, ...]:
+        """The grouping columns of the session's keyed relation this query reads (empty: none)."""
+        return engine_relation_keys(self.plan)
+
+    @functools.cached_property
     def dry_run_engine(self) -> exp.Select:
         """The same engine query over an empty table of the same schema (checked before charging)."""
-        return engine_select(self.plan, empty_name(self.plan.query.table))
+        table = self.plan.query.table
+        return engine_select(self.plan, empty_keyed_name(table) if self.keyed_columns else empty_name(table))
 
     @functools.cached_property
     def post(self) -> exp.Select:
@@ -122,6 +130,12 @@ class CompiledQuery:
         engine = "" if dialect == "duckdb" else f" ({dialect})"
         lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), f"Engine SQL{engine}:"]
         lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)), dialect)}")
+        if self.keyed_columns:
+            name = keyed_name(table, self.keyed_columns)
+            heavy = key_heavy_select(table, bounded_name(table), self.keyed_columns)
+            lines.append(f"  {name}_heavy := {render(heavy, dialect)}")
+            keyed = keyed_select(table, bounded_name(table), self.keyed_columns, f"{name}_heavy")
+            lines.append(f"  {name} := {render(keyed, dialect)}")
         lines.append(f"  {self.render_once(self.engine, dialect)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):
             lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
@@ -137,6 +151,17 @@ class CompiledQuery:
         return hashlib.sha256("\n".join(self.explain_lines()).encode()).hexdigest()[:16]
 
 
+def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
+    """The grouping columns whose keyed relation the plan's engine query reads (empty: the bounded one)."""
+    return tuple(k.column.name for k in plan.query.keys) if needs_keyed(plan) else ()
+
+
+def engine_relation(plan: Plan) -> str:
+    """The session relation the plan's engine query reads."""
+    keys = engine_relation_keys(plan)
+    return keyed_name(plan.query.table, keys) if keys else bounded_name(plan.query.table)
+
+
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
 ) -> tuple[ParsedStatement, CompiledQuery | PublicQuery | SetStatement]:
@@ -145,5 +170,5 @@ def compile_statement(
     bound = analyze(statement, ctx)
     if isinstance(bound, BoundQuery):
         plan = plan_query(bound)
-        return statement, CompiledQuery(statement, plan, engine_select(plan, bounded_name(bound.table)))
+        return statement, CompiledQuery(statement, plan, engine_select(plan, engine_relation(plan)))
     return statement, bound

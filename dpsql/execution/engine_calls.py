@@ -8,16 +8,40 @@ it is private). Released values and public domain tables go to the engine's loca
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping
 
 import numpy
 from sqlglot import exp
 
-from dpsql.backend.engine import Engine, EngineResult
+from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name
 from dpsql.catalog.model import Table
+from dpsql.errors import Error
 from dpsql.mechanisms.rng import RandomSource
 
 SEED_BOUND = 2**62
+
+
+class Preparation:
+    """One table's bounded relation, built in a background thread from connect on.
+
+    Its error (a sanitized dpsql error: the engine's own text never leaves Engine) is kept, not
+    lost, and raised by the first query that needs the relation, after that query's own charge,
+    exactly where building it there would have raised; nothing is charged for the background work
+    itself, and the error is raised once (a later query builds the relation again)."""
+
+    def __init__(self, engine: Engine, table: Table, seed: int) -> None:
+        self.error: Error | None = None
+        self._engine, self._table, self._seed = engine, table, seed
+        self.thread = threading.Thread(target=self._run, name=f"dpsql-prepare-{table.name}", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._engine.ensure_bounded(self._table, self._seed)
+        except Error as error:  # EngineError/CatalogError, already sanitized by Engine
+            self.error = error
+        except BackendFailure:  # never expected here (Engine sanitizes); the query rebuilds it
+            pass
 
 
 class EngineCalls:
@@ -27,6 +51,46 @@ class EngineCalls:
         self.engine = engine
         self._rng = rng
         self.seeds: dict[str, int] = {}
+        self._preparing: dict[str, Preparation] = {}
+        self.prepared_at_connect: set[str] = set()
+
+    def prepare(self, tables: list[Table]) -> None:
+        """Start building these tables' bounded relations in the background (connect time). The
+        seeds are drawn here, in this thread and in policy order, so a seeded session stays
+        deterministic; the relation is the one the first query would build (same seed, same SQL)."""
+        for table in tables:
+            if table.name not in self.seeds:
+                self.seeds[table.name] = self._rng.randbelow(SEED_BOUND)
+            job = Preparation(self.engine, table, self.seeds[table.name])
+            self._preparing[table.name] = job
+            self.prepared_at_connect.add(table.name)
+            job.thread.start()
+
+    def preparation_state(self, table: Table) -> str:
+        """For EXPLAIN: how the table's bounded relation is (being) built (no data: timing only)."""
+        job = self._preparing.get(table.name)
+        if job is not None and job.thread.is_alive():
+            return "being prepared in the background since connect (the query waits for the rest)"
+        if self.engine.has_relation(bounded_name(table)):
+            return "prepared at connect" if table.name in self.prepared_at_connect else "prepared by an earlier query"
+        return "built by the first query that reads it"
+
+    def _wait(self, table: Table) -> None:
+        job = self._preparing.pop(table.name, None)
+        if job is None:
+            return
+        job.thread.join()
+        if job.error is not None:
+            raise job.error
+
+    def close(self) -> None:
+        """Stop background preparation (interrupt the engine's statement) before the engine closes."""
+        jobs = [job for job in self._preparing.values() if job.thread.is_alive()]
+        if jobs:
+            self.engine.interrupt()
+        for job in jobs:
+            job.thread.join()
+        self._preparing.clear()
 
     @property
     def dialect(self) -> str:
@@ -39,9 +103,19 @@ class EngineCalls:
     # --- private data (after the charge) -------------------------------------------------------
     def bounded(self, table: Table) -> str:
         """The session's bounded relation of a table (its secret seed drawn once per session)."""
+        self._wait(table)
         if table.name not in self.seeds:
             self.seeds[table.name] = self._rng.randbelow(SEED_BOUND)
         return self.engine.ensure_bounded(table, self.seeds[table.name])
+
+    def keyed(self, table: Table, keys: tuple[str, ...]) -> str:
+        """The session's keyed relation of a table and grouping-column set (its own secret seed,
+        drawn once per session, table and key set: the kept keys agree across the session's queries)."""
+        self.bounded(table)
+        slot = "\x00".join((table.name, *keys))
+        if slot not in self.seeds:
+            self.seeds[slot] = self._rng.randbelow(SEED_BOUND)
+        return self.engine.ensure_keyed(table, keys, self.seeds[table.name], self.seeds[slot])
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> EngineResult:
         """One engine statement over bounded relations (rendered for this engine)."""

@@ -29,12 +29,22 @@ from dpsql.result import NoisyResult, ResultColumn
 class Executor:
     """Runs a session's compiled statements: the engine, the charges and the noise of one session."""
 
-    def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource) -> None:
+    def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False) -> None:
         self.calls = EngineCalls(engine, rng)
         self.charger = charger
         self._rng = rng
         # Counting queries on tables with a [median_mechanism] policy go to the layer first (DESIGN 6.6).
         self.layers = MedianMechanismLayers(policy, self.calls, rng, charger)
+        if prepare:
+            # Cold start: the bounded relations of the private tables whose source the policy names
+            # are built in the background from now on; the first query waits only for the rest.
+            # Privacy: the same relation (same seed, same SQL) the first query would build; no
+            # answer is released and nothing is charged until a query asks (engine_calls.Preparation).
+            self.calls.prepare([t for t in policy.tables.values() if not t.public and t.source is not None])
+
+    def close(self) -> None:
+        """Stop background work before the engine closes."""
+        self.calls.close()
 
     # --- without data or budget -------------------------------------------------------------------
     def cost_of(self, compiled: CompiledQuery) -> PrivacyCost:
@@ -44,7 +54,9 @@ class Executor:
 
     def explain_lines(self, compiled: CompiledQuery) -> list[str]:
         """EXPLAIN of a private query on this session's engine, with the layer's lines."""
-        return compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
+        lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
+        table = compiled.plan.query.table
+        return lines + [f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}"]
 
     def describe_public(self, query: PublicQuery) -> tuple[ResultColumn, ...]:
         result = self.calls.describe_public(query.tree, query.tables)
@@ -109,6 +121,8 @@ class Executor:
         calls = self.calls
         bounded = calls.bounded(compiled.plan.query.table)
         assert bounded
+        if compiled.keyed_columns:
+            calls.keyed(compiled.plan.query.table, compiled.keyed_columns)
         engine_sql = compiled.render_once(compiled.engine, calls.dialect)
         raw = calls.run(engine_sql, {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)

@@ -111,11 +111,15 @@ def _note(table: Table, column: Column) -> str:
 
 # --- \budget and \history --------------------------------------------------------------------
 def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining: PrivacyCost,
-                entries: Sequence[LedgerEntry]) -> str:
+                entries: Sequence[LedgerEntry], accountant: str | None = None) -> str:
     """Remaining and spent budget, and a bar chart of epsilon spent per query (newest last)."""
     rows = [[name, number(c.epsilon), number(c.delta)] for name, c in
             (("total", total), ("spent", spent), ("remaining", remaining))]
     lines = [f"Budget of analyst {analyst}:", *aligned(["", "epsilon", "delta"], rows, [False, True, True])]
+    if accountant is not None and accountant != "basic":
+        # Composed spending is less than the sum of the per-query epsilons listed below.
+        lines.append(f"spent: the {accountant} accountant's epsilon at delta {number(total.delta)} over all charges "
+                     "(each query's own epsilon sets its noise)")
     share = float(spent.epsilon / total.epsilon) if total.epsilon else 1.0
     lines.append(f"epsilon spent [{_bar(share, 1.0, BAR_WIDTH, '░')}] {share:.1%}")
     if not entries:
@@ -189,7 +193,7 @@ def _describe(session: Session, state: ReplState, arg: str) -> Output:
 
 def _budget(session: Session, state: ReplState, arg: str) -> Output:
     return Output(budget_text(session.analyst, session.total_budget, session.spent, session.remaining,
-                              session.ledger_entries()))
+                              session.ledger_entries(), session.policy.budget.accountant))
 
 
 def _history(session: Session, state: ReplState, arg: str) -> Output:

@@ -26,8 +26,8 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
-from dpsql.accounting.ledger import open_ledger, redact
-from dpsql.session import Session, SessionOptions, start_spark
+from dpsql.accounting.ledger import Ledger, open_ledger, redact
+from dpsql.session import Session, SessionOptions, choose_ledger, start_spark
 
 log = logging.getLogger("dpsql.server")
 DEFAULT_HOST = "127.0.0.1"
@@ -63,14 +63,21 @@ class ServerConfig:
 
     @property
     def ledger_path(self) -> str | Path:
-        """The shared ledger: --ledger (a file or a postgresql:// URL), else
-        `<policy stem>.ledger.sqlite` beside the policy.
+        """The shared ledger when the policy fixes none: --ledger (a file or a postgresql:// URL),
+        else `<policy stem>.ledger.sqlite` beside the policy (see `ledger_for`).
 
         Never in-memory: a per-connection ledger would hand out a fresh budget on every login.
         """
         if self.ledger is not None:
             return self.ledger
         return self.policy.with_name(self.policy.stem + ".ledger.sqlite")
+
+    def ledger_for(self, policy: Policy) -> str | Path:
+        """The ledger the server charges: the policy's `[budget] ledger` if the data owner fixed
+        one (a different --ledger is refused), else `ledger_path`."""
+        chosen = choose_ledger(policy, self.ledger, self.ledger_path)
+        assert not isinstance(chosen, Ledger)
+        return chosen if chosen is not None else self.ledger_path
 
 
 def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerContext:
@@ -80,13 +87,17 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     # lock instead of SQLite's busy-wait backoff (p99 tails in bench/server.py); BEGIN IMMEDIATE
     # still guards against other processes sharing the file (or the advisory lock, other servers
     # sharing a PostgreSQL ledger).
-    ledger = open_ledger(config.ledger_path)
+    ledger = open_ledger(config.ledger_for(loaded))
     # One SparkSession for the server, started before the first login; each connection's Session
     # gets its own child session (temp views, settings) and bounded relations.
     spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
 
     def session_for(analyst: str) -> Session:
-        return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark).open()
+        # No background bounding per connection: BI tools open many connections that never read
+        # private data, and one bounding pass per login would let a logged-in analyst multiply
+        # the server's work; a session bounds a table when its first query needs it.
+        return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark,
+                              prepare=False).open()
 
     limits = config.limits(loaded)
     return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits)
@@ -294,7 +305,8 @@ async def run(config: ServerConfig) -> None:
     server = PgServer(config)
     await server.start()
     tls = "TLS available" if config.tls_cert else "no TLS"
-    log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls, redact(config.ledger_path))
+    log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls,
+                redact(config.ledger_for(server.context.policy)))
     try:
         await server.serve_forever()
     finally:

@@ -27,15 +27,16 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import CatalogQueryError, NotSupportedError
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
-from dpsql.server.catalog_rules import calls_catalog_function, check_probe
+from dpsql.server.catalog_rules import calls_catalog_function, check_probe, format_parts
+from dpsql.server.session_views import is_session_view
 
 log = logging.getLogger("dpsql.server")
 PG_SCHEMA, INFO_SCHEMA = "pgc", "pgi"
 VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private SQL; catalog emulation)"
-Route = Literal["catalog", "session"]
+Route = Literal["catalog", "session", "views"]
 ROUTE_CACHE_SIZE = 512
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
-_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode"})  # sqlglot may read unnest as explode
+_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode", "string_to_array"})  # sqlglot may read unnest as explode
 _USER_FUNCTIONS = frozenset({"current_user", "session_user", "user", "current_role"})
 
 
@@ -76,6 +77,7 @@ class Answer:
     columns: tuple[tuple[str, int], ...]
     rows: list[tuple[Any, ...]]
     tag: str
+    notice: str | None = None  # sent as a NoticeResponse after the rows (a private answer's intervals)
 
 
 def _macros() -> list[str]:
@@ -94,6 +96,7 @@ def _macros() -> list[str]:
         " (n, missing_ok) AS (SELECT setting FROM pgc.pg_settings WHERE lower(name) = lower(n))",
         "CREATE MACRO array_upper(a, d) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL ELSE len(a) END",
         "CREATE MACRO array_lower(a, d) AS CASE WHEN a IS NULL OR len(a) = 0 THEN NULL ELSE 1 END",
+        "CREATE MACRO __quote_literal(s) AS chr(39) || replace(s, chr(39), chr(39) || chr(39)) || chr(39)",
         "CREATE MACRO quote_ident(s) AS CASE WHEN regexp_full_match(s, '[a-z_][a-z0-9_$]*') THEN s"
         " ELSE '\"' || replace(s, '\"', '\"\"') || '\"' END",
         "CREATE MACRO __regclass_oid(n) AS (SELECT min(c.oid) FROM pgc.pg_class c JOIN pgc.pg_namespace s ON s.oid = c.relnamespace"
@@ -114,6 +117,15 @@ def _macros() -> list[str]:
         "CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01 00:00:00'",
         "CREATE MACRO pg_encoding_to_char(e) AS 'UTF8'",
         "CREATE MACRO pg_get_serial_sequence(t, c) AS " + none,
+        # information_schema._pg_expandarray(int2vector): one (x, n) row per element (JDBC getPrimaryKeys/getIndexInfo).
+        "CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(generate_series(1, len(a)), lambda i: {'x': a[i], 'n': i}))",
+        # Session times: the server's clock, as PostgreSQL's functions of the same names.
+        "CREATE MACRO now() AS get_current_timestamp()",
+        "CREATE MACRO parse_ident(s) AS list_transform(string_split(s, '.'), lambda p: trim(p, '\"'))",
+        "CREATE MACRO transaction_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO statement_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO clock_timestamp() AS get_current_timestamp()",
+        "CREATE MACRO timeofday() AS strftime(get_current_timestamp(), '%a %b %d %H:%M:%S.%f %Y %Z')",
     ]
     constant = {
         "pg_get_userbyid(o)": "'dpsql'", "pg_table_is_visible(o)": "true", "pg_type_is_visible(o)": "true",
@@ -180,6 +192,8 @@ class CatalogEmulation:
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         tables = list(tree.find_all(exp.Table))
         reads_catalog = False
+        if any(is_session_view(t) for t in tables) and all(is_session_view(t) or (t.name.lower() in ctes and not t.db) for t in tables):
+            return "views", tree  # the session's own state (dpsql.last_query, dpsql.ledger, dpsql.budget)
         for table in tables:
             if isinstance(table.this, exp.Func):
                 if _function_name(table.this) not in _TABLE_FUNCTIONS:
@@ -293,15 +307,54 @@ def _literal_name(node: exp.Expr, keep_schema: bool = False) -> exp.Expr:
     return exp.cast(node, exp.DataType.build("VARCHAR"))
 
 
+def _array_elements(text: str) -> list[str | None] | None:
+    """The elements of a one-dimensional PostgreSQL array literal ('{r,p,""}'), or None if it is not one."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    body, elements, index = text[1:-1], [], 0
+    while index < len(body):
+        if body[index] == '"':
+            value, index = [], index + 1
+            while index < len(body) and body[index] != '"':
+                if body[index] == "\\" and index + 1 < len(body):
+                    index += 1
+                value.append(body[index])
+                index += 1
+            elements.append("".join(value))
+            index += 1
+        else:
+            end = body.find(",", index)
+            end = len(body) if end < 0 else end
+            word = body[index:end].strip()
+            if "{" in word or '"' in word:
+                return None  # nested or malformed: left to the engine's refusal
+            elements.append(None if word.upper() == "NULL" else word)
+            index = end
+        if index < len(body):
+            if body[index] != ",":
+                return None
+            index += 1
+    return elements
+
+
 def _cast(node: exp.Cast) -> exp.Expr:
     target = _type_name(node.to)
     arg = node.this
+    if isinstance(arg, exp.Literal) and arg.is_string and target.endswith("[]"):
+        elements = _array_elements(arg.this)
+        if elements is not None:  # '{r,p,""}'::varchar[] (pgcli's \dt): DuckDB casts only '[...]' text
+            items = [exp.Null() if e is None else exp.Literal.string(e) for e in elements]
+            arg = exp.Array(expressions=items)
+            node = exp.Cast(this=arg, to=node.to)
     literal = isinstance(arg, (exp.Literal, exp.Placeholder, exp.Parameter))
     reg = {"regclass": "regclass", "regtype": "regtype", "regnamespace": "regnamespace"}
     if target in reg and not literal and isinstance(node.parent, _COMPARISONS):
         return exp.cast(arg, exp.DataType.build("BIGINT"))  # compared: the OID, as the other side will be
     if target in reg:
         kind = reg[target]
+        if isinstance(arg, (exp.Concat, exp.DPipe)):  # text built in the query (format('%I.%I', ...)::regclass): a name
+            return exp.func(f"__{kind}_oid", exp.func("replace", arg, exp.Literal.string('"'), exp.Literal.string("")))
         name = _literal_name(arg, keep_schema=kind == "regclass") if literal else arg
         return exp.func(f"__{kind}_oid" if literal else f"__{kind}_name", name)
     if target in ("regrole",):
@@ -332,11 +385,51 @@ def _operator(node: exp.Operator) -> exp.Expr:
 def _any(node: exp.Expr) -> exp.Expr:
     """`x = ANY(array)` -> list_contains(array, x); `x <> ALL(array)` -> NOT list_contains(...)."""
     other = node.expression
-    if isinstance(node, exp.EQ) and isinstance(other, exp.Any) and not isinstance(other.this, exp.Query):
-        return exp.func("list_contains", other.this, node.this)
-    if isinstance(node, exp.NEQ) and isinstance(other, exp.All) and not isinstance(other.this, exp.Query):
-        return exp.Not(this=exp.func("list_contains", other.this, node.this))
+    if not isinstance(other, (exp.Any, exp.All)) or isinstance(other.this, exp.Query):
+        return node
+    array = other.this.unnest() if isinstance(other.this, exp.Paren) else other.this
+    if isinstance(array, exp.Literal) and array.is_string:  # ANY('{r,p,""}'): an array literal in text
+        elements = _array_elements(array.this)
+        if elements is not None:
+            array = exp.Array(expressions=[exp.Null() if e is None else exp.Literal.string(e) for e in elements])
+    if isinstance(node, exp.EQ) and isinstance(other, exp.Any):
+        return exp.func("list_contains", array, node.this)
+    if isinstance(node, exp.NEQ) and isinstance(other, exp.All):
+        return exp.Not(this=exp.func("list_contains", array, node.this))
     return node
+
+
+_CLOCKS = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Localtimestamp, exp.Localtime)
+
+
+def _format(node: exp.Format) -> exp.Expr:
+    """PostgreSQL's format('%I.%I', a, b) as a concatenation (DuckDB's format() is another language)."""
+    parts = format_parts(node)
+    if parts is None:
+        return node  # refused by check_probe before any rewrite
+    pieces: list[exp.Expr] = []
+    for part in parts:
+        if isinstance(part, str):
+            pieces.append(exp.Literal.string(part))
+            continue
+        spec, argument = part
+        text: exp.Expr = exp.cast(argument, exp.DataType.build("VARCHAR"))
+        if spec == "s":
+            text = exp.Coalesce(this=text, expressions=[exp.Literal.string("")])  # PostgreSQL: NULL is ''
+        elif spec == "I":
+            text = exp.Anonymous(this="quote_ident", expressions=[text])
+        elif spec == "L":
+            text = exp.Coalesce(this=exp.Anonymous(this="__quote_literal", expressions=[text]), expressions=[exp.Literal.string("NULL")])
+        pieces.append(text)
+    return exp.Concat(expressions=pieces or [exp.Literal.string("")])
+
+
+def _clock(node: exp.Expr) -> exp.Expr:
+    """now(), current_date, current_time, localtimestamp, localtime: the server's clock (DuckDB
+    reads the bare keywords as column names once the output is named after them)."""
+    now = exp.Anonymous(this="get_current_timestamp", expressions=[])
+    target = {exp.CurrentDate: "DATE", exp.CurrentTime: "TIMETZ", exp.Localtimestamp: "TIMESTAMP", exp.Localtime: "TIME"}.get(type(node))
+    return exp.cast(now, exp.DataType.build(target, dialect="duckdb")) if target else now
 
 
 def _client_value(node: exp.Expr, client: ClientState) -> exp.Expr | None:
@@ -355,8 +448,12 @@ def _client_value(node: exp.Expr, client: ClientState) -> exp.Expr | None:
 
 
 def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
-    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() == "pg_catalog":
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() in ("pg_catalog", "information_schema"):
         return node.expression
+    if isinstance(node, _CLOCKS):
+        return _clock(node)
+    if isinstance(node, exp.Format):
+        return _format(node)
     if isinstance(node, exp.Table):
         return _table(node)
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
@@ -379,6 +476,10 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
 
 
 def _table(node: exp.Table) -> exp.Expr:
+    if isinstance(node.this, exp.StringToArray):
+        # A scalar function in FROM is one row whose column has the alias's name (Grafana's `string_to_array(...) s`).
+        alias = node.alias or "string_to_array"
+        return exp.select(exp.alias_(node.this, alias, quoted=True)).subquery(alias)
     if isinstance(node.this, exp.Func) or isinstance(node.this, exp.Anonymous):
         node.set("db", None)
         alias = node.args.get("alias")

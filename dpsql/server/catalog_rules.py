@@ -37,7 +37,7 @@ _CLASS_NAMES = (
     "Count", "Min", "Max", "Sum", "Avg", "LogicalAnd", "LogicalOr", "GroupConcat", "RowNumber", "Rank", "DenseRank",
     "FirstValue", "LastValue", "Lag", "Lead", "JSONObject", "JSONArrayAgg",
     # numbers and times
-    "Abs", "Sign", "Round", "Floor", "Ceil", "Extract", "Localtimestamp",
+    "Abs", "Sign", "Round", "Floor", "Ceil", "Extract", "Localtimestamp", "Localtime",
 )  # fmt: skip
 ALLOWED_CLASSES: frozenset[type] = frozenset(c for c in (getattr(exp, n, None) for n in _CLASS_NAMES) if c is not None)
 
@@ -61,6 +61,7 @@ ALLOWED_NAMES = frozenset({
     "current_user", "session_user", "current_role", "regexp_split_to_table", "array_agg", "string_agg",
     "bool_and", "bool_or", "every", "row_number", "lower", "upper", "length", "char_length", "octet_length", "coalesce",
     "nullif", "jsonb_agg", "row_to_json", "quote_literal", "regexp_match", "regexp_matches",
+    "_pg_expandarray", "parse_ident", "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday",
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip
 _SERIES = frozenset({"generate_series"})
@@ -82,11 +83,41 @@ def check_probe(tree: exp.Expr) -> None:
         name = _name(node)
         if isinstance(node, (exp.GenerateSeries, exp.ExplodingGenerateSeries)) or name in _SERIES:
             _check_series(node)
+        elif isinstance(node, exp.Format):
+            if format_parts(node) is None:
+                raise refuse("format() in a catalog query takes a constant format of %s, %I, %L and %%",
+                             "catalog queries are bounded statically; use a constant format string")
         elif isinstance(node, exp.Anonymous):
             if name not in ALLOWED_NAMES:
                 raise _unavailable(name)
         elif type(node) not in ALLOWED_CLASSES:
             raise _unavailable(name)
+
+
+def format_parts(node: exp.Format) -> list[str | tuple[str, exp.Expr]] | None:
+    """format('%I.%I', a, b) as text pieces and (specifier, argument) pairs; None unless the format
+    is a constant with only %s, %I, %L and %% (no widths, no positions), one argument each."""
+    pattern = node.this
+    if not isinstance(pattern, exp.Literal) or not pattern.is_string:
+        return None
+    arguments = list(node.expressions)
+    parts: list[str | tuple[str, exp.Expr]] = []
+    text, index = pattern.this, 0
+    while index < len(text):
+        char = text[index]
+        if char != "%":
+            parts.append(char)
+            index += 1
+            continue
+        spec = text[index + 1 : index + 2]
+        if spec == "%":
+            parts.append("%")
+        elif spec in ("s", "I", "L") and arguments:
+            parts.append((spec, arguments.pop(0)))
+        else:
+            return None
+        index += 2
+    return parts if not arguments else None
 
 
 def _name(node: exp.Func) -> str:
@@ -114,8 +145,8 @@ def _check_series(node: exp.Func) -> None:
         assert start is not None and end is not None
         if abs(end - start) <= MAX_SERIES and (len(bounds) < 3 or _integer(bounds[2]) not in (None, 0)):
             return
-    elif len(bounds) == 2 and constants[0] is not None and _array_size(bounds[1]):
-        return
+    elif len(bounds) == 2 and (constants[0] is not None or _array_size(bounds[0])) and _array_size(bounds[1]):
+        return  # an array's bounds (Grafana: array_lower(a, 1) .. array_upper(a, 1)): no larger than the array
     raise refuse(f"generate_series in a catalog query needs constant bounds at most {MAX_SERIES} apart, or an array's size",
                  "catalog queries are bounded statically; generate fewer values")
 
@@ -150,10 +181,13 @@ def _array_size(node: exp.Expr | None) -> bool:
 
 _CATALOG_CLASSES = tuple(
     c for c in (getattr(exp, n, None) for n in ("CurrentDatabase", "CurrentCatalog", "CurrentSchema", "CurrentSchemas",
-                                                "CurrentUser", "SessionUser", "CurrentRole", "CurrentVersion"))
+                                                "CurrentUser", "SessionUser", "CurrentRole", "CurrentVersion",
+                                                "CurrentTimestamp", "CurrentDate", "CurrentTime", "Localtimestamp", "Localtime"))
     if c is not None
 )  # fmt: skip
 _CATALOG_PREFIXES = ("pg_", "has_", "to_reg", "current_")
+_CATALOG_NAMES = frozenset({"version", "format_type", "obj_description", "col_description", "_pg_expandarray", "now",
+                            "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday"})
 
 
 def calls_catalog_function(tree: exp.Expr) -> bool:
@@ -163,6 +197,6 @@ def calls_catalog_function(tree: exp.Expr) -> bool:
             return True
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
-            if name in ("version", "format_type", "obj_description", "col_description") or name.startswith(_CATALOG_PREFIXES):
+            if name in _CATALOG_NAMES or name.startswith(_CATALOG_PREFIXES):
                 return True
     return False

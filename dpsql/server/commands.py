@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from dpsql import errors
+from dpsql.catalog.loader import load_policy
 from dpsql.server.app import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 from dpsql.server.scram import DEFAULT_ITERATIONS, make_verifier
 
@@ -62,6 +63,12 @@ def serve_main(argv: list[str]) -> int:
         statement_timeout=args.statement_timeout,
     )  # fmt: skip
     try:
+        policy = load_policy(config.policy)
+        if not policy.analysts:
+            print(f"ERROR: the policy {config.policy} declares no analysts, so nobody could log in: add an "
+                  "[analysts.<name>] section with password = \"<verifier>\" (make one with 'dpsql hash-password')",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         asyncio.run(run(config))
     except errors.Error as error:
         print(f"ERROR: {error}", file=sys.stderr)

@@ -108,6 +108,9 @@ PG_TABLES: dict[str, str] = {
     "pg_locks": "locktype:V database:B relation:B pid:I mode:V granted:O",
     "pg_prepared_statements": "name:V statement:V prepare_time:T parameter_types:VA from_sql:O",
     "pg_timezone_names": "name:V abbrev:V utc_offset:V is_dst:O",
+    # Statistics views: the tables are listed, their counts are NULL (a row count is data).
+    "pg_stat_user_tables": "relid:B schemaname:V relname:V seq_scan:B n_live_tup:B n_dead_tup:B last_analyze:T",
+    "pg_stat_all_tables": "relid:B schemaname:V relname:V seq_scan:B n_live_tup:B n_dead_tup:B last_analyze:T",
 }
 
 INFORMATION_SCHEMA: dict[str, str] = {
@@ -141,6 +144,10 @@ INFORMATION_SCHEMA: dict[str, str] = {
     "parameters": "specific_catalog:V specific_schema:V specific_name:V ordinal_position:I parameter_mode:V "
     "parameter_name:V data_type:V",
     "sequences": "sequence_catalog:V sequence_schema:V sequence_name:V data_type:V",
+    "role_table_grants": "grantor:V grantee:V table_catalog:V table_schema:V table_name:V privilege_type:V "
+    "is_grantable:V with_hierarchy:V",
+    "table_privileges": "grantor:V grantee:V table_catalog:V table_schema:V table_name:V privilege_type:V "
+    "is_grantable:V with_hierarchy:V",
     "character_sets": "character_set_catalog:V character_set_schema:V character_set_name:V "
     "character_repertoire:V form_of_use:V default_collate_catalog:V default_collate_schema:V default_collate_name:V",
 }
@@ -307,6 +314,8 @@ def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tupl
         "pg_tablespace": [(1663, "pg_default", OWNER_OID, None, None)],
         "pg_collation": [(TEXT_COLLATION, "default", PG_CATALOG_OID, OWNER_OID, "d", True, -1, None, None, None, None)],
         "pg_tables": [("public", e.table.name, OWNER, None, False, False, False, False) for e in entries],
+        "pg_stat_user_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
+        "pg_stat_all_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
         "pg_language": [(12, "internal", OWNER_OID, False, False, 0, 0, 0, None), (14, "sql", OWNER_OID, False, True, 0, 0, 0, None)],
     })  # fmt: skip
     return rows
@@ -321,6 +330,9 @@ def information_schema_rows(policy: Policy, database: str = "dpsql") -> dict[str
     rows["columns"] = [_info_columns_row(database, e.table, n, c) for e in entries
                        for n, c in enumerate(e.table.columns.values(), start=1)]  # fmt: skip
     rows["schemata"] = [(database, s, OWNER, None, None, None, None) for s in ("information_schema", "pg_catalog", "public")]
+    grants = [(OWNER, "PUBLIC", database, "public", e.table.name, "SELECT", "NO", "YES") for e in entries]
+    rows["role_table_grants"] = grants
+    rows["table_privileges"] = list(grants)
     rows["character_sets"] = [(None, None, "UTF8", "UCS", "UTF8", database, "pg_catalog", "C")]
     return rows
 

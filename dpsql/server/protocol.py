@@ -22,7 +22,7 @@ from dpsql.backend.watchdog import WATCHDOG
 from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.result import NoisyResult
-from dpsql.server import codec, pgtypes, scram
+from dpsql.server import codec, noise_report, pgtypes, scram, session_views
 from dpsql.server import pg_catalog as pgc
 from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState
 from dpsql.server.statements import Utility, is_empty, split_statements, utility
@@ -30,6 +30,8 @@ from dpsql.session import Session
 
 log = logging.getLogger("dpsql.server")
 NO_DATA = "NO_DATA"
+CI_COLUMNS = "dpsql.ci_columns"
+_CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
 
 
 @dataclass
@@ -91,6 +93,8 @@ class PgConnection:
         self._skip_to_sync = False
         self._statements: dict[str, Prepared] = {}
         self._portals: dict[str, Portal] = {}
+        self._last: session_views.LastStatement | None = None  # the last private answer (dpsql.last_query)
+        self._cursors: dict[str, Portal] = {}  # DECLAREd cursors over released answers
 
     @property
     def authenticated(self) -> bool:
@@ -272,6 +276,8 @@ class PgConnection:
             if answer.columns:
                 out.data += codec.row_description([_field(n, oid, 0) for n, oid in answer.columns])
             self._send_rows(out, answer, answer.columns, (0,), 0, len(answer.rows))
+            if answer.notice:
+                out.data += codec.notice_response(answer.notice)
             out.data += codec.command_complete(answer.tag)
         out.data += codec.ready_for_query(self.tx)
 
@@ -328,6 +334,8 @@ class PgConnection:
         if end < len(answer.rows):
             out.data += codec.portal_suspended()
         else:
+            if answer.notice:
+                out.data += codec.notice_response(answer.notice)
             out.data += codec.command_complete(answer.tag)
 
     def _close(self, message: codec.Close, out: Output) -> None:
@@ -346,7 +354,7 @@ class PgConnection:
         return statement
 
     def _portal(self, name: str) -> Portal:
-        portal = self._portals.get(name)
+        portal = self._portals.get(name) or self._cursors.get(name)
         if portal is None:
             raise ServerError("34000", f'portal "{name}" does not exist')
         return portal
@@ -360,13 +368,61 @@ class PgConnection:
         command = utility(sql)
         if self.tx == "E" and (command is None or command.kind not in ("commit", "rollback")):
             raise ServerError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        if command is not None and command.kind in _CURSOR_KINDS:
+            return self._cursor(command, params)
         if command is not None and not _is_session_setting(command):
             return self._utility(command)
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
         if route == "catalog" and tree is not None:
             return self.ctx.emulation.query(tree, self.client, params)  # bounded by the catalog's own limits
+        if route == "views" and tree is not None:
+            columns, rows = session_views.query(tree, self.session, self._last, self.ctx.limits, params)
+            return Answer(columns, rows, f"SELECT {len(rows)}")
         with _statement_timeout(self.ctx.limits.statement_timeout, self.session.engine.interrupt):
-            return _answer(self.session.execute(sql, list(params)))
+            result = self.session.execute(sql, list(params))
+        if result.kind != "query":
+            return _answer(result, False)
+        self._last = session_views.LastStatement(sql, result)
+        answer = _answer(result, self._ci_columns)
+        return Answer(answer.columns, answer.rows, answer.tag, noise_report.notice_text(result, self.session.remaining))
+
+    @property
+    def _ci_columns(self) -> bool:
+        """`SET dpsql.ci_columns = on`: a `<col>_ci95` column after each noisy column."""
+        assert self.client is not None
+        return self.client.setting(CI_COLUMNS) == "on"
+
+    def _cursor(self, command: Utility, params: Sequence[Any]) -> Answer:
+        """DECLARE runs its query once (charged, noised and released like any other); FETCH and
+        MOVE then page through that released answer, forward only, and CLOSE drops it."""
+        if command.kind == "close":
+            if command.name is None:
+                self._cursors.clear()
+            elif self._cursors.pop(command.name, None) is None:
+                raise ServerError("34000", f'cursor "{command.name}" does not exist')
+            return Answer((), [], command.tag)
+        if command.name is None or command.value is None:
+            raise ServerError("42601", f"{command.tag} statement not accepted by dpsql: expected DECLARE name CURSOR FOR query, "
+                                       "FETCH [FORWARD] [count | ALL] [FROM] name, or CLOSE name")  # fmt: skip
+        if command.kind == "declare":
+            if command.name in self._cursors:
+                raise ServerError("42P03", f'cursor "{command.name}" already exists')
+            answer = self._run(command.value, params)
+            if not answer.columns:
+                raise ServerError("42601", "DECLARE CURSOR not accepted by dpsql: the cursor's statement must return rows")
+            self._cursors[command.name] = Portal(Prepared(command.value, ()), list(params), (0,), answer.columns, answer)
+            return Answer((), [], command.tag, answer.notice)
+        cursor = self._cursors.get(command.name)
+        if cursor is None or cursor.answer is None:
+            raise ServerError("34000", f'cursor "{command.name}" does not exist')
+        if command.value == "BACKWARD":
+            raise ServerError("0A000", f"{command.tag} not accepted by dpsql: cursors move forward only (FETCH [FORWARD] count | ALL)")
+        rows = cursor.answer.rows
+        end = len(rows) if command.value == "ALL" else min(len(rows), cursor.sent + int(command.value))
+        start, cursor.sent = cursor.sent, end
+        if command.kind == "move":
+            return Answer((), [], f"MOVE {end - start}")
+        return Answer(cursor.answer.columns, rows[start:end], f"FETCH {end - start}")
 
     def _utility(self, command: Utility) -> Answer:
         assert self.client is not None
@@ -376,6 +432,14 @@ class PgConnection:
             tag = "ROLLBACK" if self.tx == "E" else command.tag
             self.tx = "I"
             return Answer((), [], tag)
+        elif command.kind == "set" and (command.name or "").lower() == CI_COLUMNS and command.value is not None:
+            self.client.set(CI_COLUMNS, _on_off(command.value))
+        elif command.kind == "reset" and (command.name or "").lower() == CI_COLUMNS:
+            self.client.settings.pop(CI_COLUMNS, None)
+        elif command.kind == "show" and (command.name or "").lower().startswith("dpsql."):
+            assert self.session is not None
+            name = command.name.lower()  # type: ignore[union-attr]
+            return Answer(((name, pgtypes.TEXT),), [(session_views.show(name, self.session, self._ci_columns),)], "SHOW")
         elif command.kind == "set" and command.name is not None and command.value is not None:
             value = pgc.DEFAULT_SETTINGS.get(command.name, "") if command.value.upper() == "DEFAULT" else command.value
             self.client.set(command.name, value)
@@ -407,11 +471,26 @@ class PgConnection:
             if params is None:
                 return self.ctx.emulation.query(tree, self.client, [None] * count, describe_only=True).columns
             return self.ctx.emulation.query(tree, self.client, params).columns
+        if route == "views" and tree is not None:
+            values = [None] * count if params is None else list(params)
+            return session_views.query(tree, self.session, None, self.ctx.limits, values, describe_only=True)[0]
         description = self.session.describe(sql, list(params) if params is not None else None)
-        return tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in description.columns)
+        columns = tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in description.columns)
+        if not self._ci_columns or not any(description.noisy):
+            return columns
+        expanded = []
+        for (name, oid), flag in zip(columns, list(description.noisy) + [False] * len(columns)):
+            expanded.append((name, oid))
+            if flag:
+                expanded.append((name + noise_report.CI_SUFFIX, pgtypes.FLOAT8))
+        return tuple(expanded)
 
     def _utility_columns(self, command: Utility) -> tuple[tuple[str, int], ...]:
         assert self.client is not None
+        if command.kind == "show" and (command.name or "").lower().startswith("dpsql."):
+            return ((command.name.lower(), pgtypes.TEXT),)  # type: ignore[union-attr]
+        if command.kind == "fetch" and command.name in self._cursors:
+            return self._cursors[command.name].columns or ()
         if command.kind == "show" and command.name is not None:
             return self.ctx.emulation.show(command.name, self.client).columns
         return ()
@@ -478,15 +557,26 @@ def _message(err: errors.Error) -> str:
 
 
 def _is_session_setting(command: Utility) -> bool:
-    """`SET dpsql.<name> = ...` belongs to the Session (its privacy settings)."""
+    """`SET dpsql.<name> = ...` belongs to the Session (its privacy settings); dpsql.ci_columns is the connection's."""
     name = (command.name or "").lower()
-    return command.kind == "set" and name.startswith("dpsql.") and name not in ("dpsql.random_seed", "dpsql.seed")
+    return command.kind == "set" and name.startswith("dpsql.") and name not in ("dpsql.random_seed", "dpsql.seed", CI_COLUMNS)
 
 
-def _answer(result: NoisyResult) -> Answer:
-    columns = tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in result.columns)
+def _on_off(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered in ("on", "true", "yes", "1", "t"):
+        return "on"
+    if lowered in ("off", "false", "no", "0", "f", "default"):
+        return "off"
+    raise ServerError("22023", f'parameter "{CI_COLUMNS}" requires a Boolean value (on or off)')
+
+
+def _answer(result: NoisyResult, ci_columns: bool) -> Answer:
     tag = {"set": "SET", "explain": "EXPLAIN"}.get(result.kind, f"SELECT {len(result.rows)}")
-    return Answer(columns, result.rows, tag)
+    if ci_columns:
+        columns, rows = noise_report.with_ci_columns(result)
+        return Answer(tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in columns), rows, tag)
+    return Answer(tuple((c.name, pgtypes.oid_for_engine_type(c.type_name)) for c in result.columns), result.rows, tag)
 
 
 def _placeholder_count(sql: str) -> int:

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
-UtilityKind = Literal["begin", "commit", "rollback", "savepoint", "noop", "set", "show", "reset", "deallocate"]
+UtilityKind = Literal["begin", "commit", "rollback", "savepoint", "noop", "set", "show", "reset", "deallocate", "declare",
+                      "fetch", "move", "close"]
 
 _COMMENT = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 _SET = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<name>[A-Za-z_][\w.]*|\"[^\"]+\")\s*(?:=|\s+TO\s+)\s*(?P<value>.*?)\s*;?\s*$",
@@ -19,6 +20,12 @@ _SET = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<name>[A-Za-z_][\w.]*|\"[^
 _SET_TIME_ZONE = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<value>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _SHOW = re.compile(r"^SHOW\s+(?P<name>.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _RESET = re.compile(r"^RESET\s+(?P<name>.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_NAME = r'(?P<name>"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+_DECLARE = re.compile(r"^DECLARE\s+" + _NAME + r"\s+(?:(?:BINARY|ASENSITIVE|INSENSITIVE|NO\s+SCROLL|SCROLL)\s+)*CURSOR\s+"
+                      r"(?:(?:WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<query>.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)  # fmt: skip
+_FETCH = re.compile(r"^(?:FETCH|MOVE)\s+(?:(?P<direction>NEXT|FORWARD|ALL|FIRST|PRIOR|LAST|ABSOLUTE|RELATIVE|BACKWARD)\s+)?"
+                    r"(?P<count>ALL|\d+)?\s*(?:(?:FROM|IN)\s+)?" + _NAME + r"\s*;?\s*$", re.IGNORECASE | re.DOTALL)  # fmt: skip
+_CLOSE = re.compile(r"^CLOSE\s+(?:ALL|" + _NAME + r")\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 _DEALLOCATE = re.compile(r"^DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>.+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
 
 
@@ -72,8 +79,10 @@ def utility(sql: str) -> Utility | None:
         return Utility("savepoint" if savepoint else "rollback", "ROLLBACK")
     if head in ("SAVEPOINT", "RELEASE"):
         return Utility("savepoint", head)
-    if head in ("DISCARD", "CLOSE", "LISTEN", "UNLISTEN", "CHECKPOINT"):
-        return Utility("noop", "DISCARD ALL" if head == "DISCARD" else head if head != "CLOSE" else "CLOSE CURSOR")
+    if head in ("DISCARD", "LISTEN", "UNLISTEN", "CHECKPOINT"):
+        return Utility("noop", "DISCARD ALL" if head == "DISCARD" else head)
+    if head in ("DECLARE", "FETCH", "MOVE", "CLOSE"):
+        return _cursor(text, head)
     if head == "DEALLOCATE":
         match = _DEALLOCATE.match(text)
         name = match.group("name").strip('"') if match else None
@@ -87,6 +96,38 @@ def utility(sql: str) -> Utility | None:
         match = _RESET.match(text)
         return Utility("reset", "RESET", match.group("name").strip().strip('"')) if match else None
     return None
+
+
+def _cursor_name(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    return raw[1:-1].replace('""', '"') if raw.startswith('"') else raw.lower()
+
+
+def _cursor(text: str, head: str) -> Utility:
+    """DECLARE name CURSOR FOR query (value: the query), FETCH/MOVE [FORWARD] [n|ALL] [FROM] name
+    (value: the count, "ALL", or "BACKWARD" for any other direction), CLOSE name|ALL (name None: all)."""
+    if head == "DECLARE":
+        match = _DECLARE.match(text)
+        if match is None:
+            return Utility("declare", "DECLARE CURSOR")  # no name: refused by the caller
+        return Utility("declare", "DECLARE CURSOR", _cursor_name(match.group("name")), match.group("query"))
+    if head == "CLOSE":
+        match = _CLOSE.match(text)
+        return Utility("close", "CLOSE CURSOR", _cursor_name(match.group("name")) if match else None, "ALL" if match else None)
+    match = _FETCH.match(text)
+    kind: UtilityKind = "fetch" if head == "FETCH" else "move"
+    if match is None:
+        return Utility(kind, head)
+    direction = (match.group("direction") or "").upper()
+    count = (match.group("count") or "").upper()
+    if direction in ("FIRST", "PRIOR", "LAST", "ABSOLUTE", "RELATIVE", "BACKWARD"):
+        value = "BACKWARD"
+    elif direction == "ALL" or count == "ALL":
+        value = "ALL"
+    else:
+        value = count or "1"
+    return Utility(kind, head, _cursor_name(match.group("name")), value)
 
 
 def _set(text: str, words: list[str]) -> Utility | None:

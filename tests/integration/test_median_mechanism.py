@@ -67,7 +67,8 @@ def test_first_answer_reserves_the_whole_budget_once(mm) -> None:  # type: ignor
     assert entry.params["mode"] == "pure" and entry.params["cap"] == layer_of(con).calibration.cap
     assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "public_seed", "cells", "columns"} <= set(entry.params)
     after = con.budget
-    assert pytest.approx(before[0] - after[0]) == 2.0
+    # One pure epsilon-2 term, read by the default PLD accountant at delta 1e-5: at most 2, barely less.
+    assert 2.0 - 1e-4 <= before[0] - after[0] <= 2.0
 
 
 def test_zcdp_reservation_records_delta_and_rho(mm) -> None:  # type: ignore[no-untyped-def]

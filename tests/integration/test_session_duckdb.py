@@ -166,7 +166,7 @@ def test_private_domain_group_by_releases_only_existing_keys(open_source) -> Non
 
 
 def test_options_epsilon_and_delta_are_charged_exactly(connect, policy_file) -> None:
-    con = connect(policy_file(epsilon=10.0, delta=1e-5), random_seed=1)
+    con = connect(policy_file(epsilon=10.0, delta=1e-5, accountant="basic"), random_seed=1)
     con.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.37, delta = 1e-7) region, COUNT(*) "
                 "FROM people GROUP BY region").fetchall()
     con.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*), SUM(income) FROM people")

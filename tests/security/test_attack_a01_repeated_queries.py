@@ -47,7 +47,7 @@ def executions_and_charges(con: dpsql.Connection, statements: list[str]) -> tupl
 
 
 def test_a01_every_repeat_is_charged_and_the_budget_stops_the_averaging(connect, policy_file) -> None:
-    con = connect(policy_file(epsilon=1.0), random_seed=11)
+    con = connect(policy_file(epsilon=1.0, accountant="basic"), random_seed=11)
     answered = refused = 0
     answers = []
     for _ in range(1000):
@@ -65,7 +65,7 @@ def test_a01_every_repeat_is_charged_and_the_budget_stops_the_averaging(connect,
 
 def test_a01_fifty_equivalent_spellings_are_each_charged(connect, policy_file) -> None:
     assert len(set(EQUIVALENTS)) == 50
-    con = connect(policy_file(epsilon=1.0), random_seed=12)
+    con = connect(policy_file(epsilon=1.0, accountant="basic"), random_seed=12)
     answered, charges, answers = executions_and_charges(con, EQUIVALENTS)
     assert answered == charges == 50
     assert con.budget[0] == pytest.approx(0.5, abs=1e-12)

@@ -22,6 +22,8 @@ import dpsql
 from dpsql.accounting.ledger import Ledger
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
+from dpsql.backend.engine import bounded_name
+from dpsql.backend.sqlgen import engine_select, key_heavy_select, keyed_select
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import generate_people
 from dpsql.ir.query import key_name
@@ -73,7 +75,8 @@ def selection_setup(tmp_path_factory) -> Iterator[tuple[Any, DuckDBEngine, Compi
     engine = DuckDBEngine(policy, None, {"people": frame})
     _, compiled = compile_statement(SELECT_REGIONS, None, AnalysisContext(policy, policy.budget.default_query))
     engine.ensure_bounded(compiled.plan.query.table, 1)
-    raw = engine.run(compiled.engine, {"seed": 1})
+    engine.ensure_keyed(compiled.plan.query.table, compiled.keyed_columns, 1, 1)  # the session's key bounding
+    raw = engine.run(compiled.engine)
     yield policy, engine, compiled, raw
     engine.close()
 
@@ -106,7 +109,11 @@ def test_selection_threshold_meets_delta_and_is_tight(selection_setup) -> None:
     # (every person here has one region), so the release step alone decides what is released.
     units = {row[0]: row[-1] for row in raw.rows}
     assert units[UNIQUE] == 1
-    other = DuckDBEngine.run(selection_setup[1], compiled.engine, {"seed": 2})
+    table, keys = compiled.plan.query.table, compiled.keyed_columns
+    engine = selection_setup[1]
+    engine.backend.materialize("other_heavy", key_heavy_select(table, bounded_name(table), keys))
+    engine.backend.materialize("other_keyed", keyed_select(table, bounded_name(table), keys, "other_heavy"), {"seed": 2})
+    other = engine.run(engine_select(compiled.plan, "other_keyed"))
     assert sorted(other.rows) == sorted(raw.rows)
 
 

@@ -31,16 +31,16 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.backend import mmsql
 from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
 from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.engine import EngineResult, bounded_name, source_name
+from dpsql.backend.engine import EngineResult, bounded_name, keyed_name, source_name
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, fetch, robust_queries
 from dpsql.backend.spark_engine import SparkEngine
-from dpsql.backend.sqlgen import bounded_select, ordered
+from dpsql.backend.sqlgen import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
 from dpsql.mechanisms.ranks import Histogram, WindowedOrderStatistics, quantile_rank
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.spark.conftest import BOUND_SEED, EnginePair, SparkData
 
-QUERY_SEED = 2**61 + 12_345  # the per-query key-bounding seed ($seed / :seed), on both engines
+QUERY_SEED = 2**61 + 12_345  # the key-bounding seed of the keyed relation, on both engines
 MODE_PARAMS = {"mode_seed": 2**60 + 7, "tie_seed": 2**59 + 11}
 NAN = "<NaN>"  # NaN's stand-in, so that rows holding NaN compare equal to themselves
 
@@ -95,7 +95,20 @@ def compile_sql(data: SparkData, sql: str) -> CompiledQuery:
 
 
 def run_plan(engine: Any, compiled: CompiledQuery, seed: int = QUERY_SEED) -> EngineResult:
-    """The plan's engine query, exactly as Executor._answer runs it (rendered for the engine)."""
+    """The plan's engine query, exactly as Executor._answer runs it (rendered for the engine).
+
+    A plan with key bounding reads the session's keyed relation of its grouping, built with the
+    key seed `seed` (QUERY_SEED: through Engine.ensure_keyed, cached like a session's; another
+    seed: a separate relation of the same SQL, for the negative control)."""
+    if compiled.keyed_columns:
+        table = compiled.plan.query.table
+        if seed == QUERY_SEED:
+            engine.ensure_keyed(table, compiled.keyed_columns, BOUND_SEED, seed)
+        else:
+            name = f"{keyed_name(table, compiled.keyed_columns)}_{seed}"
+            engine.backend.materialize(f"{name}_heavy", key_heavy_select(table, bounded_name(table), compiled.keyed_columns))
+            engine.backend.materialize(name, keyed_select(table, bounded_name(table), compiled.keyed_columns, f"{name}_heavy"), {"seed": seed})
+            return engine.run(engine_select(compiled.plan, name))
     return engine.run(compiled.render_once(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
 
 
@@ -309,7 +322,7 @@ GROUPED = [
 ]
 
 SELECTION = [
-    # partition selection on a private key; people: max_groups 2 < max_rows 3 (the seeded key-bounding window)
+    # partition selection on a private key; people: max_groups 2 < max_rows 3 (the keyed relation, seeded)
     ("SELECT region, COUNT(*), SUM(age) FROM people GROUP BY region", True),
     ("SELECT region, COUNT(*), AVG(income) FROM people WHERE age > 30 GROUP BY region", True),
     ("SELECT dept, region, COUNT(*) FROM people GROUP BY dept, region", True),      # a public and a private key
@@ -332,7 +345,7 @@ def test_public_keys(engines: EnginePair, spark_data: SparkData, sql: str) -> No
 @pytest.mark.parametrize(("sql", "seeded"), SELECTION)
 def test_partition_selection(engines: EnginePair, spark_data: SparkData, sql: str, seeded: bool) -> None:
     compiled = compile_sql(spark_data, sql)
-    assert compiled.plan.selection is not None and compiled.uses_seed is seeded
+    assert compiled.plan.selection is not None and bool(compiled.keyed_columns) is seeded and not compiled.uses_seed
     rows = assert_identical(*(run_plan(e, compiled) for e in engines))
     assert len(rows) > 20 and any(None in row[:len(compiled.plan.query.keys)] for row in rows)  # NULL keys join too
 

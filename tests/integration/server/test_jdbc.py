@@ -67,3 +67,53 @@ def test_jdbc_query_and_metadata(pg_server: PgServer, tmp_path: Path) -> None:
         "COLUMN person_id int8 -5", "COLUMN age int8 -5", "COLUMN income float8 8", "COLUMN dept text 12", "COLUMN region text 12",
     ]  # fmt: skip
     assert any(line.startswith("ERROR 0A000 ERROR: DP105:") for line in lines)
+
+
+KEYS_PROGRAM = r"""
+import java.sql.*;
+
+public class DpsqlJdbcKeys {
+    public static void main(String[] args) throws Exception {
+        try (Connection con = DriverManager.getConnection(args[0], args[1], args[2])) {
+            DatabaseMetaData md = con.getMetaData();
+            try (ResultSet rs = md.getPrimaryKeys(null, "public", "people")) {
+                int rows = 0;
+                while (rs.next()) { rows++; }
+                System.out.println("PRIMARY_KEYS " + rows);
+            }
+            try (ResultSet rs = md.getIndexInfo(null, "public", "people", false, true)) {
+                int rows = 0;
+                while (rs.next()) { rows++; }
+                System.out.println("INDEX_INFO " + rows);
+            }
+            try (ResultSet rs = md.getTypeInfo()) {
+                int rows = 0;
+                while (rs.next()) { rows++; }
+                System.out.println("TYPE_INFO " + (rows > 0));
+            }
+            try (Statement st = con.createStatement()) {
+                try (ResultSet rs = st.executeQuery("SELECT dept, COUNT(*) AS n FROM people GROUP BY dept")) {
+                    while (rs.next()) { rs.getLong(2); }
+                }
+                SQLWarning warning = st.getWarnings();
+                System.out.println("WARNING " + (warning == null ? "none" : warning.getMessage().split("\n")[0]));
+            }
+        }
+    }
+}
+"""
+
+
+def test_jdbc_keys_index_info_and_the_notice(pg_server: PgServer, tmp_path: Path) -> None:
+    """DBeaver and Tableau ask for primary keys and indexes (none: the policy declares none) and
+    read notices as SQLWarnings."""
+    assert JAR is not None and JAVAC is not None and JAVA is not None
+    (tmp_path / "DpsqlJdbcKeys.java").write_text(KEYS_PROGRAM, encoding="utf-8")
+    subprocess.run([JAVAC, "DpsqlJdbcKeys.java"], cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    url = f"jdbc:postgresql://{pg_server.host}:{pg_server.port}/anydb?sslmode=disable"
+    result = subprocess.run([JAVA, "-cp", f".:{JAR}", "DpsqlJdbcKeys", url, "alice", PASSWORDS["alice"]], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:3] == ["PRIMARY_KEYS 0", "INDEX_INFO 0", "TYPE_INFO true"]
+    assert lines[3].startswith("WARNING dpsql: 95% intervals: n ± "), lines[3]

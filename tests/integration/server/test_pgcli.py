@@ -47,3 +47,15 @@ def test_pgcli_completion_probes(pg_server: PgServer) -> None:
             list(probe())
     finally:
         executor.conn.close()
+
+
+@pytest.mark.parametrize("command, expected", [(r"\dt", "people"), (r"\d people", "income"), (r"\dn", "public"), (r"\df", "SELECT 0")])
+def test_pgcli_backslash_commands(pg_server: PgServer, tmp_path: os.PathLike[str], command: str, expected: str) -> None:
+    """pgcli's \\dt casts '{r,p,""}' to varchar[] (a PostgreSQL array literal): answered from the policy."""
+    assert PGCLI is not None
+    env = {**os.environ, "PGPASSWORD": PASSWORDS["alice"], "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run([PGCLI, "-h", pg_server.host, "-p", str(pg_server.port), "-U", "alice", "-d", "anydb", "-c", command],
+                            capture_output=True, text=True, env=env, timeout=120, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert expected in result.stdout, result.stdout + result.stderr
+    assert "error" not in (result.stdout + result.stderr).lower()

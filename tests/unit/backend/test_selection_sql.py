@@ -1,10 +1,17 @@
-"""Partition selection SQL: key bounding only when a person could touch more than max_groups keys."""
+"""Partition selection SQL: person counts in the same aggregation as the released values, from the
+session's keyed relation (key bounding once per session, table and grouping), and no key bounding
+at all when a person could not touch more than max_groups keys."""
 
 import tomllib
+from collections import defaultdict
 
+import duckdb
 from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext
+from dpsql.backend.dialects import render
+from dpsql.backend.engine import keyed_name
+from dpsql.backend.sqlgen import UNIT_KEY, key_heavy_select, keyed_select
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import policy_text
 from dpsql.execution.compiled import compile_statement
@@ -12,18 +19,77 @@ from dpsql.execution.compiled import compile_statement
 SQL = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) region, COUNT(*) FROM people GROUP BY region"
 
 
-def compiled_for(max_groups: int):  # noqa: ANN201
-    policy = policy_from_dict(tomllib.loads(policy_text(None).replace("max_groups = 2", f"max_groups = {max_groups}")))
-    _, compiled = compile_statement(SQL, None, AnalysisContext(policy, policy.budget.default_query))
+def policy_for(max_groups: int, max_rows: int = 3):  # noqa: ANN201
+    text = policy_text(None).replace("max_groups = 2", f"max_groups = {max_groups}").replace("max_rows = 3", f"max_rows = {max_rows}")
+    return policy_from_dict(tomllib.loads(text))
+
+
+def compiled_for(max_groups: int, sql: str = SQL):  # noqa: ANN201
+    policy = policy_for(max_groups)
+    _, compiled = compile_statement(sql, None, AnalysisContext(policy, policy.budget.default_query))
     return compiled
 
 
-def test_key_bounding_window_when_max_groups_below_max_rows() -> None:
+def test_key_bounding_reads_the_keyed_relation_in_one_pass() -> None:
     compiled = compiled_for(2)  # max_rows = 3 in the demo policy
-    assert compiled.engine.find(exp.Window) is not None and compiled.uses_seed
+    table = compiled.plan.query.table
+    assert compiled.keyed_columns == ("region",)
+    # One aggregation: no window, no join, no per-query seed; the counts come from the flag.
+    assert compiled.engine.find(exp.Window) is None and compiled.engine.find(exp.Join) is None and not compiled.uses_seed
+    assert compiled.engine.find(exp.Subquery) is None
+    assert f'FROM "{keyed_name(table, ("region",))}"' in compiled.engine_sql
+    assert f'COUNT(CASE WHEN "{UNIT_KEY}" THEN 1 ELSE NULL END) AS __units' in compiled.engine_sql
+    assert "HAVING" in compiled.engine_sql  # a key no counted person holds is never returned
+    # The key bounding itself is a seeded window in the (cached) keyed relation.
+    keyed = keyed_select(table, "b", compiled.keyed_columns, "h")
+    assert keyed.find(exp.Window) is not None and keyed.find(exp.Placeholder) is not None
 
 
-def test_no_window_when_max_rows_already_bounds_keys() -> None:
+def test_one_keyed_relation_per_grouping_column_set() -> None:
+    table = compiled_for(2).plan.query.table
+    assert keyed_name(table, ("region",)) != keyed_name(table, ("dept", "region")) != keyed_name(table, ("region", "dept"))
+
+
+def test_no_key_bounding_when_max_rows_already_bounds_keys() -> None:
     compiled = compiled_for(3)
+    assert compiled.keyed_columns == ()
     assert compiled.engine.find(exp.Window) is None and not compiled.uses_seed
     assert "COUNT(DISTINCT \"person_id\") AS __units" in compiled.engine_sql
+
+
+def _flags(max_groups: int, seed: int) -> list[tuple[int, str, int, bool]]:
+    """The keyed relation over a bounded table where each person has 6 rows over 1 to 6 regions
+    (NULL is a key too): light persons (all keys kept) and heavy ones (keys ranked by the hash)."""
+    table = policy_for(max_groups, max_rows=6).table("people")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE b AS SELECT (i // 6) AS person_id, 20 + (i % 7) * 5 AS age, (i * 37 % 1000)::DOUBLE AS income, "
+                "'sales' AS dept, CASE WHEN i % 11 = 0 THEN NULL ELSE 'r' || ((i * 7) % (1 + (i // 6) % 5)) END AS region "
+                "FROM range(600) t(i)")
+    con.execute(f"CREATE TABLE h AS {render(key_heavy_select(table, 'b', ('region',)))}")
+    rows = con.execute(render(keyed_select(table, "b", ("region",), "h")), {"seed": seed}).fetchall()
+    return [(r[0], r[4], r[1], r[5]) for r in rows]
+
+
+def test_each_person_is_counted_for_at_most_max_groups_keys_whatever_the_where() -> None:
+    for max_groups in (1, 2):
+        rows = _flags(max_groups, seed=12345)
+        assert len(rows) == 600  # every bounded row stays: released values are unchanged
+        keys = defaultdict(set)
+        flagged = defaultdict(list)
+        for person, region, _, flag in rows:
+            keys[person].add(region)
+            if flag:
+                flagged[person].append(region)
+        for person, regions in keys.items():
+            # One flagged row per kept key (distinct keys), min(#keys, max_groups) keys per person: a
+            # WHERE can only drop rows, so it never lets a person count for more keys.
+            assert len(flagged[person]) == len(set(flagged[person])) == min(len(regions), max_groups), person
+            assert set(flagged[person]) <= regions
+        assert any(len(r) > max_groups for r in keys.values())  # not vacuous: bounding did cut
+        assert any(1 < len(r) <= max_groups for r in keys.values()) or max_groups == 1  # light persons with several keys
+
+
+def test_the_kept_keys_depend_on_the_secret_seed() -> None:
+    # Negative control: another seed keeps other keys (so the choice is the keyed hash's, not fixed).
+    kept = [{(p, r) for p, r, _, flag in _flags(2, seed) if flag} for seed in (1, 2)]
+    assert kept[0] != kept[1] and len(kept[0]) == len(kept[1])

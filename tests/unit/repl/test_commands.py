@@ -124,3 +124,10 @@ def test_explain_command_spends_nothing(connect: Connect) -> None:
     refused = run_command("\\explain SELECT * FROM people", session, ReplState())
     assert not refused.ok and "DP104" in refused.error and "^" in refused.error
     assert not run_command("\\explain", session, ReplState()).ok
+
+
+def test_budget_text_names_a_composing_accountant() -> None:
+    entries = [entry(1, "1/10", "SELECT COUNT(*) FROM people")]
+    args = ("ann", PrivacyCost(10, Fraction(1, 100000)), PrivacyCost(Fraction(1, 20)), PrivacyCost(Fraction(199, 20)), entries)
+    assert "pld accountant's epsilon at delta 1e-05" in budget_text(*args, "pld")
+    assert "accountant" not in budget_text(*args, "basic") and "accountant" not in budget_text(*args)

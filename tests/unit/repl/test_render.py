@@ -38,3 +38,15 @@ def test_generic_refusal_note_and_plain_nulls() -> None:
 
 def test_aligned_pads_and_right_aligns() -> None:
     assert aligned(["a", "bb"], [["xyz", "1"]], [False, True]) == ["a   | bb", "----+---", "xyz |  1"]
+
+
+def test_a_value_inside_its_own_interval_gets_a_utility_note() -> None:
+    info = {"mechanism": "laplace"}
+    swamped = result([("a", 5), ("b", 400)], [(None, 270.0), (None, 270.0)], (None, info))
+    text = render_table(swamped)
+    assert "median: the 95% interval is wider than the value in 1 of 2 rows" in text
+    assert "a larger epsilon (SET dpsql.epsilon), coarser groups or tighter policy bounds" in text
+    pinned = result([("a", 65269.5)], [(None, 65269.5)], (None, info))  # AVG pinned at its interval
+    assert "wider than the value in 1 of 1 row:" in render_table(pinned)
+    clear = result([("a", 5000), ("b", 400)], [(None, 270.0), (None, 270.0)], (None, info))
+    assert "wider than the value" not in render_table(clear)

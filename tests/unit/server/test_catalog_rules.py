@@ -44,6 +44,10 @@ def _check(sql: str) -> None:
         "SELECT count(*) FROM pg_class, generate_series(1, 10, 0)",
         "SELECT read_csv('/etc/passwd')",
         "SELECT some_new_function(relname) FROM pg_class",
+        "SELECT format(relname, relname) FROM pg_class",  # a format that is not a constant
+        "SELECT format('%1$s%1$s%1$s', relname) FROM pg_class",  # positions repeat an argument
+        "SELECT format('%10s', relname) FROM pg_class",  # widths pad
+        "SELECT count(*) FROM pg_class, generate_series(array_lower(ARRAY[1], 1), oid)",
     ],
 )
 def test_unbounded_constructs_are_refused_with_dp402(sql: str) -> None:
@@ -81,7 +85,34 @@ def test_client_probes_pass(sql: str) -> None:
         ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t", "session"),
         ("SELECT count(*) FROM generate_series(1, 1000000000)", "session"),
         ("SELECT COUNT(*) FROM people", "session"),
+        ("SELECT * FROM dpsql.last_query", "views"),
+        ("WITH l AS (SELECT * FROM dpsql.ledger) SELECT count(*) FROM l", "views"),
+        ("SELECT * FROM dpsql.ledger, people", "session"),  # a private table: the Session refuses the mix
+        ("SELECT * FROM dpsql.ledger, pg_class", "session"),
+        ("SELECT * FROM dpsql.nonsense", "session"),
     ],
 )
 def test_only_catalog_reads_take_the_catalog_route(emulation: CatalogEmulation, sql: str, route: str) -> None:
     assert emulation.route(sql)[0] == route
+
+
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        ("""SELECT '{r,p,""}'::varchar[] AS a""", [(["r", "p", ""],)]),
+        ("""SELECT relname FROM pg_class WHERE relkind = ANY('{r,"p"}') AND relname = 'people'""", [("people",)]),
+        ("SELECT format('%I.%I', 'public', 'people') AS f, format('%s %% %L', NULL, 'it''s') AS g", [("public.people", " % 'it''s'")]),
+        ("SELECT CAST(CAST(format('%I.%I', 'public', 'people') AS regclass) AS oid) = 'people'::regclass AS same", [(True,)]),
+        ("SELECT parse_ident('public.people') AS p", [(["public", "people"],)]),
+        ("SELECT trim(s[2]) AS second FROM string_to_array(current_setting('search_path'), ',') s", [("public",)]),
+        ("SELECT count(*) AS n FROM generate_series(array_lower(string_to_array(current_setting('search_path'), ','), 1), "
+         "array_upper(string_to_array(current_setting('search_path'), ','), 1)) i", [(2,)]),
+        ("SELECT now() IS NOT NULL AS a, current_date IS NOT NULL AS b, localtimestamp IS NOT NULL AS c", [(True, True, True)]),
+    ],
+)
+def test_probe_rewrites_answer_as_postgresql_would(emulation: CatalogEmulation, sql: str, expected: list[tuple[object, ...]]) -> None:
+    from dpsql.server.catalog_emulation import ClientState
+
+    route, tree = emulation.route(sql)
+    assert route == "catalog" and tree is not None
+    assert emulation.query(tree, ClientState(user="alice", database="db")).rows == expected

@@ -49,3 +49,24 @@ def test_split_respects_quotes_comments_and_dollar_quotes() -> None:
 def test_empty_text() -> None:
     assert is_empty(" ; -- nothing\n/* here */ ")
     assert list(split_statements(";;")) == []
+
+
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        ('DECLARE "c 1" CURSOR WITHOUT HOLD FOR SELECT 1', ("declare", "c 1", "SELECT 1")),
+        ("declare C no scroll cursor for select x from t where a = $1", ("declare", "c", "select x from t where a = $1")),
+        ('FETCH FORWARD 10 FROM "c 1"', ("fetch", "c 1", "10")),
+        ("FETCH FORWARD ALL FROM c", ("fetch", "c", "ALL")),
+        ("FETCH ALL IN c", ("fetch", "c", "ALL")),
+        ("FETCH c", ("fetch", "c", "1")),
+        ("FETCH PRIOR FROM c", ("fetch", "c", "BACKWARD")),
+        ("MOVE ABSOLUTE 3 FROM c", ("move", "c", "BACKWARD")),
+        ("CLOSE c", ("close", "c", "ALL")),
+        ("CLOSE ALL", ("close", None, "ALL")),
+        ("DECLARE x", ("declare", None, None)),
+    ],
+)
+def test_cursor_statements(sql: str, expected: tuple[str, str | None, str | None]) -> None:
+    command = utility(sql)
+    assert command is not None and (command.kind, command.name, command.value) == expected

@@ -20,7 +20,7 @@ SELECT COUNT(*) AS __rows FROM "__dpsql_bounded_people"
 
 # The exponential-mechanism quantile (pure epsilon, never refuses); grouped, delta all to selection.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') region, MEDIAN(income) FROM people GROUP BY region;
-SELECT s.__k0, s.__units FROM (SELECT __k0, COUNT(*) AS __units FROM (SELECT __k0, "person_id" FROM (SELECT __k0, "person_id", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST(__k0 AS TEXT), CAST("person_id" AS TEXT))) ASC NULLS FIRST, __k0 ASC NULLS FIRST, "person_id" ASC NULLS FIRST) AS __rank FROM (SELECT DISTINCT "region" AS __k0, "person_id" FROM "__dpsql_bounded_people") AS pk) AS ranked WHERE __rank <= 2) AS kept GROUP BY __k0) AS s JOIN (SELECT "region" AS __k0 FROM "__dpsql_bounded_people" GROUP BY "region") AS a ON s.__k0 IS NOT DISTINCT FROM a.__k0
+SELECT "region" AS __k0, COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656" GROUP BY "region" HAVING COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) > 0
 -- request 0: SELECT __k0, __v, COUNT(*) AS __c FROM (SELECT "region" AS __k0, CAST(ROUND(LEAST(GREATEST("income" / 10, 0), 50000)) AS BIGINT) AS __v FROM "__dpsql_bounded_people" WHERE ISFINITE("income")) AS __b GROUP BY __k0, __v
 ;
 

@@ -1,0 +1,304 @@
+"""Accountants: what a history of PrivacyLoss terms has spent, as epsilon at the budget's delta.
+
+Three accountants compose the same ledger entries (pure: no engine, no storage):
+
+- ``basic``: epsilons and deltas add up, exactly (Fractions). A history fits a budget
+  (E, D) iff sum(epsilon) <= E and sum(delta) <= D.
+- ``zcdp``: each term becomes (approximate) zero-concentrated DP: pure epsilon-DP is
+  (epsilon^2 / 2)-zCDP, (epsilon, delta)-DP is delta-approximately (epsilon^2 / 2)-zCDP, a discrete
+  Gaussian of sigma and L2 sensitivity s is (s^2 / (2 sigma^2))-zCDP, a zCDP term its own rho
+  (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020). Rhos and deltas add; the history is
+  (rho + 2 sqrt(rho ln(1 / d)), sum(delta) + d)-DP for d = D - sum(delta).
+- ``pld``: numerical composition of privacy-loss distributions with Google's dp-accounting
+  (pessimistic discretisation, the library's default: it may over-state, never under-state).
+  Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
+  Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
+  sparse vector, A_samp, the Median Mechanism layer) as the (epsilon, delta) PLD, which dominates
+  every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta) conversion.
+
+Every accountant's epsilon is also capped by basic composition (a history that satisfies both
+bounds satisfies the smaller), so a tighter accountant never refuses what ``basic`` accepts.
+The history fits (E, D) iff epsilon_at(D) <= E: the composition is then (E, D)-DP.
+Float results are rounded up (a relative margin of 1e-9) so float rounding cannot under-state.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+
+AccountantName = Literal["pld", "zcdp", "basic"]
+ACCOUNTANTS: tuple[AccountantName, ...] = ("pld", "zcdp", "basic")
+DEFAULT_ACCOUNTANT: AccountantName = "pld"
+
+# dp-accounting's grid for privacy-loss values: every PLD must share it to be composed. A loss is
+# rounded up to the next multiple (pessimistic), which over-states by at most this per release.
+DISCRETISATION = 1e-4
+# Above this integer sensitivity the exact discrete PLD's construction grows too large; the pure
+# (epsilon, 0) PLD is used instead (it dominates every epsilon-DP mechanism, so it is still sound).
+MAX_EXACT_SENSITIVITY = 1000
+# Float results are rounded up by this relative margin (and 1e-15 absolute).
+_MARGIN = 1e-9
+
+
+def _up(value: float) -> Fraction:
+    """A Fraction no smaller than ``value`` by more than float noise: value * (1 + margin) + 1e-15."""
+    return Fraction(value * (1 + _MARGIN) + 1e-15)
+
+
+def _float_up(value: Fraction) -> float:
+    """The smallest float >= value."""
+    f = float(value)
+    return f if Fraction(f) >= value else math.nextafter(f, math.inf)
+
+
+def _float_down(value: Fraction) -> float:
+    """The largest float <= value."""
+    f = float(value)
+    return f if Fraction(f) <= value else math.nextafter(f, -math.inf)
+
+
+def losses_of(params: Mapping[str, object], cost: PrivacyCost) -> tuple[PrivacyLoss, ...]:
+    """The loss terms of one ledger entry, read back from its ``params["losses"]``.
+
+    An entry without readable terms (written before they were recorded), or whose terms do not
+    add up exactly to the entry's charged (epsilon, delta), enters as one (epsilon, delta) term
+    of its charged cost: the entry's own claim, never less.
+    """
+    whole = (PrivacyLoss("approx_dp", "ledger", cost.epsilon, cost.delta),) if cost.epsilon or cost.delta else ()
+    records = params.get("losses")
+    if not isinstance(records, list):
+        return whole
+    try:
+        losses = tuple(_loss(record) for record in records)
+    except (TypeError, ValueError, KeyError, ZeroDivisionError):
+        return whole
+    if sum((loss.epsilon for loss in losses), Fraction(0)) != cost.epsilon or \
+            sum((loss.delta for loss in losses), Fraction(0)) != cost.delta:
+        return whole
+    return losses
+
+
+def _loss(record: Any) -> PrivacyLoss:
+    if not isinstance(record, dict):
+        raise TypeError("a loss record is an object")
+    family = record["family"]
+    if family not in ("discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp"):
+        raise ValueError("unknown loss family")
+    values = {name: Fraction(str(record[name])) for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho")
+              if record.get(name) is not None}
+    loss = PrivacyLoss(family, str(record.get("mechanism", "")), values["epsilon"], values.get("delta", Fraction(0)),
+                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"))
+    if loss.epsilon < 0 or not 0 <= loss.delta < 1:
+        raise ValueError("invalid loss")
+    return loss
+
+
+class Composition(ABC):
+    """The composed losses of one history (immutable: ``add`` returns a new composition)."""
+
+    def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0) -> None:
+        self.basic_epsilon = epsilon  # the exact basic-composition sums, a cap for every accountant
+        self.basic_delta = delta
+        self.count = count  # terms composed
+        self._epsilons: dict[Fraction, Fraction | None] = {}  # epsilon_at, memoised (the object never changes)
+
+    @abstractmethod
+    def add(self, losses: Sequence[PrivacyLoss]) -> Composition:
+        """This history followed by ``losses``."""
+
+    @abstractmethod
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        """The accountant's own epsilon at ``delta`` (None: unbounded)."""
+
+    def epsilon_at(self, delta: Fraction) -> Fraction | None:
+        """The epsilon spent at ``delta`` (the history is (epsilon, delta)-DP); None when no finite
+        epsilon holds (e.g. the terms' deltas alone pass ``delta``)."""
+        if delta not in self._epsilons:
+            basic = self.basic_epsilon if self.basic_delta <= delta else None
+            tight = self._tight_epsilon(delta) if self.count else Fraction(0)
+            candidates = [e for e in (basic, tight) if e is not None]
+            self._epsilons[delta] = min(candidates) if candidates else None
+        return self._epsilons[delta]
+
+    def fits(self, budget: PrivacyCost) -> bool:
+        """Whether the history is within ``budget``: epsilon at the budget's delta <= its epsilon
+        (under basic composition, or under the accountant's own bound)."""
+        if self.basic_epsilon <= budget.epsilon and self.basic_delta <= budget.delta:
+            return True
+        return self._tight_fits(budget)
+
+    def _tight_fits(self, budget: PrivacyCost) -> bool:
+        spent = self._tight_epsilon(budget.delta) if self.count else Fraction(0)
+        return spent is not None and spent <= budget.epsilon
+
+    def spent(self, budget: PrivacyCost) -> PrivacyCost:
+        """What the history spent, as read against ``budget``: epsilon at the budget's delta and
+        the deltas the terms consume outright (basic composition when no finite epsilon holds)."""
+        epsilon = self.epsilon_at(budget.delta)
+        if epsilon is None:
+            return PrivacyCost(self.basic_epsilon, min(self.basic_delta, Fraction(999_999, 1_000_000)))
+        return PrivacyCost(epsilon, min(self.basic_delta, budget.delta))
+
+    def _sums(self, losses: Sequence[PrivacyLoss]) -> tuple[Fraction, Fraction, int]:
+        return (self.basic_epsilon + sum((x.epsilon for x in losses), Fraction(0)),
+                self.basic_delta + sum((x.delta for x in losses), Fraction(0)), self.count + len(losses))
+
+
+class BasicComposition(Composition):
+    """Epsilons and deltas add up, exactly."""
+
+    def add(self, losses: Sequence[PrivacyLoss]) -> BasicComposition:
+        return BasicComposition(*self._sums(losses))
+
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        return None  # the basic cap is the whole answer
+
+
+def zcdp_rho(loss: PrivacyLoss) -> Fraction:
+    """The rho of one term (exact): epsilon^2 / 2 for (approximate) DP, s^2 / (2 sigma^2) for a
+    discrete Gaussian, rho for a zCDP term."""
+    if loss.family == "zcdp" and loss.rho is not None:
+        return loss.rho
+    if loss.family == "discrete_gaussian" and loss.sigma2 and loss.sensitivity is not None:
+        return loss.sensitivity ** 2 / (2 * loss.sigma2)
+    return loss.epsilon ** 2 / 2
+
+
+class ZcdpComposition(Composition):
+    """Rhos add; deltas of approximate terms add (delta-approximate zCDP)."""
+
+    def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
+                 rho: Fraction = Fraction(0), approx_delta: Fraction = Fraction(0)) -> None:
+        super().__init__(epsilon, delta, count)
+        self.rho = rho
+        self.approx_delta = approx_delta
+
+    def add(self, losses: Sequence[PrivacyLoss]) -> ZcdpComposition:
+        rho = self.rho + sum((zcdp_rho(x) for x in losses), Fraction(0))
+        # A zCDP or Gaussian term is rho-zCDP outright; an (epsilon, delta) term also consumes its delta.
+        approx = self.approx_delta + sum((x.delta for x in losses if x.family in ("approx_dp", "discrete_laplace")), Fraction(0))
+        return ZcdpComposition(*self._sums(losses), rho=rho, approx_delta=approx)
+
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        left = delta - self.approx_delta
+        if self.rho == 0:
+            return Fraction(0) if left >= 0 else None
+        if left <= 0:
+            return None
+        rho = _float_up(self.rho)
+        return _up(rho + 2 * math.sqrt(rho * math.log(1 / _float_down(left))))
+
+
+def _pld_module() -> Any:
+    from dp_accounting.pld import privacy_loss_distribution  # numpy/scipy only when a PLD is asked for
+
+    return privacy_loss_distribution
+
+
+def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction) -> Any:
+    from dp_accounting.pld import common
+
+    params = common.DifferentialPrivacyParameters(_float_up(epsilon), _float_up(delta))
+    return _pld_module().from_privacy_parameters(params, value_discretization_interval=DISCRETISATION)
+
+
+def pld_of(loss: PrivacyLoss) -> Any:
+    """The pessimistic privacy-loss distribution of one term (a dp-accounting object, shared:
+    composing never modifies it)."""
+    return _pld_of(_key(loss))
+
+
+@functools.lru_cache(maxsize=256)
+def _pld_of(key: tuple[Any, ...]) -> Any:
+    family, epsilon, delta, sensitivity, scale, sigma2 = key
+    loss = PrivacyLoss(family, "", epsilon, delta, sensitivity, scale, sigma2)
+    pld = _pld_module()
+    if loss.family == "discrete_laplace" and loss.scale and loss.sensitivity:
+        k = math.ceil(loss.sensitivity)
+        if k <= MAX_EXACT_SENSITIVITY:
+            # pmf proportional to exp(-|x| / scale): parameter 1 / scale, rounded up (more loss).
+            return pld.from_discrete_laplace_mechanism(_float_up(1 / loss.scale), sensitivity=k,
+                                                       value_discretization_interval=DISCRETISATION)
+        return _pure_or_approx_pld(loss.epsilon, Fraction(0))
+    if loss.family == "discrete_gaussian" and loss.sigma2 and loss.sensitivity:
+        k = math.ceil(loss.sensitivity)
+        if k <= MAX_EXACT_SENSITIVITY:
+            sigma = math.nextafter(math.sqrt(_float_down(loss.sigma2)), 0.0)  # rounded down (more loss)
+            return pld.from_discrete_gaussian_mechanism(sigma, sensitivity=k, value_discretization_interval=DISCRETISATION)
+    return _pure_or_approx_pld(loss.epsilon, loss.delta)
+
+
+def _key(loss: PrivacyLoss) -> tuple[object, ...]:
+    """What determines a term's PLD (terms with equal keys are self-composed at once)."""
+    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2)
+
+
+class PldComposition(Composition):
+    """A composed dp-accounting PrivacyLossDistribution (None: nothing composed yet)."""
+
+    def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
+                 pld: Any = None) -> None:
+        super().__init__(epsilon, delta, count)
+        self.pld = pld
+
+    def add(self, losses: Sequence[PrivacyLoss]) -> PldComposition:
+        composed = self.pld
+        groups = Counter(_key(x) for x in losses)
+        first: dict[tuple[object, ...], PrivacyLoss] = {}
+        for loss in losses:
+            first.setdefault(_key(loss), loss)
+        for key, times in groups.items():
+            part = pld_of(first[key])
+            if times > 1:
+                part = part.self_compose(times)
+            composed = part if composed is None else composed.compose(part)
+        return PldComposition(*self._sums(losses), pld=composed)
+
+    def _tight_fits(self, budget: PrivacyCost) -> bool:
+        # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the
+        # library computes delta(E) with numpy, epsilon(D) in a Python loop. E is rounded down and
+        # delta(E) up, so rounding can only refuse.
+        if self.pld is None:
+            return True
+        delta = float(self.pld.get_delta_for_epsilon(_float_down(budget.epsilon)))
+        return delta * (1 + _MARGIN) + 1e-18 <= budget.delta
+
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        if self.pld is None:
+            return Fraction(0)
+        epsilon = self.pld.get_epsilon_for_delta(_float_down(delta))
+        return None if math.isinf(epsilon) else _up(max(0.0, epsilon))
+
+
+@dataclass(frozen=True, slots=True)
+class Accountant:
+    """A named accountant: builds empty compositions."""
+
+    name: AccountantName
+
+    def empty(self) -> Composition:
+        if self.name == "pld":
+            return PldComposition()
+        if self.name == "zcdp":
+            return ZcdpComposition()
+        return BasicComposition()
+
+    def compose(self, histories: Iterable[Sequence[PrivacyLoss]]) -> Composition:
+        """All the terms of ``histories`` (one sequence per ledger entry), composed."""
+        return self.empty().add([loss for entry in histories for loss in entry])
+
+
+def accountant(name: str) -> Accountant:
+    """The accountant of that name ("pld", "zcdp" or "basic")."""
+    if name not in ACCOUNTANTS:
+        raise ValueError(f"unknown accountant {name!r}: use one of {', '.join(ACCOUNTANTS)}")
+    return Accountant(name)

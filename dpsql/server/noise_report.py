@@ -1,0 +1,89 @@
+"""What a wire client learns about an answer's noise: a NoticeResponse text and optional `_ci95` columns.
+
+Everything here is post-processing of what was released (values, their 95% half-widths, the
+mechanism's public ⊥ sentence) and of the analyst's own ledger (cost, remaining budget): no data
+is read, nothing is charged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.render import REFUSED, format_value, refusal, utility_notes
+from dpsql.result import NoisyResult, ResultColumn
+
+CI_SUFFIX = "_ci95"
+
+
+def budget_text(cost: PrivacyCost) -> str:
+    """`epsilon 0.1, delta 0` (a cost or budget as short text)."""
+    return f"epsilon {float(cost.epsilon):.6g}, delta {float(cost.delta):.3g}"
+
+
+def _interval(widths: Sequence[float]) -> str:
+    low, high = min(widths), max(widths)
+    if low == high:
+        return f"± {format_value(float(low))}"
+    return f"± {format_value(float(low))} to {format_value(float(high))}"
+
+
+def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
+    """The notice sent after a private answer: each noisy column's ± 95% interval, the cost, the
+    remaining budget, and why a ⊥ cell was not released. None for anything but a private query."""
+    if result.kind != "query":
+        return None
+    intervals, reasons = [], []
+    for index, (column, info) in enumerate(zip(result.columns, result.noise_info)):
+        if info is None:
+            continue
+        widths = [float(w) for row in result.cell_ci95 if (w := row[index]) is not None]
+        mechanism = info.get("mechanism", "")
+        if widths:
+            intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
+        reason = refusal(info)
+        if reason and any(row[index] is None for row in result.rows):
+            reasons.append(f"{REFUSED} in {column.name}: {reason}")
+    lines = []
+    if intervals:
+        lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
+    lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}")
+    lines.extend(reasons)
+    lines.extend(f"dpsql: {note}" for note in utility_notes(result))
+    return "\n".join(lines)
+
+
+def ci_column_names(columns: Sequence[str], noisy: Sequence[bool]) -> list[tuple[str, bool]]:
+    """Output names with `<col>_ci95` after each noisy column; each with whether it is an interval."""
+    names: list[tuple[str, bool]] = []
+    for name, flag in zip(columns, list(noisy) + [False] * (len(columns) - len(noisy))):
+        names.append((name, False))
+        if flag:
+            names.append((name + CI_SUFFIX, True))
+    return names
+
+
+def noisy_flags(result: NoisyResult) -> list[bool]:
+    """Which columns of an answer carry noise (a NoiseInfo)."""
+    return [info is not None for info in result.noise_info] + [False] * (len(result.columns) - len(result.noise_info))
+
+
+def with_ci_columns(result: NoisyResult) -> tuple[tuple[ResultColumn, ...], list[tuple[Any, ...]]]:
+    """The answer's columns and rows with a `<col>_ci95` column (DOUBLE, the 95% half-width; NULL
+    for a ⊥ cell) after each noisy column."""
+    flags = noisy_flags(result)
+    columns: list[ResultColumn] = []
+    for column, flag in zip(result.columns, flags):
+        columns.append(column)
+        if flag:
+            columns.append(ResultColumn(column.name + CI_SUFFIX, "DOUBLE"))
+    rows = []
+    for row, widths in zip(result.rows, result.cell_ci95):
+        cells: list[Any] = []
+        for index, (value, flag) in enumerate(zip(row, flags)):
+            cells.append(value)
+            if flag:
+                width = widths[index] if index < len(widths) else None
+                cells.append(None if width is None or value is None else float(width))
+        rows.append(tuple(cells))
+    return tuple(columns), rows

@@ -1,0 +1,135 @@
+"""`dpsql.last_query`, `dpsql.ledger`, `dpsql.budget` and `SHOW dpsql.*`: the session's own state as
+tables a BI tool can query (error bars, a budget gauge), answered from the connection and the
+analyst's ledger: never from data, never charged.
+
+A query over these views runs in a fresh, locked-down metadata database (catalog_db.py) holding
+only this connection's rows, under the same static bounds as catalog probes (catalog_rules.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from dpsql.backend.catalog_db import MetadataDB
+from dpsql.catalog.model import ServerSettings
+from dpsql.errors import CatalogQueryError
+from dpsql.render import refusal
+from dpsql.result import NoisyResult
+from dpsql.server import pgtypes
+from dpsql.server.catalog_rules import check_probe
+from dpsql.server.noise_report import budget_text
+from dpsql.session import Session
+
+SCHEMA = "dpsql"
+VIEW_MEMORY_MB = 16
+
+# (column, DuckDB type) of each view.
+VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
+    "last_query": (
+        ("row_number", "BIGINT"), ("column_name", "VARCHAR"), ("value", "DOUBLE"), ("ci95", "DOUBLE"),
+        ("low", "DOUBLE"), ("high", "DOUBLE"), ("mechanism", "VARCHAR"), ("refused", "BOOLEAN"),
+        ("refusal", "VARCHAR"), ("statement", "VARCHAR"), ("epsilon", "DOUBLE"), ("delta", "DOUBLE"),
+    ),
+    "ledger": (
+        ("id", "BIGINT"), ("time", "TIMESTAMP"), ("session", "VARCHAR"), ("query", "VARCHAR"),
+        ("mechanism", "VARCHAR"), ("epsilon", "DOUBLE"), ("delta", "DOUBLE"),
+    ),
+    "budget": (
+        ("total_epsilon", "DOUBLE"), ("total_delta", "DOUBLE"), ("spent_epsilon", "DOUBLE"), ("spent_delta", "DOUBLE"),
+        ("remaining_epsilon", "DOUBLE"), ("remaining_delta", "DOUBLE"), ("query_epsilon", "DOUBLE"),
+        ("query_delta", "DOUBLE"),
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LastStatement:
+    """The connection's last private answer and its SQL (what `dpsql.last_query` shows)."""
+
+    sql: str
+    result: NoisyResult
+
+
+def is_session_view(table: exp.Table) -> bool:
+    """Whether a FROM item is one of the dpsql.* views."""
+    return table.db.lower() == SCHEMA and not table.catalog and table.name.lower() in VIEWS
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    return float(value)
+
+
+def last_query_rows(last: LastStatement | None) -> list[tuple[Any, ...]]:
+    """One row per released noisy cell of the last private answer."""
+    if last is None:
+        return []
+    result = last.result
+    rows = []
+    for index, (column, info) in enumerate(zip(result.columns, result.noise_info)):
+        if info is None:
+            continue
+        reason = refusal(info)
+        for number, (row, widths) in enumerate(zip(result.rows, result.cell_ci95), start=1):
+            value = _number(row[index])
+            width = widths[index] if index < len(widths) else None
+            width = float(width) if width is not None and value is not None else None
+            low = value - width if value is not None and width is not None else None
+            high = value + width if value is not None and width is not None else None
+            refused = row[index] is None and reason is not None
+            rows.append((number, column.name, value, width, low, high, info.get("mechanism"), refused,
+                         reason if refused else None, last.sql, float(result.cost.epsilon), float(result.cost.delta)))  # fmt: skip
+    return rows
+
+
+def ledger_rows(session: Session) -> list[tuple[Any, ...]]:
+    """The analyst's charges, oldest first (every session of the ledger)."""
+    return [(e.id, datetime.datetime.fromtimestamp(e.time, datetime.timezone.utc).replace(tzinfo=None), e.session, e.query,
+             e.mechanism, float(e.cost.epsilon), float(e.cost.delta)) for e in session.ledger_entries()]  # fmt: skip
+
+
+def budget_rows(session: Session) -> list[tuple[Any, ...]]:
+    """One row: the analyst's whole, spent and remaining budget and the default cost of a query."""
+    total, spent, remaining, query = session.total_budget, session.spent, session.remaining, session.default_query_budget
+    return [tuple(float(v) for v in (total.epsilon, total.delta, spent.epsilon, spent.delta, remaining.epsilon,
+                                     remaining.delta, query.epsilon, query.delta))]  # fmt: skip
+
+
+def query(tree: exp.Expr, session: Session, last: LastStatement | None, limits: ServerSettings,
+          params: Sequence[Any] = (), *, describe_only: bool = False) -> tuple[tuple[tuple[str, int], ...], list[tuple[Any, ...]]]:  # fmt: skip
+    """Answer a query over the dpsql.* views: (name, OID) columns and rows."""
+    check_probe(tree)
+    db = MetadataDB(memory_mb=VIEW_MEMORY_MB, timeout=limits.catalog_timeout, max_rows=limits.catalog_max_rows)
+    try:
+        db.create_schema(SCHEMA)
+        empty = describe_only
+        db.load_table(SCHEMA, "last_query", VIEWS["last_query"], [] if empty else last_query_rows(last))
+        db.load_table(SCHEMA, "ledger", VIEWS["ledger"], [] if empty else ledger_rows(session))
+        db.load_table(SCHEMA, "budget", VIEWS["budget"], [] if empty else budget_rows(session))
+        db.lock()
+        result = db.query(tree, list(params))
+    finally:
+        db.close()
+    columns = tuple((name, pgtypes.oid_for_engine_type(type_)) for name, type_ in zip(result.names, result.types, strict=True))
+    return columns, result.rows
+
+
+def show(name: str, session: Session, ci_columns: bool) -> str:
+    """SHOW dpsql.budget | dpsql.epsilon | dpsql.delta | dpsql.remaining | dpsql.ci_columns."""
+    key = name.lower().removeprefix(SCHEMA + ".")
+    if key == "epsilon":
+        return f"{float(session.default_query_budget.epsilon):g}"
+    if key == "delta":
+        return f"{float(session.default_query_budget.delta):g}"
+    if key in ("budget", "remaining"):
+        return f"remaining {budget_text(session.remaining)} (of {budget_text(session.total_budget)})"
+    if key == "ci_columns":
+        return "on" if ci_columns else "off"
+    raise CatalogQueryError(f'unrecognized configuration parameter "{name}"', code="DP400",
+                            hint="dpsql settings: dpsql.budget, dpsql.epsilon, dpsql.delta, dpsql.ci_columns")
