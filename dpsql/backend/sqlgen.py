@@ -269,9 +269,10 @@ def _finite(column: exp.Expr | None, raw: RawAggregate) -> exp.Expr | None:
     declared = raw.column
     if declared is not None and declared.type == "float":
         return IsFinite(this=column.copy(), kind=exp.Literal.string("float"))
-    if raw.expr is not None and column is not None:
-        # An integer expression is NULL on the rows a CASE or FILTER leaves out: those rows must
-        # not be clamped to the lower bound (LEAST and GREATEST skip NULLs).
+    if column is not None:
+        # An integer value is NULL where the data holds NULL, or where a CASE or FILTER leaves the
+        # row out: such rows must not be clamped to the lower bound (LEAST and GREATEST skip
+        # NULLs on DuckDB and Spark, so GREATEST(NULL, 18) is 18 and a NULL age added 18 to SUM).
         return exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null()))
     return None
 

@@ -21,7 +21,7 @@ SELECT COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST(
 
 # AVG on an int column: a centered grid sum and a count.
 SELECT AVG(age) FROM people;
-SELECT COALESCE(SUM(CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) - 54), 0) AS __r0, COUNT("age") AS __r1 FROM "__dpsql_bounded_people"
+SELECT COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) - 54 ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN NOT "age" IS NULL THEN 1 ELSE NULL END) AS __r1 FROM "__dpsql_bounded_people"
 ;
 
 # COUNT(DISTINCT person_id).
