@@ -183,7 +183,7 @@ class _Binder:
         if bound is not None and option in ("smed", "exponential"):
             raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
                                      code="DP120", span=self.ctx.span(node), sql=self.ctx.sql, hint="drop the bound or the option")
-        mechanism = quantile_mechanism(bound, option)
+        mechanism = quantile_mechanism(bound, option, column.bounded)
         where = f"under [tables.{self.scope.table.name}.columns] in the policy"
         if mechanism == "ptr-laplace" and bound is None:
             raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
@@ -383,11 +383,14 @@ def _robust_kind(node: exp.Expr) -> str | None:
     return kind if kind in ("quantile", "mode") else None
 
 
-def quantile_mechanism(bound: Fraction | None, option: str | None) -> str:
-    """The mechanism of a quantile: PTR-Laplace with a proposed bound, else the option, else SMed."""
+def quantile_mechanism(bound: Fraction | None, option: str | None, bounded: bool = False) -> str:
+    """The mechanism of a quantile, from public facts only: PTR-Laplace with a proposed bound, else
+    the option, else the exponential mechanism on a bounded column (it never refuses and its rank
+    error grows only with the log of the public grid), else SMed (the only one for a column with
+    a precision but no bounds)."""
     if bound is not None:
         return "ptr-laplace"
-    return option or "smed"
+    return option or ("exponential" if bounded else "smed")
 
 
 def _number_literal(node: exp.Expr | None) -> Fraction | None:

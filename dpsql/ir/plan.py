@@ -17,7 +17,7 @@ from typing import Literal
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
-from dpsql.mechanisms.exponential import ExponentialQuantileSpec
+from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
@@ -26,8 +26,8 @@ from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "scale", "asamp"]
-RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ScaleSpec | ASampSpec
+RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp"]
+RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec
 EMPTY_HISTOGRAM = Histogram((), ())
 
 

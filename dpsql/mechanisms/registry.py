@@ -10,7 +10,7 @@ from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
-from dpsql.mechanisms.exponential import ExponentialQuantile
+from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
 from dpsql.mechanisms.laplace import Laplace
 from dpsql.mechanisms.partition import PartitionSelection
 from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
@@ -25,6 +25,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     PTRLaplace(),
     Scale(),
     ExponentialQuantile(),
+    ExponentialIQR(),
     ASamp(),
     MedianMechanismReservation(),
 )

@@ -28,9 +28,9 @@ pytestmark = pytest.mark.statistical
 
 QUERIES = [
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) MODE(dept) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) MEDIAN(age) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) IQR(income) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) dept, MEDIAN(age) FROM people GROUP BY dept",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') MEDIAN(age) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') IQR(income) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') dept, MEDIAN(age) FROM people GROUP BY dept",
 ]
 RUNS = 4000
 ALPHA = 5e-7  # per side: two-sided 1 - 1e-6 per rate
