@@ -153,17 +153,21 @@ class _Binder:
                 p = self._quantile_literal(node.this.this, node)
         elif isinstance(node, exp.Anonymous):
             args = node.expressions
-            if not args or len(args) > (2 if kind == "quantile" else 1):
-                usage = "MEDIAN(col) or MEDIAN(col, b)" if kind == "quantile" else "IQR(col)"
-                raise self.ctx.refuse("DP124", f"{function_name(node).upper()} takes {usage}", node, f"write {usage}")
+            named = function_name(node)
+            usage, most = (("QUANTILE(col, p) or QUANTILE(col, p, b)", 3) if named == "quantile" else
+                           ("MEDIAN(col) or MEDIAN(col, b)", 2) if kind == "quantile" else ("IQR(col)", 1))
+            if len(args) < (2 if named == "quantile" else 1) or len(args) > most:
+                raise self.ctx.refuse("DP124", f"{named.upper()} takes {usage}", node, f"write {usage}")
             arg = args[0]
-            if len(args) == 2:
-                bound = self._bound_literal(args[1], node)
+            if named == "quantile":
+                p = self._quantile_literal(args[1], node)
+            if len(args) == most and kind == "quantile":
+                bound = self._bound_literal(args[-1], node)
         else:
             arg = node.this
-            if isinstance(node, exp.Quantile):
+            if isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
                 p = self._quantile_literal(node.args.get("quantile"), node)
-            elif isinstance(node, exp.PercentileDisc):
+            elif isinstance(node, (exp.PercentileDisc, exp.PercentileCont)):
                 p = self._quantile_literal(node.args.get("expression"), node)
         column = self._plain_column(arg, node)
         if kind == "mode":
@@ -207,7 +211,7 @@ class _Binder:
     def _bound_literal(self, node: exp.Expr, call: exp.Expr) -> Fraction:
         value = _number_literal(node)
         if value is None or value <= 0:
-            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) must be a number literal greater than 0", call,
+            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) or QUANTILE(col, p, b) must be a number literal greater than 0", call,
                                   "write MEDIAN(income, 100): b bounds how far one person may move the median")
         return value
 

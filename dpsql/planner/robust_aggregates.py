@@ -171,8 +171,8 @@ class RobustPlanner:
             self.releases.append(Release(raw, LaplaceSpec(Fraction(k), epsilon * NHAT_SHARE)))
             n_hat, epsilon = len(self.releases) - 1, epsilon * (1 - NHAT_SHARE)
         values = self._value_map(call, None)
-        span = None if values.lower is None or values.upper is None else values.upper - values.lower
-        spec = ScaleSpec(epsilon / 4, delta, self.groups, rank_shift(k, QUARTILES[1]), span=span)
+        width = None if values.lower is None or values.upper is None else values.upper - values.lower
+        spec = ScaleSpec(epsilon / 4, delta, self.groups, rank_shift(k, QUARTILES[1]), span=width)
         request = self._rank_request(values, {q: spec.reach for q in QUARTILES})
         return RobustRelease("scale", index, spec, request, values, n_hat=n_hat)
 
