@@ -118,7 +118,7 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
-    if release.mechanism == "asamp":
+    if release.mechanism in ("asamp", "noisy-max"):
         return key_type(plan.requests[release.request].column.type)
     if release.mechanism in ("scale", "exponential-iqr"):
         return "DOUBLE"

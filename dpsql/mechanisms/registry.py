@@ -12,6 +12,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
 from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
 from dpsql.mechanisms.laplace import Laplace
+from dpsql.mechanisms.noisy_max import NoisyMaxMode
 from dpsql.mechanisms.partition import PartitionSelection
 from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
 from dpsql.mechanisms.rng import RandomSource
@@ -27,6 +28,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     ExponentialQuantile(),
     ExponentialIQR(),
     ASamp(),
+    NoisyMaxMode(),
     MedianMechanismReservation(),
 )
 _BY_SPEC: dict[type, Mechanism] = {mechanism.spec_type: mechanism for mechanism in MECHANISMS}

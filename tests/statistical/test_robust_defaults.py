@@ -20,7 +20,8 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.mechanisms import exponential, ptr
+from tests.statistical.test_robust_dp import violations
+from dpsql.mechanisms import exponential, noisy_max, ptr
 from dpsql.mechanisms.ranks import Histogram, quantile_rank, rank_shift
 from dpsql.mechanisms.rng import SeededRandomSource
 
@@ -218,3 +219,44 @@ def test_quantile_spellings_release_the_same_dp_quantile(tmp_path: Path, spellin
     (value,), = cur.fetchall()
     assert cur.noise_info[0]["mechanism"] == "exponential" and abs(value - 82) <= 1  # ages 18..89: the 0.9 quantile is 82
     con.close()
+
+
+# --- MODE by report-noisy-max: a neighbouring-dataset audit --------------------------------------
+
+AUDIT_RUNS = 20000
+
+
+def _noisy_max_outputs(spec: noisy_max.NoisyMaxModeSpec, counts: dict[str, int], seed: int) -> list[str]:
+    rng = SeededRandomSource(seed)
+    return [noisy_max.release(spec, counts, rng) for _ in range(AUDIT_RUNS)]
+
+
+def _audit(scale_rows: int) -> list[tuple]:
+    # One person with k = 3 rows removes 3 rows of "a": the counts move by 3 in L1.
+    spec = noisy_max.NoisyMaxModeSpec(Fraction(1), scale_rows, ("a", "b"))
+    x, y = {"a": 10, "b": 10}, {"a": 7, "b": 10}
+    events = {"a": lambda v: v == "a", "b": lambda v: v == "b"}
+    return violations(_noisy_max_outputs(spec, x, 1), _noisy_max_outputs(spec, y, 2), events, 1.0, 0.0)
+
+
+def test_noisy_max_mode_is_epsilon_dp_on_a_worst_case_neighbour_pair() -> None:
+    assert _audit(3) == []
+
+
+def test_noisy_max_negative_control_ignoring_max_rows_is_flagged() -> None:
+    # Scale 1/eps instead of k/eps: P(a | y) drops to about e^-3 / 2, far below P(a | x) / e.
+    assert _audit(1) != []
+
+
+def test_mode_of_a_declared_column_answers_at_10k_rows_epsilon_01(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    frame = people(3_334, 3)
+    frame["region"] = rng.choice(["north", "south", "east", "west"], len(frame), p=[0.4, 0.3, 0.2, 0.1])
+    path = tmp_path / "mode.toml"
+    path.write_text(POLICY.format(max_rows=3) + 'region = { type = "text", values = ["north", "south", "east", "west"] }\n',
+                    encoding="utf-8")
+    with dpsql.connect(policy=path, tables={"t": frame}, random_seed=9) as con:
+        for _ in range(20):  # the lead is ~1000 rows, 30 x the noise scale 30: right every time
+            cur = con.cursor()
+            cur.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) MODE(region) FROM t")
+            assert cur.fetchall() == [("north",)] and cur.noise_info[0]["mechanism"] == "noisy-max"
