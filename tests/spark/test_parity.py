@@ -349,17 +349,19 @@ def test_negative_control_another_selection_seed_changes_person_counts(engines: 
 
 # --- robust requests: MEDIAN / QUANTILE / IQR (histograms, windows) and MODE votes ----------------------------
 
+SMED = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed') "  # bounded columns default to the EM
 ROBUST = [
-    "SELECT MEDIAN(age), QUANTILE(age, 0.9), IQR(age) FROM people",          # int, histogram
-    "SELECT MEDIAN(score), IQR(score) FROM people",                          # int, windows
-    "SELECT MEDIAN(income), IQR(income), MEDIAN(income, 1000) FROM people",  # float: histogram (SMed grid), windows
-    "SELECT MEDIAN(day), QUANTILE(day, 0.1), IQR(day) FROM people WHERE active",  # date, histogram
-    "SELECT MEDIAN(born), IQR(born) FROM people",                             # date, windows
+    SMED + "MEDIAN(age), QUANTILE(age, 0.9), IQR(age) FROM people",          # int, histogram
+    SMED + "MEDIAN(score), IQR(score) FROM people",                          # int, windows
+    "SELECT MEDIAN(income), IQR(income), MEDIAN(income, 1000) FROM people",  # float: EM histogram, PTR-Laplace windows
+    SMED + "MEDIAN(day), QUANTILE(day, 0.1), IQR(day) FROM people WHERE active",  # date, histogram
+    SMED + "MEDIAN(born), IQR(born) FROM people",                             # date, windows
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(income) FROM people",
-    "SELECT dept, MEDIAN(age), IQR(income), MEDIAN(day) FROM people GROUP BY dept",     # grouped histograms and windows
-    "SELECT dept, MEDIAN(score), MEDIAN(born), MEDIAN(income, 1000) FROM people GROUP BY dept",  # grouped windows
+    SMED + "dept, MEDIAN(age), IQR(income), MEDIAN(day) FROM people GROUP BY dept",     # grouped histograms and windows
+    SMED + "dept, MEDIAN(score), MEDIAN(born) FROM people GROUP BY dept",  # grouped windows
+    "SELECT dept, MEDIAN(income, 1000), MEDIAN(score) FROM people GROUP BY dept",  # grouped PTR-Laplace windows, EM histogram
     # a private key (partition selection), with a row filter
-    "SELECT region, MEDIAN(age), QUANTILE(score, 0.75), MEDIAN(income) FROM people WHERE income > 1000 GROUP BY region",
+    SMED + "region, MEDIAN(age), QUANTILE(score, 0.75), MEDIAN(income) FROM people WHERE income > 1000 GROUP BY region",
 ]
 
 
