@@ -513,7 +513,8 @@ SESSION_QUERIES = [
     "SELECT dept, COUNT(*) AS n, AVG(income) FROM people GROUP BY dept",
     "SELECT region, COUNT(*) AS n FROM people GROUP BY region",                    # partition selection (seeded)
     "SELECT region, SUM(age) AS s FROM people GROUP BY region HAVING s > 100 ORDER BY s DESC LIMIT 3",
-    "SELECT MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",
+    "SELECT MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",            # the EM defaults
+    SMED + "MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",            # SMed and Scale
     "SELECT dept, MEDIAN(score) AS m, COUNT(*) FROM people GROUP BY dept ORDER BY m DESC",
     "SELECT MODE(region), MODE(income) FROM people",
     "SELECT dept, MODE(age) FROM people GROUP BY dept",
@@ -546,6 +547,7 @@ def test_sessions_give_identical_answers(spark: Any, spark_data: SparkData, tmp_
     mechanisms = [entry[1] for entry in duck_ledger]
     assert "median_mechanism" in mechanisms and any("partition_selection" in m for m in mechanisms)
     assert any("smed" in m for m in mechanisms) and any("asamp" in m for m in mechanisms)
+    assert any("exponential" in m for m in mechanisms)
     # Not vacuous: some of these queries release many rows, all of them with noise.
     assert sum(len(rows) for _, rows, _ in duck) > 60
     # Negative control: the same session on DuckDB with another seed answers differently.
