@@ -18,7 +18,7 @@ from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import median_grid
 from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
-MAX_QUANTILE_DENOMINATOR = 10**9
+MAX_QUANTILE_DENOMINATOR = 10**15
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
                        "exponential": "exponential", "em": "exponential"}
@@ -207,7 +207,7 @@ class _Binder:
         # p = a/b in lowest terms scales the exponential mechanism's score sensitivity by b: keep b sane
         if value is None or not 0 < value < 1 or value.denominator > MAX_QUANTILE_DENOMINATOR:
             raise self.ctx.refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1, "
-                                  "with at most 9 decimal digits", call,
+                                  "with at most 15 decimal digits", call,
                                   "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
         return value
 
