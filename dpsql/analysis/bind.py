@@ -20,6 +20,7 @@ from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import median_grid
 from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
+MAX_QUANTILE_DENOMINATOR = 10**15
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
                        "exponential": "exponential", "em": "exponential"}
@@ -203,17 +204,21 @@ class _Binder:
                 p = self._quantile_literal(node.this.this, node)
         elif isinstance(node, exp.Anonymous):
             args = node.expressions
-            if not args or len(args) > (2 if kind == "quantile" else 1):
-                usage = "MEDIAN(col) or MEDIAN(col, b)" if kind == "quantile" else "IQR(col)"
-                raise self.ctx.refuse("DP124", f"{function_name(node).upper()} takes {usage}", node, f"write {usage}")
+            named = function_name(node)
+            usage, most = (("QUANTILE(col, p) or QUANTILE(col, p, b)", 3) if named == "quantile" else
+                           ("MEDIAN(col) or MEDIAN(col, b)", 2) if kind == "quantile" else ("IQR(col)", 1))
+            if len(args) < (2 if named == "quantile" else 1) or len(args) > most:
+                raise self.ctx.refuse("DP124", f"{named.upper()} takes {usage}", node, f"write {usage}")
             arg = args[0]
-            if len(args) == 2:
-                bound = self._bound_literal(args[1], node)
+            if named == "quantile":
+                p = self._quantile_literal(args[1], node)
+            if len(args) == most and kind == "quantile":
+                bound = self._bound_literal(args[-1], node)
         else:
             arg = node.this
-            if isinstance(node, exp.Quantile):
+            if isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
                 p = self._quantile_literal(node.args.get("quantile"), node)
-            elif isinstance(node, exp.PercentileDisc):
+            elif isinstance(node, (exp.PercentileDisc, exp.PercentileCont)):
                 p = self._quantile_literal(node.args.get("expression"), node)
         column = self._plain_column(arg, node)
         if kind == "mode":
@@ -233,7 +238,7 @@ class _Binder:
         if bound is not None and option in ("smed", "exponential"):
             raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
                                      code="DP120", span=self.ctx.span(node), sql=self.ctx.sql, hint="drop the bound or the option")
-        mechanism = quantile_mechanism(bound, option)
+        mechanism = quantile_mechanism(bound, option, column.bounded)
         where = f"under [tables.{self.scope.table.name}.columns] in the policy"
         if mechanism == "ptr-laplace" and bound is None:
             raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
@@ -249,15 +254,17 @@ class _Binder:
 
     def _quantile_literal(self, node: exp.Expr | None, call: exp.Expr) -> Fraction:
         value = _number_literal(node)
-        if value is None or not 0 < value < 1:
-            raise self.ctx.refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1", call,
+        # p = a/b in lowest terms scales the exponential mechanism's score sensitivity by b: keep b sane
+        if value is None or not 0 < value < 1 or value.denominator > MAX_QUANTILE_DENOMINATOR:
+            raise self.ctx.refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1, "
+                                  "with at most 15 decimal digits", call,
                                   "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
         return value
 
     def _bound_literal(self, node: exp.Expr, call: exp.Expr) -> Fraction:
         value = _number_literal(node)
         if value is None or value <= 0:
-            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) must be a number literal greater than 0", call,
+            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) or QUANTILE(col, p, b) must be a number literal greater than 0", call,
                                   "write MEDIAN(income, 100): b bounds how far one person may move the median")
         return value
 
@@ -434,11 +441,14 @@ def _robust_kind(node: exp.Expr) -> str | None:
     return kind if kind in ("quantile", "mode") else None
 
 
-def quantile_mechanism(bound: Fraction | None, option: str | None) -> str:
-    """The mechanism of a quantile: PTR-Laplace with a proposed bound, else the option, else SMed."""
+def quantile_mechanism(bound: Fraction | None, option: str | None, bounded: bool = False) -> str:
+    """The mechanism of a quantile, from public facts only: PTR-Laplace with a proposed bound, else
+    the option, else the exponential mechanism on a bounded column (it never refuses and its rank
+    error grows only with the log of the public grid), else SMed (the only one for a column with
+    a precision but no bounds)."""
     if bound is not None:
         return "ptr-laplace"
-    return option or "smed"
+    return option or ("exponential" if bounded else "smed")
 
 
 def _number_literal(node: exp.Expr | None) -> Fraction | None:

@@ -11,14 +11,19 @@ from __future__ import annotations
 from sqlglot import exp
 
 # sqlglot class -> dpsql aggregate kind. COUNT is refined by its argument (star, column, DISTINCT unit).
-# MEDIAN, QUANTILE, quantile_disc and PERCENTILE_DISC(p) WITHIN GROUP (ORDER BY col) are quantiles
-# (PTR or the exponential mechanism); MODE is A_samp. MEDIAN is the *lower* median (quantile_disc).
+# MEDIAN, QUANTILE, quantile_disc/quantile_cont, approx_quantile, PERCENTILE_DISC/PERCENTILE_CONT(x, p)
+# and PERCENTILE_DISC/PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col) are quantiles (the exponential
+# mechanism or PTR): one DP estimate of the p-quantile. The continuous spellings are answered by the
+# same release: interpolating between two neighbouring order statistics is finer than the noise.
+# MODE is A_samp. MEDIAN is the *lower* median (quantile_disc).
 AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
-    exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.Mode: "mode",
+    exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.PercentileCont: "quantile",
+    exp.ApproxQuantile: "quantile", exp.Mode: "mode",
 }
-# Aggregates sqlglot parses as anonymous calls: IQR(col), and MEDIAN(col, b) with a proposed bound.
-ANONYMOUS_AGGREGATES: dict[str, str] = {"iqr": "iqr", "median": "quantile"}
+# Aggregates the dpsql dialect keeps as anonymous calls: IQR(col), and MEDIAN(col, b) or
+# QUANTILE(col, p, b) with a proposed bound.
+ANONYMOUS_AGGREGATES: dict[str, str] = {"iqr": "iqr", "median": "quantile", "quantile": "quantile"}
 
 # Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
 REFUSED_AGGREGATE_NAMES = frozenset(
@@ -27,8 +32,8 @@ REFUSED_AGGREGATE_NAMES = frozenset(
         "any_value", "list", "array_agg", "string_agg", "group_concat", "listagg", "histogram",
         "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "stddev", "stddev_pop",
         "stddev_samp", "variance", "var_pop", "var_samp", "corr", "covar_pop", "covar_samp",
-        "approx_count_distinct", "approx_quantile", "quantile_cont", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
-        "fsum", "kahan_sum", "favg", "percentile_cont", "regr_slope", "bitstring_agg",
+        "approx_count_distinct", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
+        "fsum", "kahan_sum", "favg", "regr_slope", "bitstring_agg",
         "reservoir_quantile", "approx_top_k", "arbitrary", "geomean", "geometric_mean", "weighted_avg",
     }
 )

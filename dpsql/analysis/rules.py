@@ -160,9 +160,9 @@ def check_DP109_aggregates(select: exp.Select, scope: Scope, sql: str) -> None:
     for node in select.find_all(exp.Func):
         if is_aggregate(node) and not allowed_aggregate(node):
             name = function_name(node).upper()
-            hint = ("use MEDIAN, QUANTILE(col, p) or PERCENTILE_DISC(p) WITHIN GROUP (ORDER BY col): dpsql releases "
-                    "a value of the data (the lower median), never an interpolation"
-                    if name.lower() in ("quantile_cont", "percentile_cont", "approx_quantile", "reservoir_quantile") else
+            hint = ("use MEDIAN, QUANTILE(col, p), quantile_cont(col, p) or PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col): "
+                    "dpsql releases a DP estimate of the p-quantile"
+                    if name.lower() == "reservoir_quantile" else
                     "use COUNT, SUM, AVG, MEDIAN, QUANTILE, IQR or MODE (a MIN/MAX of private values cannot be released with noise)")
             raise refuse("DP109", f"{name} has no differentially private mechanism in dpsql", node, sql, hint)
 

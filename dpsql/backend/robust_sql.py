@@ -358,6 +358,14 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
     """
     names = _key_names(plan)
     column = request.column
+    if request.counts:  # report-noisy-max: each declared value's row count per group
+        value = exp.column(column.name, quoted=True)
+        declared = exp.In(this=value.copy(), expressions=[exp.convert(v) for v in column.values or ()])
+        condition = row_filter(plan)
+        return (exp.select(*_keys(plan), exp.alias_(value, MODE), exp.alias_(exp.Count(this=exp.Star()), VOTES))
+                .from_(exp.to_identifier(relation, quoted=True))
+                .where(exp.and_(condition, declared) if condition is not None else declared)
+                .group_by(*[exp.column(k.column.name, quoted=True) for k in plan.query.keys], value.copy()))
     unit = exp.column(plan.bounding.unit, quoted=True)
     unit_type = plan.query.table.columns[plan.bounding.unit].type
     subsample = exp.Mod(this=HashBits(this=exp.Placeholder(this=MODE_SEED), expressions=[hash_input(unit, unit_type)]),

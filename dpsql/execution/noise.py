@@ -104,7 +104,12 @@ def describe(plan: Plan, release: RobustRelease) -> NoiseInfo:
     if reason is not None:  # a stability test: the release can be ⊥
         label = plan.query.aggregates[release.aggregate].label
         details.update({"refusal": refusal_sentence(release, label, reason), "refused": False})
-    return NoiseInfo(mechanism=release.mechanism, scale=error.scale, ci95=error.ci95,
+    ci95 = error.ci95
+    if release.mechanism == "smed" and release.values is not None:
+        # SMed releases the exact order statistic of the values rounded to the public grid: the
+        # quantile of the unrounded values lies within half a grid step (0 on ints and dates).
+        ci95 = float(release.values.grid) / 2 if release.values.indexed and release.values.grid is not None else 0.0
+    return NoiseInfo(mechanism=release.mechanism, scale=error.scale, ci95=ci95,
                      epsilon=float(cost.epsilon), delta=float(cost.delta), **details)
 
 

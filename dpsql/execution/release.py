@@ -118,9 +118,9 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
-    if release.mechanism == "asamp":
+    if release.mechanism in ("asamp", "noisy-max"):
         return key_type(plan.requests[release.request].column.type)
-    if release.mechanism == "scale":
+    if release.mechanism in ("scale", "exponential-iqr"):
         return "DOUBLE"
     assert release.values is not None
     column = release.values.column
@@ -155,6 +155,10 @@ def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]]
     if release.n_hat is not None:  # Scale: its value is the IQR itself, not a mapped value
         return registry.release(release.spec, ptr.ScaleInput(raw, columns[release_name(release.n_hat)][row]), rng)
     value = registry.release(release.spec, raw, rng)
+    if release.mechanism == "exponential-iqr":  # a width in grid units, not a value: only the grid applies
+        assert release.values is not None
+        grid = release.values.grid if release.values.indexed and release.values.grid is not None else Fraction(1)
+        return float(value * grid)
     return value if value is ptr.REFUSED else decode(release.values, value)
 
 

@@ -28,10 +28,19 @@ def _median(args: list[exp.Expr]) -> exp.Expr:
     return exp.Anonymous(this="MEDIAN", expressions=args)
 
 
-class DpsqlParser(DuckDBParser):
-    """DuckDB's parser with the privacy options clause after SELECT, and MEDIAN(col, b)."""
+def _quantile(args: list[exp.Expr]) -> exp.Expr:
+    # QUANTILE(col, p, b) proposes a bound like MEDIAN(col, b); sqlglot's Quantile would drop b.
+    if len(args) == 2:
+        return exp.Quantile(this=args[0], quantile=args[1])
+    return exp.Anonymous(this="QUANTILE", expressions=args)
 
-    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median}
+
+class DpsqlParser(DuckDBParser):
+    """DuckDB's parser with the privacy options clause after SELECT, MEDIAN(col, b) and QUANTILE(col, p, b)."""
+
+    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median, "QUANTILE": _quantile}
+    # DuckDB's QUANTILE has a dedicated parser that keeps two arguments: parse it as a plain call.
+    FUNCTION_PARSERS = {name: parse for name, parse in DuckDBParser.FUNCTION_PARSERS.items() if name != "QUANTILE"}
 
     # Each `?` keeps its offset in the text: qmark parameters bind in text order, and sqlglot's
     # tree order is not text order (a Select holds LIMIT before WHERE).

@@ -19,8 +19,9 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
-from dpsql.mechanisms.exponential import ExponentialQuantileSpec
+from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
+from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
@@ -28,8 +29,8 @@ from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "scale", "asamp"]
-RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ScaleSpec | ASampSpec
+RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max"]
+RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
 EMPTY_HISTOGRAM = Histogram((), ())
 
 
@@ -185,10 +186,12 @@ class RankRequest:
 @dataclass(frozen=True, slots=True)
 class ModeRequest:
     """Votes of subsample modes per group: each person hashed (keyed, secret seed) into one of
-    `blocks` subsamples; each non-empty subsample votes for its most frequent value."""
+    `blocks` subsamples; each non-empty subsample votes for its most frequent value. With
+    `counts`, the exact row count of each value per group instead (report-noisy-max)."""
 
     column: Column
     blocks: int
+    counts: bool = False
 
     @property
     def empty(self) -> dict[object, int]:
@@ -198,12 +201,12 @@ class ModeRequest:
     @property
     def reads(self) -> str:
         """What the engine returns for it, for EXPLAIN."""
-        return "subsample-mode votes"
+        return "per-value counts" if self.counts else "subsample-mode votes"
 
     @property
     def seeded(self) -> bool:
-        """Whether its statement takes secret per-query seeds ($mode_seed, $tie_seed: yes)."""
-        return True
+        """Whether its statement takes secret per-query seeds ($mode_seed, $tie_seed: the votes do)."""
+        return not self.counts
 
 
 @dataclass(frozen=True, slots=True)

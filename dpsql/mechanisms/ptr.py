@@ -243,10 +243,14 @@ class PTRLaplaceSpec:
     p: Fraction
     shift: int
     bound: Fraction
+    lower: Fraction | None = None  # the column's declared bounds (mapped units): the release is clamped
+    upper: Fraction | None = None  # to them, post-processing that costs nothing
 
     def __post_init__(self) -> None:
         if self.bound <= 0 or self.epsilon_release <= 0:
             raise ValueError("PTR-Laplace needs a bound b > 0 and a release epsilon > 0")
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise ValueError("PTR-Laplace needs lower <= upper")
 
     @property
     def reach(self) -> int:
@@ -283,7 +287,17 @@ def ptr_laplace_release(spec: PTRLaplaceSpec, stats: OrderStatistics, rng: Rando
         return REFUSED
     value = stats.at(quantile_rank(stats.n, spec.p))
     units = round(Fraction(value) / spec.grid)
-    return float((units + noise) * spec.grid)
+    return float(clamp((units + noise) * spec.grid, spec.lower, spec.upper))
+
+
+def clamp(value: Fraction, lower: Fraction | None, upper: Fraction | None) -> Fraction:
+    """value clamped to [lower, upper] (either side may be open): post-processing of a DP release,
+    so it costs nothing, and it can only move the release towards the true value when that lies inside."""
+    if lower is not None and value < lower:
+        return Fraction(lower)
+    if upper is not None and value > upper:
+        return Fraction(upper)
+    return value
 
 
 # --- Scale (IQR) ------------------------------------------------------------------------------
@@ -305,6 +319,7 @@ class ScaleSpec:
     p_hi: Fraction = Fraction(3, 4)
     base_constant: int = 60
     offsets: tuple[Fraction, Fraction] = field(default=(Fraction(0), Fraction(1, 2)))
+    span: Fraction | None = None  # upper - lower of a bounded column: releases are clamped to [0, span]
 
     @property
     def test(self) -> PTRTest:
@@ -361,7 +376,8 @@ def scale_release(spec: ScaleSpec, stats: OrderStatistics, n_hat: float | int | 
             answers.append(0.0)
             continue
         units = round(math.log(iqr) / math.log(base) * 2**GRID_BITS)
-        answers.append(_power(base, (units + noise) / 2**GRID_BITS))
+        released = _power(base, (units + noise) / 2**GRID_BITS)
+        answers.append(released if spec.span is None else min(released, float(spec.span)))  # post-processing
     return answers[0] if answers[0] is not REFUSED else answers[1]
 
 

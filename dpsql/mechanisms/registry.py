@@ -10,8 +10,9 @@ from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
-from dpsql.mechanisms.exponential import ExponentialQuantile
+from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
 from dpsql.mechanisms.laplace import Laplace
+from dpsql.mechanisms.noisy_max import NoisyMaxMode
 from dpsql.mechanisms.partition import PartitionSelection
 from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
 from dpsql.mechanisms.rng import RandomSource
@@ -25,7 +26,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
     PTRLaplace(),
     Scale(),
     ExponentialQuantile(),
+    ExponentialIQR(),
     ASamp(),
+    NoisyMaxMode(),
     MedianMechanismReservation(),
 )
 _BY_SPEC: dict[type, Mechanism] = {mechanism.spec_type: mechanism for mechanism in MECHANISMS}

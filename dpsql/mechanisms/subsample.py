@@ -100,6 +100,11 @@ def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -
     return top
 
 
+def _lead(spec: ASampSpec) -> int:
+    """The vote lead the test passes with probability >= 1/2: d = floor((gap - 1) / 2T) >= tau."""
+    return spec.normaliser * spec.test.threshold + 1
+
+
 class ASamp:
     """MODE (DESIGN 6.5): reads {value: votes} (None: no votes); the winner or REFUSED."""
 
@@ -115,11 +120,14 @@ class ASamp:
     def describe(self, spec: ASampSpec, context: Describing = Describing()) -> str:
         return (f"A_samp: each {context.unit} in {spec.copies} of {spec.blocks} subsamples by a keyed hash (secret seed), "
                 f"subsample modes (random tie-break, empty ones abstain), gap normalised by 2T={spec.normaliser}; "
-                f"{describe_test(spec.test)}; epsilon {fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
+                f"{describe_test(spec.test)}; answers (with probability >= 1/2) only when the top value wins at least "
+                f"{_lead(spec)} more subsample votes than the runner-up ({100 * _lead(spec) / spec.blocks:.0f}% of the "
+                f"subsamples), else ⊥: declare the column's values for report-noisy-max, which never refuses; "
+                f"epsilon {fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
 
     def error(self, spec: ASampSpec) -> ErrorDescription:
         return ErrorDescription(details=(*test_details(spec.test), ("blocks", spec.blocks)))
 
     def refusal(self, spec: ASampSpec) -> str | None:
         return ("no value is consistently most frequent across subsamples (top values too close, or too few rows). "
-                "Try a larger epsilon or more rows.")
+                "Try a larger epsilon, more rows, or declare the column's values (MODE then never refuses).")

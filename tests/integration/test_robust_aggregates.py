@@ -47,6 +47,9 @@ g = {{ type = "text", values = ["a", "b"] }}
 """
 
 EPS1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "
+# Cases about the PTR family (SMed, Scale) and its ⊥ channel pin it: bounded columns default to the
+# exponential mechanism (tests/integration/test_robust_defaults.py).
+PTR1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed') "
 
 
 def frame(x: Any, y: Any = None, c: Any = None, g: Any = None, d: Any = None, z: Any = None, rows_per_person: int = 1) -> pd.DataFrame:
@@ -89,22 +92,23 @@ def answer(con: dpsql.Connection, sql: str) -> tuple[list[tuple], list[dict | No
 
 
 def test_all_equal_values_release_the_exact_value(open_table) -> None:
-    rows, info = answer(open_table(frame([37] * 400)), EPS1 + "MEDIAN(x), IQR(x) FROM t")
+    rows, info = answer(open_table(frame([37] * 400)), PTR1 + "MEDIAN(x), IQR(x) FROM t")
     assert rows == [(37, 0.0)]
-    assert info[0]["mechanism"] == "smed" and info[0]["refused"] is False and info[0]["ci95"] is None
+    # SMed's release is exact on the unit grid of an int column: ci95 0 (was None before intervals were reported)
+    assert info[0]["mechanism"] == "smed" and info[0]["refused"] is False and info[0]["ci95"] == 0.0
     assert info[1]["mechanism"] == "scale" and info[1]["refused"] is False
 
 
 def test_even_n_releases_the_lower_median_like_duckdb_quantile_disc(open_table) -> None:
     values = [10] * 200 + [20] * 200  # n = 400: the lower median is x_(200) = 10; quantile_cont would say 15
     data = frame(values)
-    rows, _ = answer(open_table(data), EPS1 + "MEDIAN(x), PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x) FROM t WHERE x <= 10 OR x >= 20")
+    rows, _ = answer(open_table(data), PTR1 + "MEDIAN(x), PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x) FROM t WHERE x <= 10 OR x >= 20")
     expected = duckdb.sql("SELECT quantile_disc(x, 0.5) FROM data").fetchall()[0][0]
     # x_(200) sits at the upper edge of its tie block: unstable, so ⊥ is the only safe answer here;
     # with one more 10 the block contains rank 200 with room to spare and the value is released.
     assert rows == [(None, None)]
     more = frame([10] * 300 + [20] * 200)
-    rows, _ = answer(open_table(more), EPS1 + "MEDIAN(x) FROM t")
+    rows, _ = answer(open_table(more), PTR1 + "MEDIAN(x) FROM t")
     assert rows == [(duckdb.sql("SELECT quantile_disc(x, 0.5) FROM more").fetchall()[0][0],)] == [(10,)]
     assert expected == 10
 
@@ -113,7 +117,7 @@ def test_heavy_ties_release_the_true_lower_median(open_table) -> None:
     rng = np.random.default_rng(3)
     data = frame(rng.choice([1, 2, 3, 4], size=5000, p=[0.2, 0.5, 0.15, 0.15]))
     for seed in range(5):
-        rows, _ = answer(open_table(data, seed=seed), EPS1 + "MEDIAN(x), QUANTILE(x, 0.9) FROM t")
+        rows, _ = answer(open_table(data, seed=seed), PTR1 + "MEDIAN(x), QUANTILE(x, 0.9) FROM t")
         truth = duckdb.sql("SELECT quantile_disc(x, 0.5), quantile_disc(x, 0.9) FROM data").fetchall()[0]
         assert rows[0] == truth
 
@@ -121,7 +125,7 @@ def test_heavy_ties_release_the_true_lower_median(open_table) -> None:
 def test_bimodal_data_refuses_the_median(open_table) -> None:
     data = frame([25] * 500 + [70] * 500)
     for seed in range(5):
-        rows, info = answer(open_table(data, seed=seed), EPS1 + "MEDIAN(x) FROM t")
+        rows, info = answer(open_table(data, seed=seed), PTR1 + "MEDIAN(x) FROM t")
         assert rows == [(None,)] and info[0]["refused"] is True
 
 
@@ -147,7 +151,7 @@ def test_date_column_median(open_table) -> None:
 def test_empty_input_refuses_and_charges(open_table, where: str) -> None:
     con = open_table(frame([5] * 50))
     before = con.budget
-    rows, info = answer(con, EPS1 + f"MEDIAN(x), IQR(x), MODE(c), QUANTILE(y, 0.5) FROM t WHERE {where}")
+    rows, info = answer(con, PTR1 + f"MEDIAN(x), IQR(x), MODE(c), QUANTILE(y, 0.5) FROM t WHERE {where}")
     assert rows == [(None, None, None, None)]
     assert all(i["refused"] is True for i in info)
     after = con.budget
@@ -167,7 +171,7 @@ def test_all_null_and_nan_values_are_dropped(open_table) -> None:
 
 def test_one_row_is_refused(open_table) -> None:
     for seed in range(10):
-        rows, _ = answer(open_table(frame([42]), seed=seed), EPS1 + "MEDIAN(x), IQR(x), MODE(x) FROM t")
+        rows, _ = answer(open_table(frame([42]), seed=seed), PTR1 + "MEDIAN(x), IQR(x), MODE(x) FROM t")
         assert rows == [(None, None, None)]
 
 
@@ -230,7 +234,7 @@ def test_mode_with_ties_inside_small_subsamples_is_not_the_smallest_label(open_t
 def test_grouped_median_over_a_public_domain_releases_every_key(open_table) -> None:
     g = ["a"] * 3000 + ["b"] * 10
     x = [40] * 3000 + [70] * 10
-    rows, info = answer(open_table(frame(x, g=g)), EPS1 + "g, MEDIAN(x), MODE(x) FROM t GROUP BY g")
+    rows, info = answer(open_table(frame(x, g=g)), PTR1 + "g, MEDIAN(x), MODE(x) FROM t GROUP BY g")
     assert rows == [("a", 40, 40), ("b", None, None)]
     assert info[1]["refused"] == (False, True)
 
@@ -251,7 +255,7 @@ def test_exponential_mechanism_never_refuses_and_is_close(open_table) -> None:
 
 
 def test_refusal_reads_the_same_whatever_the_data(open_table) -> None:
-    sql = EPS1 + "MEDIAN(x), IQR(y), MODE(c) FROM t"
+    sql = PTR1 + "MEDIAN(x), IQR(y), MODE(c) FROM t"
     # The median in the gap of a bimodal column; Q1 at the last of 250 zeros (one more row moves it
     # to 999); a near-tied text column.
     bimodal = frame([25] * 500 + [70] * 500, y=[0.0] * 250 + [999.0] * 750, c=["a", "b"] * 500)
@@ -271,7 +275,7 @@ def test_refusal_reads_the_same_whatever_the_data(open_table) -> None:
 def test_refused_cells_render_as_bottom_with_the_sentence(open_table) -> None:
     con = open_table(frame([25] * 500 + [70] * 500))
     cur = con.cursor()
-    cur.execute(EPS1 + "MEDIAN(x), COUNT(*) FROM t")
+    cur.execute(PTR1 + "MEDIAN(x), COUNT(*) FROM t")
     text = render_table(cur._result)  # the REPL/CLI renderer
     assert "⊥" in text and "MEDIAN(x) refused: the median is not stable on this data" in text
     assert "Budget" not in text or "was spent" in text
@@ -279,7 +283,7 @@ def test_refused_cells_render_as_bottom_with_the_sentence(open_table) -> None:
 
 def test_ledger_records_the_mechanisms_and_charges_on_refusal(open_table) -> None:
     con = open_table(frame([42]))
-    answer(con, EPS1 + "MEDIAN(x), MODE(c) FROM t")
+    answer(con, PTR1 + "MEDIAN(x), MODE(c) FROM t")
     entry = con.ledger()[-1]
     assert entry.mechanism == "smed+asamp"
     assert float(entry.cost.epsilon) == pytest.approx(1.0) and float(entry.cost.delta) == pytest.approx(1e-6)
@@ -288,9 +292,12 @@ def test_ledger_records_the_mechanisms_and_charges_on_refusal(open_table) -> Non
 def test_explain_shows_which_mechanism_runs(open_table) -> None:
     con = open_table(frame([1, 2, 3]))
     cur = con.cursor()
-    cur.execute("EXPLAIN " + EPS1 + "MEDIAN(x), MEDIAN(y, 5), IQR(y), MODE(c) FROM t")
+    # x bounded: the EM by default; y with a bound: PTR-Laplace; z unbounded: Scale (changed with the EM default)
+    cur.execute("EXPLAIN " + EPS1 + "MEDIAN(x), MEDIAN(y, 5), IQR(z), MODE(c) FROM t")
     plan = "\n".join(r[0] for r in cur.fetchall())
-    for word in ("SMed", "PTR-Laplace", "Scale", "A_samp", "request 0", "RESERVOIR_QUANTILE", "ROW_NUMBER() OVER (PARTITION BY __sid"):
+    cur.execute("EXPLAIN " + PTR1 + "MEDIAN(x) FROM t")
+    plan += "\n".join(r[0] for r in cur.fetchall())
+    for word in ("SMed", "exponential mechanism", "PTR-Laplace", "Scale", "A_samp", "request 0", "RESERVOIR_QUANTILE", "ROW_NUMBER() OVER (PARTITION BY __sid"):
         assert word in plan, word
     cur.execute("EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(x) FROM t")
     assert any("exponential mechanism" in r[0] for r in cur.fetchall())

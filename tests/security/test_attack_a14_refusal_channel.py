@@ -27,10 +27,11 @@ from tests.statistical.test_robust_dp import REFUSED, mode_prepared, tail, tmp  
 pytestmark = pytest.mark.statistical
 
 QUERIES = [
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) MODE(dept) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) MEDIAN(age) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) IQR(income) FROM people",
-    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8) dept, MEDIAN(age) FROM people GROUP BY dept",
+    # dept has declared values (MODE defaults to report-noisy-max, never ⊥): pin A_samp with its default B
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, mode_blocks = 17392) MODE(dept) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') MEDIAN(age) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') IQR(income) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01, delta = 1e-8, quantile_mechanism = 'smed') dept, MEDIAN(age) FROM people GROUP BY dept",
 ]
 RUNS = 4000
 ALPHA = 5e-7  # per side: two-sided 1 - 1e-6 per rate

@@ -362,17 +362,19 @@ def test_negative_control_another_selection_seed_changes_person_counts(engines: 
 
 # --- robust requests: MEDIAN / QUANTILE / IQR (histograms, windows) and MODE votes ----------------------------
 
+SMED = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed') "  # bounded columns default to the EM
 ROBUST = [
-    "SELECT MEDIAN(age), QUANTILE(age, 0.9), IQR(age) FROM people",          # int, histogram
-    "SELECT MEDIAN(score), IQR(score) FROM people",                          # int, windows
-    "SELECT MEDIAN(income), IQR(income), MEDIAN(income, 1000) FROM people",  # float: histogram (SMed grid), windows
-    "SELECT MEDIAN(day), QUANTILE(day, 0.1), IQR(day) FROM people WHERE active",  # date, histogram
-    "SELECT MEDIAN(born), IQR(born) FROM people",                             # date, windows
+    SMED + "MEDIAN(age), QUANTILE(age, 0.9), IQR(age) FROM people",          # int, histogram
+    SMED + "MEDIAN(score), IQR(score) FROM people",                          # int, windows
+    "SELECT MEDIAN(income), IQR(income), MEDIAN(income, 1000) FROM people",  # float: EM histogram, PTR-Laplace windows
+    SMED + "MEDIAN(day), QUANTILE(day, 0.1), IQR(day) FROM people WHERE active",  # date, histogram
+    SMED + "MEDIAN(born), IQR(born) FROM people",                             # date, windows
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(income) FROM people",
-    "SELECT dept, MEDIAN(age), IQR(income), MEDIAN(day) FROM people GROUP BY dept",     # grouped histograms and windows
-    "SELECT dept, MEDIAN(score), MEDIAN(born), MEDIAN(income, 1000) FROM people GROUP BY dept",  # grouped windows
+    SMED + "dept, MEDIAN(age), IQR(income), MEDIAN(day) FROM people GROUP BY dept",     # grouped histograms and windows
+    SMED + "dept, MEDIAN(score), MEDIAN(born) FROM people GROUP BY dept",  # grouped windows
+    "SELECT dept, MEDIAN(income, 1000), MEDIAN(score) FROM people GROUP BY dept",  # grouped PTR-Laplace windows, EM histogram
     # a private key (partition selection), with a row filter
-    "SELECT region, MEDIAN(age), QUANTILE(score, 0.75), MEDIAN(income) FROM people WHERE income > 1000 GROUP BY region",
+    SMED + "region, MEDIAN(age), QUANTILE(score, 0.75), MEDIAN(income) FROM people WHERE income > 1000 GROUP BY region",
 ]
 
 
@@ -524,7 +526,8 @@ SESSION_QUERIES = [
     "SELECT dept, COUNT(*) AS n, AVG(income) FROM people GROUP BY dept",
     "SELECT region, COUNT(*) AS n FROM people GROUP BY region",                    # partition selection (seeded)
     "SELECT region, SUM(age) AS s FROM people GROUP BY region HAVING s > 100 ORDER BY s DESC LIMIT 3",
-    "SELECT MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",
+    "SELECT MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",            # the EM defaults
+    SMED + "MEDIAN(age), IQR(income), QUANTILE(day, 0.9) FROM people",            # SMed and Scale
     "SELECT dept, MEDIAN(score) AS m, COUNT(*) FROM people GROUP BY dept ORDER BY m DESC",
     "SELECT MODE(region), MODE(income) FROM people",
     "SELECT dept, MODE(age) FROM people GROUP BY dept",
@@ -557,6 +560,7 @@ def test_sessions_give_identical_answers(spark: Any, spark_data: SparkData, tmp_
     mechanisms = [entry[1] for entry in duck_ledger]
     assert "median_mechanism" in mechanisms and any("partition_selection" in m for m in mechanisms)
     assert any("smed" in m for m in mechanisms) and any("asamp" in m for m in mechanisms)
+    assert any("exponential" in m for m in mechanisms)
     # Not vacuous: some of these queries release many rows, all of them with noise.
     assert sum(len(rows) for _, rows, _ in duck) > 60
     # Negative control: the same session on DuckDB with another seed answers differently.

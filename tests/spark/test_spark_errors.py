@@ -200,7 +200,9 @@ def test_explain_shows_spark_sql_and_no_secret_seed(con: dpsql.Connection) -> No
     con.execute("SELECT region, COUNT(*) FROM people GROUP BY region").fetchall()  # draws the session's bounding seed
     seed = con.session._executor.calls.seeds["people"]
     before = con.ledger()
-    cur = con.execute("EXPLAIN SELECT region, MODE(dept), MEDIAN(score) FROM people GROUP BY region")
+    # SMed's windows and A_samp's hashes pinned (bounded and declared columns default to the EM and report-noisy-max)
+    cur = con.execute("EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed', mode_blocks = 300) "
+                      "region, MODE(dept), MEDIAN(score) FROM people GROUP BY region")
     text = "\n".join(row[0] for row in cur.fetchall())
     assert "Engine SQL (spark):" in text
     assert "CONV(" in text and "`__dpsql_bounded_people`" in text and "`pid`" in text  # Spark SQL: HashBits, backticks

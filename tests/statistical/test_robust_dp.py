@@ -184,7 +184,8 @@ def tail(eps: float, k: int) -> float:
 
 # --- SMed -----------------------------------------------------------------------------------------------------
 
-SMED = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 0.05) MEDIAN(x) FROM t"
+# SMed and Scale are pinned: a bounded column's MEDIAN and IQR default to the exponential mechanism.
+SMED = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 0.05, quantile_mechanism = 'smed') MEDIAN(x) FROM t"
 TAU = 3  # tau(1, 0.05): the smallest t with e^-t / (1 + e^-1) <= 0.05
 
 
@@ -311,7 +312,7 @@ def test_ptr_laplace_pair_at_the_threshold(tmp: Path, monkeypatch: pytest.Monkey
 
 # --- Scale (IQR) ------------------------------------------------------------------------------------------------
 
-SCALE = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 0.05) IQR(x) FROM t"
+SCALE = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 0.05, quantile_mechanism = 'smed') IQR(x) FROM t"
 
 
 def test_scale_both_unsafe_pair_and_the_seed_threshold(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:

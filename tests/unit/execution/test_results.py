@@ -34,7 +34,8 @@ def test_noise_info_is_a_mapping_with_absent_optional_keys() -> None:
 
 def test_cursor_noise_info_is_one_dict_per_column(connect) -> None:
     con = connect()
-    cur = con.execute(EPS + "region, COUNT(*) AS n, MEDIAN(age) AS m, COUNT(*) + 1 AS n1 FROM people GROUP BY region")
+    cur = con.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed') "
+                      "region, COUNT(*) AS n, MEDIAN(age) AS m, COUNT(*) + 1 AS n1 FROM people GROUP BY region")
     cur.fetchall()
     infos = cur.noise_info
     assert infos[0] is None and all(type(i) is dict for i in infos[1:])

@@ -27,7 +27,8 @@ import pytest
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing, Mechanism
-from dpsql.mechanisms.exponential import ExponentialQuantileSpec
+from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
+from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleInput, ScaleSpec, SMedSpec
@@ -60,6 +61,10 @@ EXAMPLES: dict[str, Example] = {
                      ("Scale", "rank shift s=2", "epsilon 4 x 0.25", "delta 1e-06")),
     "exponential": Example(ExponentialQuantileSpec(Fraction(1), Fraction(1, 2), 1, 0, 100), DATA,
                            ("exponential mechanism", "101 public candidates", "score sensitivity 1", "epsilon 1")),
+    "exponential-iqr": Example(ExponentialIQRSpec(Fraction(1), 1, 0, 100), DATA,
+                               ("two exponential-mechanism quartiles", "101 public candidates", "score sensitivity 3", "epsilon 2 x 0.5")),
+    "noisy-max": Example(NoisyMaxModeSpec(Fraction(1), 3, ("a", "b", "c")), {"a": 150, "b": 20},
+                         ("report-noisy-max", "3 declared values", "scale 3", "epsilon 1", "delta 0")),
     "asamp": Example(ASampSpec(PTRTest(Fraction(1), DELTA), blocks=200), {"a": 150, "b": 20},
                      ("A_samp", "200 subsamples", "2T=2", "epsilon 1", "delta 1e-06")),
     "median_mechanism": Example(

@@ -59,8 +59,9 @@ def test_the_from_table_is_found_after_the_cursor(policy: Policy) -> None:
 
 def test_prefix_filters_columns_functions_and_keywords(policy: Policy) -> None:
     assert words("SELECT COUNT(*) FROM people WHERE ag", policy) == ["age"]
-    assert words("SELECT a", policy, " FROM people") == ["age", "avg", "abs", "ascii", "and", "as", "asc"]
-    assert words("SELECT A", policy, " FROM people")[1:3] == ["AVG", "ABS"]
+    # approx_quantile is an aggregate with a mechanism since the quantile spellings were mapped
+    assert words("SELECT a", policy, " FROM people") == ["age", "approx_quantile", "avg", "abs", "ascii", "and", "as", "asc"]
+    assert words("SELECT A", policy, " FROM people")[2:4] == ["AVG", "ABS"]
 
 
 def test_aggregates_come_before_scalar_functions(policy: Policy) -> None:

@@ -1,2 +1,2 @@
--- Robust aggregates: SMed median, Scale IQR, A_samp mode (design/ptr-and-asamp.md).
+-- Robust aggregates: MEDIAN and IQR of bounded columns by the exponential mechanism, MODE by A_samp.
 SELECT MEDIAN(age), IQR(income), MODE(dept) FROM people;

@@ -1,2 +1,2 @@
 -- expect: DP122
-SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0) MEDIAN(age) FROM people
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 0, quantile_mechanism = 'smed') MEDIAN(age) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP124
+SELECT QUANTILE(age) FROM people

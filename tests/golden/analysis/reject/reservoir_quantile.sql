@@ -1,0 +1,2 @@
+-- expect: DP109
+SELECT RESERVOIR_QUANTILE(age, 0.5) FROM people
