@@ -238,7 +238,7 @@ class SessionOptions:
     `analyst`: whose budget is charged; `ledger`: the ledger file, or a Ledger shared by many
     sessions of one process (the server), which the session then does not close; `tables`:
     pandas (or Spark) DataFrames by table name; `random_seed`: reproducible noise, for tests and
-    marked experiments only (DESIGN 8); `engine`: "duckdb" or "spark"; with Spark, a given
+    marked experiments only (docs/privacy-model.md); `engine`: "duckdb" or "spark"; with Spark, a given
     SparkSession (`spark`), or one dpsql starts (`master="local[2]"`, `"spark://host:7077"`, or
     Spark Connect `remote="sc://host"`); `progress` receives Spark stage-progress lines;
     `prepare`: start building the bounded relations of the private tables whose source the
@@ -273,7 +273,7 @@ class SessionOptions:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress)
-        # A seeded source is for tests and explicitly marked experiments only (DESIGN 8).
+        # A seeded source is for tests and explicitly marked experiments only (docs/privacy-model.md).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
         analyst = self.analyst or DEFAULT_ANALYST
         try:

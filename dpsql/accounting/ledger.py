@@ -1,6 +1,6 @@
 """The budget ledger: one row per charge, checked and written in one transaction.
 
-The storage is separate from the data (DESIGN section 7): a SQLite file (``Ledger(path)``, or
+The storage is separate from the data (docs/privacy-model.md): a SQLite file (``Ledger(path)``, or
 memory), or a PostgreSQL database shared by several servers (``open_ledger("postgresql://...")``).
 This module holds what both share: the check-and-charge (inside the store's ``charging``
 transaction, which serialises one analyst's charges across processes and hosts and checks the
@@ -44,7 +44,7 @@ class LedgerEntry:
     """One recorded charge: ``id`` grows in charge order, ``time`` is in unix seconds.
 
     ``params`` holds the mechanism's JSON-serialisable parameters (kind, sensitivity, noise
-    scale...), so that a tighter accountant can later re-read the history (DESIGN section 7).
+    scale...), so that a tighter accountant can later re-read the history (docs/privacy-model.md).
     """
 
     id: int

@@ -1,7 +1,7 @@
 """dpsql's own plan nodes, rendered per engine by dpsql, and the engine dialects that render them.
 
 sqlglot maps a DuckDB function to a Spark one silently even when the meaning changes (`hash`
-becomes Spark's 32-bit Murmur3, `list(x ORDER BY x)` loses its order; design/backends.md). So
+becomes Spark's 32-bit Murmur3, `list(x ORDER BY x)` loses its order). So
 every construct whose exact result the privacy proof or cross-engine parity relies on is a node
 of ours, with one rendering per engine written here:
 

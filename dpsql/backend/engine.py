@@ -315,7 +315,7 @@ class Engine:
         """Run a plan's SQL against an empty table of the same schema, before any charge.
 
         Errors that depend only on the query (a type mismatch, an invalid regular expression)
-        surface here, with no data present, so the query is refused before it is charged (DESIGN 7).
+        surface here, with no data present, so the query is refused before it is charged (docs/privacy-model.md).
         """
         with self._lock:
             reason = self.backend.refusal(select)

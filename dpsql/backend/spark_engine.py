@@ -43,7 +43,7 @@ START_CONF = {
     "spark.ui.showConsoleProgress": "false",  # dpsql reports stage progress itself
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
-# Small-data settings for tests and CI (design/backends.md 5.3): fast start, no codegen, one JVM.
+# Small-data settings for tests and CI: fast start, no codegen, one JVM.
 TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",

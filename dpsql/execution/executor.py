@@ -33,7 +33,7 @@ class Executor:
         self.calls = EngineCalls(engine, rng)
         self.charger = charger
         self._rng = rng
-        # Counting queries on tables with a [median_mechanism] policy go to the layer first (DESIGN 6.6).
+        # Counting queries on tables with a [median_mechanism] policy go to the layer first (docs/mechanisms.md).
         self.layers = MedianMechanismLayers(policy, self.calls, rng, charger)
         if prepare:
             # Cold start: the bounded relations of the private tables whose source the policy names

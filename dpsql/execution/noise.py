@@ -3,7 +3,7 @@
 Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
 and, given the answer's rows, which cells were (`refused`). A refusal sentence holds public facts
 only (the aggregate as written, the mechanism family, its epsilon and delta): never a distance,
-a noisy distance, n, or which discretisation failed (design/ptr-and-asamp.md 2.3, attacks A14).
+a noisy distance, n, or which discretisation failed (docs/mechanisms.md; tests/security/test_attack_a14_*).
 """
 
 from __future__ import annotations

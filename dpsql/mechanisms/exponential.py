@@ -198,7 +198,7 @@ def _power_bounds(numerator: int, denominator: int, times: int, bits: int) -> tu
 
 
 class ExponentialQuantile:
-    """MEDIAN/QUANTILE over public candidates (DESIGN 6.3): reads a Histogram, never refuses."""
+    """MEDIAN/QUANTILE over public candidates (docs/mechanisms.md): reads a Histogram, never refuses."""
 
     name = "exponential"
     spec_type = ExponentialQuantileSpec
@@ -265,7 +265,7 @@ def iqr_release(spec: ExponentialIQRSpec, hist: Histogram, rng: RandomSource) ->
 
 
 class ExponentialIQR:
-    """IQR of a bounded column (DESIGN 6.4): two EM quartiles, never ⊥, always in [0, upper - lower]."""
+    """IQR of a bounded column (docs/mechanisms.md): two EM quartiles, never ⊥, always in [0, upper - lower]."""
 
     name = "exponential-iqr"
     spec_type = ExponentialIQRSpec

@@ -51,7 +51,7 @@ def half_width(spec: LaplaceSpec, confidence: float = 0.95) -> int:
 
 
 class Laplace:
-    """COUNT and fixed-point SUM releases (DESIGN 6.1). Raw and released values are in grid units;
+    """COUNT and fixed-point SUM releases (docs/mechanisms.md). Raw and released values are in grid units;
     `Describing.grid` converts EXPLAIN's numbers to value units."""
 
     name = "laplace"

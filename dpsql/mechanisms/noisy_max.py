@@ -5,7 +5,7 @@ declared list are dropped: a per-row map, so neighbours stay neighbours). One pe
 k rows and each row adds 1 to exactly one (group, value) cell, so adding or removing a person
 moves the whole count vector (all groups, all values) by at most k in L1. Adding discrete Laplace
 noise of scale k / eps to every cell, the declared values with zero count included, is therefore
-(eps, 0)-DP (the Laplace mechanism; DESIGN 2), and reporting each group's value with the largest
+(eps, 0)-DP (the Laplace mechanism; docs/privacy-model.md), and reporting each group's value with the largest
 noisy count (ties to the first declared value) is post-processing. The noise is drawn for every
 declared value of every released group whatever the data, so the release never refuses and its
 cost and shape read the same for every table.
@@ -57,7 +57,7 @@ def release(spec: NoisyMaxModeSpec, counts: Mapping[Hashable, int], rng: RandomS
 
 
 class NoisyMaxMode:
-    """MODE of a column with declared values (DESIGN 6.5): reads per-value counts, never refuses."""
+    """MODE of a column with declared values (docs/mechanisms.md): reads per-value counts, never refuses."""
 
     name = "noisy-max"
     spec_type = NoisyMaxModeSpec

@@ -6,7 +6,7 @@ of distinct-person counts per key has L1 sensitivity `max_groups`; discrete Lapl
 count 1, and it is released only if 1 + X >= threshold; with at most `max_groups` such keys the
 chance that any is released is at most max_groups * P(X >= threshold - 1) <= delta. So selection
 is (epsilon, delta)-DP. The threshold uses the exact discrete Laplace tail (a per-key form
-slightly tighter than DESIGN 6.2's continuous bound, and never looser).
+slightly tighter than the textbook continuous bound, and never looser).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def keep(spec: PartitionSelectionSpec, persons: int, rng: RandomSource) -> bool:
 
 
 class PartitionSelection:
-    """Private GROUP BY keys (DESIGN 6.2): `release(spec, persons, rng)` says whether a key is kept."""
+    """Private GROUP BY keys (docs/mechanisms.md): `release(spec, persons, rng)` says whether a key is kept."""
 
     name = "partition_selection"
     spec_type = PartitionSelectionSpec

@@ -1,6 +1,6 @@
 """Propose-Test-Release for quantiles (SMed, PTR-Laplace) and the IQR (Scale, Dwork-Roth Alg. 12).
 
-Everything follows design/ptr-and-asamp.md; section numbers below refer to it.
+docs/mechanisms.md states what each mechanism releases; section numbers below are of the design notes the mechanisms were derived from (Dwork & Roth ch. 7).
 
 The generic test (section 2.1). Let d be an integer "distance to the unsafe set" with
   (L) |d(x) - d(y)| <= 1 for neighbours x, y (one person added or removed), and
@@ -14,9 +14,9 @@ Groups. With GROUP BY, one person (at most k rows) can touch up to G groups; eac
 group's d moves by at most 1, so the vector of distances has L1 sensitivity G. The test then
 uses DLap(G/eps_t) per group and delta/G per group (a union over the at most G unsafe pairs),
 and a release whose per-group sensitivity is b uses scale G b / eps_r: the same argument as
-Laplace counts whose L1 sensitivity covers all groups together (DESIGN 2). Ungrouped, G = 1.
+Laplace counts whose L1 sensitivity covers all groups together (docs/privacy-model.md). Ungrouped, G = 1.
 
-Continuous noise (DESIGN 8). PTR-Laplace adds Lap(b / eps_r) on the grid gamma = b / 2^20:
+Continuous noise (docs/privacy-model.md). PTR-Laplace adds Lap(b / eps_r) on the grid gamma = b / 2^20:
 the median is rounded to the grid and discrete Laplace is added in grid units, with the
 sensitivity raised from 2^20 to 2^20 + 1 units for the rounding. Scale multiplies the IQR by
 beta^Z, Z ~ Lap(1/eps'), drawn the same way in log_beta space (grid 2^-20, sensitivity
@@ -410,7 +410,7 @@ def _unstable(p: Fraction) -> str:
 
 
 class SMed:
-    """MEDIAN/QUANTILE, exact when stable (DESIGN 6.3). Releases a mapped value or REFUSED."""
+    """MEDIAN/QUANTILE, exact when stable (docs/mechanisms.md). Releases a mapped value or REFUSED."""
 
     name = "smed"
     spec_type = SMedSpec
@@ -433,7 +433,7 @@ class SMed:
 
 
 class PTRLaplace:
-    """MEDIAN/QUANTILE with a proposed bound b (DESIGN 6.3): the quantile plus Laplace, or REFUSED."""
+    """MEDIAN/QUANTILE with a proposed bound b (docs/mechanisms.md): the quantile plus Laplace, or REFUSED."""
 
     name = "ptr-laplace"
     spec_type = PTRLaplaceSpec
@@ -459,7 +459,7 @@ class PTRLaplace:
 
 
 class Scale:
-    """IQR (DESIGN 6.4): reads `ScaleInput`; the IQR times beta^Z, or REFUSED."""
+    """IQR (docs/mechanisms.md): reads `ScaleInput`; the IQR times beta^Z, or REFUSED."""
 
     name = "scale"
     spec_type = ScaleSpec

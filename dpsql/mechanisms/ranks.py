@@ -1,6 +1,6 @@
 """Order statistics of one group, in the form the rank mechanisms (PTR, Scale, EM) read them.
 
-Notation of design/ptr-and-asamp.md section 1.3: x_(1) <= ... <= x_(n) are the sorted values of
+Notation (docs/mechanisms.md): x_(1) <= ... <= x_(n) are the sorted values of
 a group after NULL/NaN are dropped, padded with x_(i) = -inf for i < 1 and +inf for i > n.
 rho_p(n) = max(1, ceil(n p)) is SQL PERCENTILE_DISC and DuckDB quantile_disc (the lower median
 for p = 1/2).
@@ -36,7 +36,7 @@ def rank_shift(max_rows: int, p: Fraction) -> int:
     """s = ceil(k max(p, 1 - p)): how far one person with at most k rows moves rank rho_p.
 
     Person-level privacy comes from this Lipschitz scale of the distances, never from group
-    privacy (design note section 1.3; brute-forced in tests/unit/mechanisms).
+    privacy (docs/mechanisms.md; brute-forced in tests/unit/mechanisms).
     """
     p = Fraction(p)
     q = max(p, 1 - p)

@@ -2,7 +2,7 @@
 
 Privacy noise comes from the operating system's CSPRNG (`SystemRandomSource`, the default).
 `SeededRandomSource` is deterministic and exists for tests and explicitly marked experiments
-only (DESIGN section 8): the server refuses it. Samplers only ever ask a source for a uniform
+only (docs/privacy-model.md): the server refuses it. Samplers only ever ask a source for a uniform
 integer below a bound, so exactness never depends on floating point.
 """
 

@@ -3,7 +3,7 @@
 The samplers follow Canonne, Kamath and Steinke (2020), "The Discrete Gaussian for
 Differential Privacy", Algorithms 1 and 2. Every random choice is one call to
 `RandomSource.randbelow`, so an output's probability is exactly what the algorithm says: there
-are no floating-point holes for an attacker to read (DESIGN section 8, attacks A11).
+are no floating-point holes for an attacker to read (docs/privacy-model.md; tests/security/test_attack_a11_*).
 
 Privacy function: for an integer-valued query with sensitivity Δ (an integer, or Δ on the
 fixed-point grid of a sum), adding `discrete_laplace(Δ / ε, rng)` is ε-differentially private,

@@ -1,4 +1,4 @@
-"""The Sparse Vector Technique of the Median Mechanism layer (design/median-mechanism.md §2.2).
+"""The Sparse Vector Technique of the Median Mechanism layer (docs/mechanisms.md).
 
 Privacy function. The layer tests, for each counting query i, the integer statistic
 `e_i = |f_i(D) - med_i|` (or its maximum over the groups of a GROUP BY), where `med_i` is a
@@ -412,7 +412,7 @@ def size_noise(calibration: SVTCalibration, rng: RandomSource) -> int:
 
 
 class MedianMechanismReservation:
-    """The Median Mechanism layer's sparse vector and hard answers (DESIGN 6.6), priced once per
+    """The Median Mechanism layer's sparse vector and hard answers (docs/mechanisms.md), priced once per
     session. Its spec is the public calibration; `release` is one hard answer's cell (the exact
     count plus fresh noise); the stateful test itself is `SparseVector`."""
 

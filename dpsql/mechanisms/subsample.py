@@ -1,4 +1,4 @@
-"""MODE by A_samp (Dwork-Roth Alg. 14), capped by construction (design/ptr-and-asamp.md section 5).
+"""MODE by A_samp (Dwork-Roth Alg. 14), capped by construction (docs/mechanisms.md).
 
 The engine assigns each person, by a keyed hash of the person id, to at most T of B subsamples
 (default: a disjoint partition, T = 1); a person's rows all go where the person goes, so the
@@ -34,7 +34,7 @@ def default_blocks(test: PTRTest) -> int:
 
     The distance can never exceed (B - 1) / 2T, and a release is reliable once d >= tau + 4/eps,
     so B must leave room for it: this B passes when the top value leads the runner-up by a
-    quarter of the subsamples. 200 is the design note's choice without an estimate of n (5.4).
+    quarter of the subsamples. 200 is the default without an estimate of n (docs/mechanisms.md).
     """
     return max(DEFAULT_BLOCKS, 8 * (test.threshold + math.ceil(4 * test.scale)))
 
@@ -106,7 +106,7 @@ def _lead(spec: ASampSpec) -> int:
 
 
 class ASamp:
-    """MODE (DESIGN 6.5): reads {value: votes} (None: no votes); the winner or REFUSED."""
+    """MODE (docs/mechanisms.md): reads {value: votes} (None: no votes); the winner or REFUSED."""
 
     name = "asamp"
     spec_type = ASampSpec

@@ -1,7 +1,7 @@
 """Which counting queries the Median Mechanism layer answers: measurability over X.
 
 A query is measurable when its answer is a function of the histogram of the table over X (the
-layer's view: each enabled column clamped into its declared domain, design note §2.4, §3.1):
+layer's view: each enabled column clamped into its declared domain, docs/mechanisms.md):
 
 * exactly one aggregate, COUNT(*) or COUNT(col) of an enabled column;
 * GROUP BY keys are enabled columns with declared values (all key combinations released);

@@ -72,7 +72,6 @@ def test_demo_policy_points_to_the_policy_reference() -> None:
     assert (DOCS / "policy-reference.md").is_file()
 
 
-@pytest.mark.xfail(strict=False, reason="dpsql/ comments are swept after the refactor lands")
 def test_python_files_under_dpsql_do_not_point_to_the_developers_notes() -> None:
     assert _mentions(sorted((ROOT / "dpsql").rglob("*.py"))) == []
 

@@ -1,6 +1,6 @@
-"""The interactive Median Mechanism layer for repeated counting queries (DESIGN 6.6).
+"""The interactive Median Mechanism layer for repeated counting queries (docs/mechanisms.md).
 
-design/median-mechanism.md, in its sparse-vector form: a set of candidate databases (fractional
+docs/mechanisms.md, in its sparse-vector form: a set of candidate databases (fractional
 histograms over the declared domain X of the enabled columns) answers a counting query with its
 median for free when a private sparse-vector test says the median is accurate ("easy"); otherwise
 the query is "hard": it is answered from the data with fresh noise, and candidates inconsistent

@@ -11,7 +11,7 @@ sparse-vector test and the hard answers draw their noise from the secure RandomS
 dpsql.mechanisms). Anyone holding the transcript and the seed can rebuild this object and every
 easy answer bit for bit; the replay test does exactly that.
 
-Update after a hard answer (design note §2.5): candidates further than τ from an answer are
+Update after a hard answer (docs/mechanisms.md): candidates further than τ from an answer are
 pruned and replaced by their KL projection onto the consistent slabs |n̂⟨w, m_j⟩ − a_j| <= τ_p
 (cyclic Bregman projections, i.e. raking: scale the cells inside a violated slab by t/p and those
 outside by (1 − t)/(1 − p)), newest constraints first, over the new constraints and a window of

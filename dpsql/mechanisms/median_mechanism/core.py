@@ -1,4 +1,4 @@
-"""The Median Mechanism algorithm over X, apart from SQL (design/median-mechanism.md §2.1).
+"""The Median Mechanism algorithm over X, apart from SQL (docs/mechanisms.md).
 
     answer(query):
         repeat of a released query      -> the released answer again       (no data, no test)
