@@ -1,6 +1,6 @@
 """Propose-Test-Release for quantiles (SMed, PTR-Laplace) and the IQR (Scale, Dwork-Roth Alg. 12).
 
-docs/mechanisms.md states what each mechanism releases; section numbers below are of the design notes the mechanisms were derived from (Dwork & Roth ch. 7).
+docs/mechanisms.md states what each mechanism releases (after Dwork & Roth ch. 7); section numbers below are those of the analysis it summarises.
 
 The generic test (section 2.1). Let d be an integer "distance to the unsafe set" with
   (L) |d(x) - d(y)| <= 1 for neighbours x, y (one person added or removed), and
