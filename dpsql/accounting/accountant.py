@@ -45,6 +45,8 @@ DISCRETISATION = 1e-4
 # Above this integer sensitivity the exact discrete PLD's construction grows too large; the pure
 # (epsilon, 0) PLD is used instead (it dominates every epsilon-DP mechanism, so it is still sound).
 MAX_EXACT_SENSITIVITY = 1000
+# Terms above this epsilon are composed by plain addition next to the PLD (exp(epsilon) overflows).
+BIG_EPSILON = 50
 # Float results are rounded up by this relative margin (and 1e-15 absolute).
 _MARGIN = 1e-9
 
@@ -246,37 +248,49 @@ class PldComposition(Composition):
     """A composed dp-accounting PrivacyLossDistribution (None: nothing composed yet)."""
 
     def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
-                 pld: Any = None) -> None:
+                 pld: Any = None, big: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))) -> None:
         super().__init__(epsilon, delta, count)
         self.pld = pld
+        # Terms with epsilon > BIG_EPSILON stay out of the PLD (their distributions overflow floats)
+        # and are added by basic composition: (e1, d1) then (e2, d2) is (e1 + e2, d1 + d2)-DP.
+        self.big = big
 
     def add(self, losses: Sequence[PrivacyLoss]) -> PldComposition:
         composed = self.pld
-        groups = Counter(_key(x) for x in losses)
+        big = [x for x in losses if x.epsilon > BIG_EPSILON]
+        big_sum = (self.big[0] + sum((x.epsilon for x in big), Fraction(0)), self.big[1] + sum((x.delta for x in big), Fraction(0)))
+        small = [x for x in losses if x.epsilon <= BIG_EPSILON]
+        groups = Counter(_key(x) for x in small)
         first: dict[tuple[object, ...], PrivacyLoss] = {}
-        for loss in losses:
+        for loss in small:
             first.setdefault(_key(loss), loss)
         for key, times in groups.items():
             part = pld_of(first[key])
             if times > 1:
                 part = part.self_compose(times)
             composed = part if composed is None else composed.compose(part)
-        return PldComposition(*self._sums(losses), pld=composed)
+        return PldComposition(*self._sums(losses), pld=composed, big=big_sum)
 
     def _tight_fits(self, budget: PrivacyCost) -> bool:
         # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the
         # library computes delta(E) with numpy, epsilon(D) in a Python loop. E is rounded down and
         # delta(E) up, so rounding can only refuse.
+        left = budget.epsilon - self.big[0]
+        if left < 0:
+            return False
         if self.pld is None:
-            return True
-        delta = float(self.pld.get_delta_for_epsilon(_float_down(budget.epsilon)))
-        return delta * (1 + _MARGIN) + 1e-18 <= budget.delta
+            return self.big[1] <= budget.delta
+        delta = float(self.pld.get_delta_for_epsilon(_float_down(left)))
+        return delta * (1 + _MARGIN) + 1e-18 + _float_up(self.big[1]) <= budget.delta
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        left = delta - self.big[1]
+        if left < 0:
+            return None
         if self.pld is None:
-            return Fraction(0)
-        epsilon = self.pld.get_epsilon_for_delta(_float_down(delta))
-        return None if math.isinf(epsilon) else _up(max(0.0, epsilon))
+            return self.big[0]
+        epsilon = self.pld.get_epsilon_for_delta(_float_down(left))
+        return None if math.isinf(epsilon) else _up(max(0.0, epsilon)) + self.big[0]
 
 
 @dataclass(frozen=True, slots=True)

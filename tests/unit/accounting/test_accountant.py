@@ -284,3 +284,11 @@ def test_the_policy_chooses_the_accountant_and_defaults_to_pld(tmp_path) -> None
     (tmp_path / "c.toml").write_text(text.replace("[budget]", '[budget]\naccountant = "rdp"', 1), encoding="utf-8")
     with pytest.raises(CatalogError, match="budget.accountant"):
         load_policy(tmp_path / "c.toml")
+
+
+def test_a_huge_epsilon_term_is_added_beside_the_pld_without_overflow() -> None:
+    huge = approx(Fraction(10**6))
+    composition = accountant("pld").empty().add([laplace(Fraction(1, 100))] * 100 + [huge])
+    spent = composition.epsilon_at(DELTA)
+    assert spent is not None and 10**6 < spent <= 10**6 + 1
+    assert not composition.fits(PrivacyCost(10**6, DELTA)) and composition.fits(PrivacyCost(10**6 + 1, DELTA))
