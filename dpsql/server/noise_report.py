@@ -41,6 +41,10 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
         mechanism = info.get("mechanism", "")
         if widths:
             intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
+        elif info.get("rank_error95") is not None:
+            # The exponential mechanism's error is known in ranks only (a value interval would need
+            # the data's density): say so rather than show nothing.
+            intervals.append(f"{column.name} within ± {format_value(float(info['rank_error95']))} ranks ({mechanism})")
         reason = refusal(info)
         if reason and any(row[index] is None for row in result.rows):
             reasons.append(f"{REFUSED} in {column.name}: {reason}")

@@ -28,6 +28,7 @@ POLICY = """
 [budget]
 epsilon = 1000.0
 delta = 0.5
+accountant = "basic"
 default_query_epsilon = 1.0
 default_query_delta = 1e-6
 

@@ -282,7 +282,7 @@ def wait_for(path: Path, process: subprocess.Popen, timeout: float = 60.0) -> No
 
 
 def test_charge_persists_when_the_process_is_killed_before_the_result(policy_file, tmp_path: Path) -> None:
-    policy, ledger, marker = policy_file(), tmp_path / "ledger.sqlite", tmp_path / "engine-reached"
+    policy, ledger, marker = policy_file(accountant="basic"), tmp_path / "ledger.sqlite", tmp_path / "engine-reached"  # exact sums
     script = tmp_path / "child.py"
     script.write_text(KILL_CHILD)
     child = subprocess.Popen([sys.executable, str(script), str(policy), str(ledger), str(marker)],
@@ -350,7 +350,7 @@ RACE_CHILD = textwrap.dedent(
 
 def test_two_processes_of_200_charges_spend_exactly_the_budget(policy_file, tmp_path: Path) -> None:
     # Budget 3.0 at epsilon 0.01 per query: exactly 300 of the 400 charges fit (exact Fractions).
-    policy, ledger, go = policy_file(epsilon=3.0), tmp_path / "ledger.sqlite", tmp_path / "go"
+    policy, ledger, go = policy_file(epsilon=3.0, accountant="basic"), tmp_path / "ledger.sqlite", tmp_path / "go"  # exact sums
     Ledger(ledger).close()  # create the schema once, before the race
     script = tmp_path / "race.py"
     script.write_text(RACE_CHILD)

@@ -32,8 +32,9 @@ def test_psycopg_gets_one_notice_per_private_answer(pg_server: PgServer) -> None
         con.execute(QUERY).fetchall()
     assert len(notices) == 2
     assert NOTICE.match(notices[0]), notices[0]
-    # The remaining budget falls by the cost of the second answer.
-    assert _remaining_epsilon(notices[0]) - _remaining_epsilon(notices[1]) == pytest.approx(0.1)
+    # The remaining budget falls by what the second answer adds to the composition: more than
+    # nothing, at most its epsilon 0.1 (the default accountant composes tighter than a sum).
+    assert 0 < _remaining_epsilon(notices[0]) - _remaining_epsilon(notices[1]) <= 0.1 + 1e-9
 
 
 def test_notice_says_why_a_cell_is_not_released(pg_server: PgServer) -> None:
@@ -45,7 +46,7 @@ def test_notice_says_why_a_cell_is_not_released(pg_server: PgServer) -> None:
     if rows[0][0] is None:
         assert "⊥ in m: " in notices[0]
     else:
-        assert "m ± " in notices[0] and "⊥" not in notices[0]
+        assert ("m ± " in notices[0] or "m within ± " in notices[0]) and "⊥" not in notices[0]
 
 
 def test_show_dpsql_settings_answer_from_the_session(pg_server: PgServer) -> None:
