@@ -82,7 +82,7 @@ def test_views_of_last_query_ledger_and_budget_are_never_charged(pg_server: PgSe
         assert count >= 1
         budget = con.execute("SELECT total_epsilon, spent_epsilon, remaining_epsilon FROM dpsql.budget").fetchone()
         assert budget[0] == 10 and budget[1] + budget[2] == pytest.approx(10)
-        assert budget[1] == pytest.approx(float(spent.epsilon))
+        assert 0 < budget[1] <= float(spent.epsilon) + 1e-9  # the accountant's composition, at most the plain sum
         assert pg_server.spent("alice") == spent  # reading the views charged nothing
 
 
