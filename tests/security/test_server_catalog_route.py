@@ -77,7 +77,8 @@ def test_recursive_cte_reading_no_catalog_table_is_not_a_catalog_probe(server: S
         "SELECT replace(relname, 'p', relname) FROM pg_class",
         "SELECT count(*) FROM pg_class, generate_series(1, 1000000000)",
         "SELECT string_agg(relname, ',') FROM pg_class, generate_series(1, 100000 * 100000) g",
-        "SELECT format('%s', relname) FROM pg_class",
+        "SELECT format('%2000000000s', relname) FROM pg_class",  # a width pads: bounded formats take %s, %I, %L and %% only
+        "SELECT format(relname, relname) FROM pg_class",  # a format read from the catalog
     ],
 )
 def test_size_amplifying_functions_are_refused(server: ServerProcess, sql: str) -> None:
