@@ -12,6 +12,7 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name, is_aggregate
+from dpsql.analysis.group_domains import NoDomain, derive_key
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
@@ -50,6 +51,7 @@ class _Binder:
         self.ctx = ctx
         self.robust = robust
         self.keys: list[Column] = []
+        self.derived: list[GroupKey | None] = []  # per key: the derived key of a GROUP BY expression
         self.aggregates: list[AggregateCall] = []
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
@@ -66,7 +68,7 @@ class _Binder:
             sql=self.ctx.sql,
             table=self.scope.table,
             where=_strip_qualifiers(where.this) if where else None,
-            keys=tuple(GroupKey(column=c) for c in self.keys),
+            keys=tuple(d if d is not None else GroupKey(column=c) for c, d in zip(self.keys, self.derived)),
             aggregates=tuple(self.aggregates),
             outputs=outputs,
             having=having_expr,
@@ -85,15 +87,16 @@ class _Binder:
             return []
         keys: list[Column] = []
         for item in group.expressions:
-            column = self._key_column(item, select)
-            if column.name == self.scope.table.privacy_unit:
+            column, derived = self._key_column(item, select)
+            if column.name == self.scope.table.privacy_unit and derived is None:
                 raise self.ctx.refuse("DP107", "GROUP BY the privacy unit would release one group per person", item,
                                       "group by a column that many people share")
             if column not in keys:
                 keys.append(column)
+                self.derived.append(derived)
         return keys
 
-    def _key_column(self, item: exp.Expr, select: exp.Select) -> Column:
+    def _key_column(self, item: exp.Expr, select: exp.Select) -> tuple[Column, GroupKey | None]:
         target = item
         if isinstance(item, exp.Literal) and not item.is_string:
             position = int(item.this) if item.this.isdigit() else 0  # GROUP BY 1.5 is no position either
@@ -106,12 +109,34 @@ class _Binder:
             if aliased is not None and self.scope.table.column(item.name) is None:
                 target = aliased
         target = target.this if isinstance(target, exp.Alias) else target
+        while isinstance(target, exp.Paren):
+            target = target.this
         if not isinstance(target, exp.Column):
-            raise self.ctx.refuse("DP114", "GROUP BY accepts columns (or their positions) only", item,
-                                  "group by a column of the policy", span=self.ctx.span(item) or keyword_span(self.ctx.sql, "GROUP"))
+            derived = self._derived_key(target, item)
+            return derived.column, derived
         column = self.scope.table.column(target.name)
         assert column is not None  # DP111 ran before binding
-        return column
+        return column, None
+
+    def _derived_key(self, target: exp.Expr, item: exp.Expr) -> GroupKey:
+        """GROUP BY an expression: its key column with the public domain derived from the policy."""
+        span = self.ctx.span(item) or keyword_span(self.ctx.sql, "GROUP")
+        aggregate = next((f for f in target.find_all(exp.Func) if is_aggregate(f) or _robust_kind(f) is not None), None)
+        if aggregate is not None or isinstance(target, (exp.AggFunc, exp.WithinGroup, exp.Filter)):
+            raise self.ctx.refuse("DP114", "GROUP BY names an aggregate", item, "group by columns or expressions over them", span=span)
+        expr = _strip_qualifiers(target)
+        if not any(True for _ in expr.find_all(exp.Column)):
+            raise self.ctx.refuse("DP114", "GROUP BY a constant groups nothing", item, "group by a column or an expression over columns",
+                                  span=span)
+        try:
+            derived = derive_key(expr, self.scope.table)
+        except NoDomain as missing:
+            raise self.ctx.refuse("DP114", f"GROUP BY {expr.sql(dialect=Dpsql)}: dpsql cannot use it as a key: in "
+                                  f"'{missing.node.sql(dialect=Dpsql)}', {missing.reason}", item,
+                                  "group by a column, a CASE with literal results, arithmetic over bounded integers, "
+                                  "date_trunc/EXTRACT of a bounded date or timestamp, or a text function of a column with declared values",
+                                  span=span) from None
+        return GroupKey(column=derived.column, expr=expr, derivation=derived.derivation)
 
     def _aggregate(self, node: exp.Expr) -> AggregateCall:
         if isinstance(node, exp.Filter):
@@ -288,6 +313,9 @@ class _Binder:
                 if call not in self.aggregates:
                     self.aggregates.append(call)
                 return ColumnRef("aggregate", self.aggregates.index(call)).column()
+            derived = self._derived_ref(sub)
+            if derived is not None:
+                return derived
             if isinstance(sub, exp.Column):
                 by_alias = next((o for o in outputs if o.name.lower() == sub.name.lower() and not sub.table), None)
                 if by_alias is not None and self.scope.table.column(sub.name) is None:
@@ -300,6 +328,16 @@ class _Binder:
             return sub
 
         return node.copy().transform(visit)
+
+    def _derived_ref(self, node: exp.Expr) -> exp.Expr | None:
+        """The key placeholder when `node` is a GROUP BY expression repeated (SELECT, HAVING, ORDER BY)."""
+        if isinstance(node, (exp.Column, exp.Literal)) or not any(d is not None for d in self.derived):
+            return None
+        text = _strip_qualifiers(node).sql(dialect=Dpsql)
+        for index, derived in enumerate(self.derived):
+            if derived is not None and derived.expr is not None and derived.expr.sql(dialect=Dpsql) == text:
+                return ColumnRef("key", index).column()
+        return None
 
     def _output(self, item: exp.Expr) -> OutputColumn:
         body = item.this if isinstance(item, exp.Alias) else item

@@ -32,7 +32,7 @@ from typing import Any, Callable, Hashable, Mapping
 from sqlglot import exp
 
 from dpsql.backend.dialects import DayNumber, HashBits, IsFinite, KeyedHash, WideInt, hash_input
-from dpsql.backend.sqlgen import number, ordered, row_filter
+from dpsql.backend.sqlgen import key_sql, number, ordered, row_filter
 from dpsql.catalog.model import Column
 from dpsql.ir.plan import ModeRequest, Plan, RankRequest, ValueMap
 from dpsql.ir.query import key_name
@@ -136,7 +136,7 @@ def _present(column: Column, keep_infinite: bool = False) -> exp.Expr:
 
 
 def _keys(plan: Plan) -> list[exp.Expr]:
-    return [exp.alias_(exp.column(k.column.name, quoted=True), key_name(i)) for i, k in enumerate(plan.query.keys)]
+    return [exp.alias_(key_sql(k), key_name(i)) for i, k in enumerate(plan.query.keys)]
 
 
 def _key_names(plan: Plan) -> list[str]:
@@ -365,7 +365,7 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
         return (exp.select(*_keys(plan), exp.alias_(value, MODE), exp.alias_(exp.Count(this=exp.Star()), VOTES))
                 .from_(exp.to_identifier(relation, quoted=True))
                 .where(exp.and_(condition, declared) if condition is not None else declared)
-                .group_by(*[exp.column(k.column.name, quoted=True) for k in plan.query.keys], value.copy()))
+                .group_by(*[key_sql(k) for k in plan.query.keys], value.copy()))
     unit = exp.column(plan.bounding.unit, quoted=True)
     unit_type = plan.query.table.columns[plan.bounding.unit].type
     subsample = exp.Mod(this=HashBits(this=exp.Placeholder(this=MODE_SEED), expressions=[hash_input(unit, unit_type)]),
@@ -377,7 +377,7 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
                    exp.alias_(exp.Count(this=exp.Star()), COUNT))
         .from_(exp.to_identifier(relation, quoted=True))
         .where(exp.and_(condition, present) if condition is not None else present)
-        .group_by(*[exp.column(k.column.name, quoted=True) for k in plan.query.keys], subsample.copy(), exp.column(column.name, quoted=True))
+        .group_by(*[key_sql(k) for k in plan.query.keys], subsample.copy(), exp.column(column.name, quoted=True))
     )
     tie = KeyedHash(this=exp.Placeholder(this=TIE_SEED), expressions=[hash_input(exp.column(VALUE), column.type), exp.column("__sid")])
     order = [exp.Ordered(this=exp.column(COUNT), desc=True, nulls_first=False), ordered(tie), ordered(exp.column(VALUE))]

@@ -18,14 +18,14 @@ from dpsql.backend.dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_
 from dpsql.backend.safe_predicates import cannot_fail
 from dpsql.catalog.model import Column, Table
 from dpsql.ir.plan import Plan, RawAggregate, release_name
-from dpsql.ir.query import key_name
+from dpsql.ir.query import GroupKey, key_name
 
 UNITS = "__units"
 SEED = "seed"
 ROW_RANK = "__rank"
 REP_RANK = "__rep"
 UNIT_KEY = "__unit_key"
-TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE"}
+TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP"}
 
 
 def seed_placeholder() -> exp.Expr:
@@ -101,10 +101,19 @@ def bounded_select(table: Table, source_name: str) -> exp.Expr:
     return exp.union(light_rows, heavy_rows, distinct=False)
 
 
+def key_sql(key: GroupKey) -> exp.Expr:
+    """A group key's per-row value: its column, or its expression (GROUP BY age // 10 * 10) cast to
+    the derived key type inside TRY, so a row on which it fails has the NULL key (outside a
+    derived public domain unless a CASE without ELSE puts NULL in it): no error depends on data."""
+    if key.expr is None:
+        return exp.column(key.column.name, quoted=True)
+    return Guarded(this=exp.cast(key.expr.copy(), TYPE_NAMES[key.column.type]))
+
+
 def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
     """The one engine query of a plan: raw aggregates per group (and person counts per key)."""
     query = plan.query
-    keys = [exp.column(k.column.name, quoted=True) for k in query.keys]
+    keys = [key_sql(k) for k in query.keys]
     base = exp.select().from_(exp.to_identifier(bounded_name, quoted=True))
     condition = _row_filter(plan)
     if condition is not None:
@@ -220,7 +229,7 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
         for key in plan.query.keys:
             if key.public:
                 values = [_domain_literal(v, key.column) for v in key.column.values or ()]
-                conditions.append(exp.In(this=exp.column(key.column.name, quoted=True), expressions=values))
+                conditions.append(exp.In(this=key_sql(key), expressions=values))
     if not conditions:
         return None
     return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
@@ -231,8 +240,8 @@ def _domain_literal(value: object, column: Column) -> exp.Expr:
         return exp.Boolean(this=value)
     if isinstance(value, (int, float)):
         return exp.Literal.number(repr(value) if isinstance(value, float) else value)
-    if column.type == "date":
-        return exp.cast(exp.Literal.string(str(value)), "DATE")
+    if column.type in ("date", "timestamp"):
+        return exp.cast(exp.Literal.string(str(value)), TYPE_NAMES[column.type])
     return exp.Literal.string(str(value))
 
 

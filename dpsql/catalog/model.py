@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -16,9 +16,9 @@ from typing import Literal
 from dpsql.accounting.accountant import DEFAULT_ACCOUNTANT, AccountantName
 from dpsql.accounting.cost import PrivacyCost
 
-ColumnType = Literal["int", "float", "text", "bool", "date"]
-COLUMN_TYPES: tuple[str, ...] = ("int", "float", "text", "bool", "date")
-Scalar = int | float | str | bool | date
+ColumnType = Literal["int", "float", "text", "bool", "date", "timestamp"]
+COLUMN_TYPES: tuple[str, ...] = ("int", "float", "text", "bool", "date", "timestamp")
+Scalar = int | float | str | bool | date | datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,16 @@ class CompiledQuery:
 
 def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
     """The grouping columns whose keyed relation the plan's engine query reads (empty: the bounded one)."""
-    return tuple(k.column.name for k in plan.query.keys) if needs_keyed(plan) else ()
+    if not needs_keyed(plan):
+        return ()
+    # A derived key (GROUP BY age // 10) is keyed on the columns it reads: a person's flagged row
+    # per kept tuple of those columns has one value of each key expression, so each person still
+    # adds 1 to at most max_groups key tuples (sqlgen.keyed_select's argument, unchanged).
+    names: list[str] = []
+    for key in plan.query.keys:
+        read = [key.column.name] if key.expr is None else [c.name.lower() for c in key.expr.find_all(exp.Column)]
+        names.extend(n for n in read if n not in names)
+    return tuple(names)
 
 
 def engine_relation(plan: Plan) -> str:

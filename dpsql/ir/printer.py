@@ -28,6 +28,8 @@ def plan_text(plan: Plan) -> list[str]:
         lines.append(f"  Filter: {query.where.sql(dialect='duckdb')} (row-level; an error on a row makes it false)")
     for key in query.keys:
         how = "public domain, every key released" if key.public else f"partition selection, at most {bounding.max_groups} key(s) per person"
+        if key.expr is not None:  # GROUP BY an expression: how its domain came from the policy
+            how = f"derived key: {key.derivation}" if not key.public else f"{how}; derived domain: {_domain_text(key.column.values or ())}"
         lines.append(f"  GroupBy: {key.column.name} ({how})")
     for index, release in enumerate(plan.releases):
         raw = release.raw
@@ -78,3 +80,12 @@ def robust_text(plan: Plan, index: int, release: RobustRelease) -> str:
     n_hat = release_name(release.n_hat) if release.n_hat is not None else "none"
     body = registry.describe(release.spec, Describing(values=_values(release), unit=plan.bounding.unit, n_hat=n_hat))
     return head + body + "; " + _request(plan, release)
+
+
+def _domain_text(values: tuple[object, ...], shown: int = 8) -> str:
+    """A derived public domain as EXPLAIN shows it: its first and last values and its size (public)."""
+    def text(v: object) -> str:
+        return "NULL" if v is None else repr(v) if isinstance(v, str) else str(v)
+
+    listed = [text(v) for v in values] if len(values) <= shown else [*map(text, values[:shown - 2]), "...", text(values[-1])]
+    return f"{{{', '.join(listed)}}} ({len(values)} key{'s' if len(values) != 1 else ''})"

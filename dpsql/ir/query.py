@@ -90,9 +90,17 @@ class AggregateCall:
 
 @dataclass(frozen=True, slots=True)
 class GroupKey:
-    """A GROUP BY column; its keys are the public domain or chosen by partition selection."""
+    """A GROUP BY column or expression; its keys are the public domain or chosen by partition selection.
+
+    For an expression (`age // 10 * 10`, `date_trunc('month', hired)`), `expr` is the per-row
+    key over policy columns (unqualified) and `column` a derived column named by it, whose
+    `values` are the domain derived from the policy (analysis/group_domains.py), or None when
+    partition selection picks the keys; `derivation` says how, for EXPLAIN.
+    """
 
     column: Column
+    expr: exp.Expr | None = None
+    derivation: str = ""
 
     @property
     def public(self) -> bool:

@@ -1,0 +1,492 @@
+"""Public domains of GROUP BY expressions, derived from the policy alone (never from data).
+
+`GROUP BY CASE WHEN age < 30 THEN 'young' ELSE 'older' END`, `GROUP BY age // 10 * 10`,
+`GROUP BY date_trunc('month', hired)`, `GROUP BY upper(dept)`: each key is a per-row function
+of one row. Its domain (the keys released, empty ones too) is computed here by evaluating the
+expression over *sets* of possible values taken from the policy:
+
+- a literal is {v}; a column with declared `values` is those values; a bool column {false,
+  true}; a bounded int or date column every value between its bounds (date and timestamp
+  parts and truncations are computed from the bounds directly);
+- an operator or function maps every combination of its operands' sets (a superset when a
+  column appears twice: extra keys are released empty, never missing ones);
+- CASE / IF take the union of their result branches, plus NULL when there is no ELSE;
+- FLOOR, CEIL, ROUND and `//` of a bounded numeric expression give every integer of its
+  interval (analysis/value_bounds.py).
+
+A domain of more than MAX_DERIVED_KEYS keys, or an expression whose values cannot be listed
+(an unbounded column, a function not modelled here), has no public domain: its keys are then
+chosen by partition selection, like a column without declared values. Rows whose key falls
+outside a public domain (a value outside the declared bounds, a text value not declared) are
+dropped from the answer, as for a column key. Nothing here reads data, so the released key set
+is the same for every pair of neighbouring tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+from sqlglot import exp
+
+from dpsql.analysis.value_bounds import NoBounds, value_bounds
+from dpsql.catalog.model import Column, ColumnType, Table
+from dpsql.frontend.dialect import Dpsql
+
+MAX_DERIVED_KEYS = 10_000  # beyond this many keys, partition selection picks them (delta > 0)
+_MAX_SET = 200_000  # the largest intermediate value set evaluated (a 500-year date range fits)
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+class NoDomain(Exception):
+    """The expression's values cannot be listed from the policy; `node` is the part at fault."""
+
+    def __init__(self, reason: str, node: exp.Expr) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.node = node
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    """The possible values of a sub-expression: a finite set, or None when too many to list."""
+
+    type: ColumnType
+    values: frozenset[Any] | None
+    node: exp.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedKey:
+    """A GROUP BY expression's key column: the type of its values and its public domain (None:
+    partition selection), with how the domain was derived (EXPLAIN) or why there is none."""
+
+    column: Column
+    derivation: str
+
+
+def derive_key(expr: exp.Expr, table: Table) -> DerivedKey:
+    """The key column of GROUP BY `expr` (over policy columns, unqualified). Raises NoDomain when
+    the expression's type cannot be determined (then it cannot be a key at all)."""
+    name = expr.sql(dialect=Dpsql)
+    try:
+        found = _evaluate(expr, table)
+    except _TooMany as many:
+        return DerivedKey(Column(name=name, type=many.type), f"more than {MAX_DERIVED_KEYS:,} possible keys: partition selection")
+    values = found.values
+    if values is None or len(values) > MAX_DERIVED_KEYS:
+        count = "" if values is None else f" ({len(values):,})"
+        return DerivedKey(Column(name=name, type=found.type),
+                          f"more than {MAX_DERIVED_KEYS:,} possible keys{count}: partition selection")
+    ordered = tuple(sorted(values, key=_order))
+    return DerivedKey(Column(name=name, type=found.type, values=ordered),
+                      f"{len(ordered)} key(s) derived from the policy")
+
+
+class _TooMany(Exception):
+    def __init__(self, type_: ColumnType) -> None:
+        super().__init__(type_)
+        self.type = type_
+
+
+def _order(value: Any) -> tuple[bool, Any]:
+    return (value is None, value if value is not None else 0)
+
+
+def _evaluate(node: exp.Expr, table: Table) -> _Values:
+    if isinstance(node, exp.Paren):
+        return _evaluate(node.this, table)
+    if isinstance(node, exp.Null):
+        raise NoDomain("a NULL key has no type", node)
+    if isinstance(node, exp.Boolean):
+        return _Values("bool", frozenset({node.this}), node)
+    if isinstance(node, exp.Literal):
+        return _literal(node)
+    if isinstance(node, exp.Column):
+        return _column(node, table)
+    if isinstance(node, (exp.Case, exp.If, exp.Coalesce)):
+        return _branches(node, table)
+    if isinstance(node, (exp.Floor, exp.Ceil, exp.Round, exp.IntDiv)):
+        return _integer_valued(node, table)
+    if isinstance(node, (exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        return _arithmetic(node, table)
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        return _truncation(node, table)
+    part = _date_part(node)
+    if part is not None:
+        return _part(node, part[0], part[1], table)
+    text = _TEXT_FUNCTIONS.get(type(node))
+    if text is not None:
+        return _text(node, text, table)
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):
+        inner = _evaluate(node.this, table)
+        return _map(node, "text", [inner], lambda v: None if v is None else _as_text(v))
+    raise NoDomain(f"dpsql lists no domain through {node.key.upper()}", node)
+
+
+def _literal(node: exp.Literal) -> _Values:
+    if node.is_string:
+        return _Values("text", frozenset({node.this}), node)
+    value = Fraction(node.this)
+    if value.denominator == 1 and "." not in node.this and "e" not in node.this.lower():
+        return _Values("int", frozenset({int(value)}), node)
+    return _Values("float", frozenset({float(node.this)}), node)
+
+
+def _column(node: exp.Column, table: Table) -> _Values:
+    column = table.column(node.name)
+    if column is None:
+        raise NoDomain(f"'{node.name}' is not a column of the policy", node)
+    if column.name == table.privacy_unit:
+        raise NoDomain("it reads the privacy unit (every group would be one person)", node)
+    if column.values is not None:
+        return _Values(column.type, frozenset(column.values), node)
+    if column.type == "bool":
+        return _Values("bool", frozenset({False, True}), node)
+    if column.bounded and column.type in ("int", "date"):
+        assert column.lower is not None and column.upper is not None
+        lower, upper = int(column.lower), int(column.upper)
+        if upper - lower + 1 > _MAX_SET:
+            return _Values(column.type, None, node)
+        if column.type == "int":
+            return _Values("int", frozenset(range(lower, upper + 1)), node)
+        return _Values("date", frozenset(dt.date.fromordinal(d) for d in range(lower, upper + 1)), node)
+    return _Values(column.type, None, node)
+
+
+def _branches(node: exp.Expr, table: Table) -> _Values:
+    if isinstance(node, exp.Case):
+        results = [i.args["true"] for i in node.args.get("ifs") or []]
+        default = node.args.get("default")
+    elif isinstance(node, exp.If):
+        results, default = [node.args["true"]], node.args.get("false")
+    else:
+        results, default = [node.this, *node.expressions], None
+    parts = [_evaluate(r, table) for r in results if not isinstance(r, exp.Null)]
+    if default is not None and not isinstance(default, exp.Null):
+        parts.append(_evaluate(default, table))
+    if not parts:
+        raise NoDomain("every branch is NULL", node)
+    kind = _common_type([p.type for p in parts], node)
+    if any(p.values is None for p in parts):
+        return _Values(kind, None, node)
+    union: set[Any] = set().union(*[p.values for p in parts if p.values is not None])
+    if isinstance(node, (exp.Case, exp.If)) and (default is None or isinstance(default, exp.Null)):
+        union.add(None)  # no ELSE: rows matching no branch are the NULL key
+    if kind == "float":
+        union = {None if v is None else float(v) for v in union}
+    return _Values(kind, frozenset(union), node)
+
+
+def _common_type(types: list[ColumnType], node: exp.Expr) -> ColumnType:
+    kinds = set(types)
+    if kinds <= {"int", "float"}:
+        return "float" if "float" in kinds else "int"
+    if len(kinds) == 1:
+        return types[0]
+    raise NoDomain(f"its results mix types ({', '.join(sorted(kinds))}): cast them to one type", node)
+
+
+def _arithmetic(node: exp.Expr, table: Table) -> _Values:
+    operands = [_evaluate(node.this, table)] if isinstance(node, exp.Neg) else [
+        _evaluate(node.this, table), _evaluate(node.expression, table)]
+    if any(o.type not in ("int", "float") for o in operands):
+        raise NoDomain("arithmetic applies to numbers", node)
+    integer = all(o.type == "int" for o in operands) and not isinstance(node, exp.Div)
+    kind: ColumnType = "int" if integer else "float"
+    return _map(node, kind, operands, lambda *v: _apply(node, integer, *v))
+
+
+def _apply(node: exp.Expr, integer: bool, *values: Any) -> Any:
+    if any(v is None for v in values):
+        return None
+    if isinstance(node, exp.Neg):
+        return -values[0]
+    a, b = values
+    if isinstance(node, exp.Add):
+        return a + b
+    if isinstance(node, exp.Sub):
+        return a - b
+    if isinstance(node, exp.Mul):
+        return a * b
+    if b == 0:
+        return None  # an error inside TRY: the row's key is NULL, outside the domain
+    if isinstance(node, exp.Div):
+        return float(a) / float(b)
+    if not integer:
+        raise _Unlisted
+    return int(math.fmod(a, b)) if isinstance(node, exp.Mod) else _truncated(a, b)
+
+
+def _truncated(a: int, b: int) -> int:
+    """DuckDB's and Spark's integer division: the quotient rounded towards zero."""
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b > 0) else -quotient
+
+
+class _Unlisted(Exception):
+    """An operation the set evaluation does not model for these operand types."""
+
+
+def _map(node: exp.Expr, kind: ColumnType, operands: list[_Values], fn: Callable[..., Any]) -> _Values:
+    if any(o.values is None for o in operands):
+        return _Values(kind, None, node)
+    size = math.prod(len(o.values or ()) for o in operands)
+    if size > _MAX_SET:
+        return _Values(kind, None, node)
+    out: set[Any] = set()
+    try:
+        for combo in _product([sorted(o.values or (), key=_order) for o in operands]):
+            out.add(fn(*combo))
+    except _Unlisted:
+        raise NoDomain(f"dpsql lists no domain through {node.key.upper()} of these types", node) from None
+    out.discard(None)  # NULL inputs and failing rows: outside the domain, their rows are dropped
+    return _Values(kind, frozenset(out), node)
+
+
+def _product(sets: list[list[Any]]) -> Iterable[tuple[Any, ...]]:
+    if not sets:
+        yield ()
+        return
+    for head in sets[0]:
+        for tail in _product(sets[1:]):
+            yield (head, *tail)
+
+
+def _integer_valued(node: exp.Expr, table: Table) -> _Values:
+    """FLOOR, CEIL, ROUND (to an integer) and `//`: enumerated when the operand is, else every
+    integer of the operand's interval (from the policy's bounds)."""
+    if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+        raise NoDomain("ROUND with decimals: round to an integer, or use FLOOR(x * 10) / 10", node)
+    if isinstance(node, exp.IntDiv):
+        listed = _arithmetic(node, table)
+        if listed.values is not None or listed.type != "int":
+            return listed
+    else:
+        inner = _evaluate(node.this, table)
+        if inner.type not in ("int", "float"):
+            raise NoDomain(f"{node.key.upper()} applies to numbers", node)
+        fn = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Round: _round_half_away}[type(node)]
+        if inner.values is not None:
+            return _map(node, "int", [inner], lambda v: None if v is None else fn(v))
+    operand = exp.Div(this=node.this.copy(), expression=node.expression.copy()) if isinstance(node, exp.IntDiv) else node.this
+    try:
+        interval = value_bounds(operand, table)
+    except NoBounds:
+        raise _TooMany("int") from None  # a number without listable values: partition selection
+    assert interval.lower is not None and interval.upper is not None
+    if isinstance(node, exp.IntDiv):
+        low, high = math.floor(interval.lower), math.ceil(interval.upper)
+    else:
+        low, high = fn(interval.lower), fn(interval.upper)  # monotone
+    if high - low + 1 > MAX_DERIVED_KEYS:
+        raise _TooMany("int")
+    return _Values("int", frozenset(range(int(low), int(high) + 1)), node)
+
+
+def _round_half_away(value: Any) -> int:
+    return int(math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
+
+
+# --- dates and timestamps ----------------------------------------------------------------------
+
+_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+_PART_FUNCTIONS: dict[type, str] = {
+    exp.Year: "year", exp.Month: "month", exp.Quarter: "quarter", exp.Day: "day", exp.DayOfMonth: "day",
+    exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.Week: "week", exp.WeekOfYear: "week",
+    exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second",
+}
+_PART_ALIASES = {"years": "year", "yr": "year", "months": "month", "mon": "month", "quarters": "quarter",
+                 "days": "day", "dayofmonth": "day", "dayofweek": "dow", "weekday": "dow", "dayofyear": "doy",
+                 "weeks": "week", "hours": "hour", "minutes": "minute", "seconds": "second", "isodow": "isodow"}
+_PART_NAMES = {"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "hour", "minute", "second"}
+
+
+def _date_part(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+    """(part, operand) of year(x), EXTRACT(part FROM x), date_part('part', x); else None."""
+    for kind, part in _PART_FUNCTIONS.items():
+        if type(node) is kind:
+            return part, node.this
+    if isinstance(node, exp.Extract):
+        return _part_name(node.this.name, node), node.expression
+    if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart") and len(node.expressions) == 2:
+        first = node.expressions[0]
+        if isinstance(first, exp.Literal) and first.is_string:
+            return _part_name(first.this, node), node.expressions[1]
+    return None
+
+
+def _part_name(text: str, node: exp.Expr) -> str:
+    part = _PART_ALIASES.get(text.lower(), text.lower())
+    if part not in _PART_NAMES:
+        raise NoDomain(f"dpsql lists no domain for the date part '{text}'", node)
+    return part
+
+
+def _span(operand: exp.Expr, table: Table) -> tuple[ColumnType, dt.datetime, dt.datetime]:
+    """The type and [first, last] instant of a date or timestamp column, from its bounds."""
+    if not isinstance(operand, exp.Column):
+        raise NoDomain("date parts and truncations apply to a date or timestamp column", operand)
+    column = table.column(operand.name)
+    if column is None or column.type not in ("date", "timestamp"):
+        raise NoDomain(f"'{operand.name}' is not a date or timestamp column", operand)
+    if column.name == table.privacy_unit:
+        raise NoDomain("it reads the privacy unit (every group would be one person)", operand)
+    if not column.bounded:
+        raise _TooMany("int")
+    assert column.lower is not None and column.upper is not None
+    if column.type == "date":
+        first = dt.datetime.fromordinal(int(column.lower))
+        last = dt.datetime.fromordinal(int(column.upper))
+    else:
+        first, last = instant(column.lower), instant(column.upper)
+    return column.type, first, last
+
+
+def instant(seconds: Fraction) -> dt.datetime:
+    """A timestamp bound (seconds since 1970-01-01 00:00, no time zone) as a datetime."""
+    return EPOCH + dt.timedelta(microseconds=int(seconds * 1_000_000))
+
+
+def _days(first: dt.datetime, last: dt.datetime) -> Iterable[dt.date]:
+    day, end = first.date(), last.date()
+    if (end - day).days + 1 > _MAX_SET:
+        raise _TooMany("int")
+    while day <= end:
+        yield day
+        day += dt.timedelta(days=1)
+
+
+def _part(node: exp.Expr, part: str, operand: exp.Expr, table: Table) -> _Values:
+    kind, first, last = _span(operand, table)
+    if part in ("hour", "minute", "second"):
+        if kind == "date":
+            return _Values("int", frozenset({0}), node)
+        return _Values("int", frozenset(range(24 if part == "hour" else 60)), node)
+    if part == "year":
+        return _Values("int", frozenset(range(first.year, last.year + 1)), node)
+    values = {_day_part(day, part) for day in _days(first, last)}
+    return _Values("int", frozenset(values), node)
+
+
+def _day_part(day: dt.date, part: str) -> int:
+    if part == "month":
+        return day.month
+    if part == "quarter":
+        return (day.month - 1) // 3 + 1
+    if part == "day":
+        return day.day
+    if part == "dow":
+        return day.isoweekday() % 7  # DuckDB: Sunday = 0
+    if part == "isodow":
+        return day.isoweekday()
+    if part == "doy":
+        return day.timetuple().tm_yday
+    return day.isocalendar()[1]  # week: the ISO week
+
+
+def _truncation(node: exp.Expr, table: Table) -> _Values:
+    unit = node.args.get("unit")
+    text = (unit.name if unit is not None else "").lower()
+    text = {"years": "year", "months": "month", "days": "day", "weeks": "week", "quarters": "quarter",
+            "hours": "hour", "minutes": "minute", "seconds": "second"}.get(text, text)
+    if text not in _UNITS:
+        raise NoDomain(f"dpsql lists no domain for date_trunc to '{text}'", node)
+    kind, first, last = _span(node.this, table)
+    start = truncate(first, text)
+    keys: list[dt.datetime] = []
+    current = start
+    while current <= last:
+        keys.append(current)
+        if len(keys) > MAX_DERIVED_KEYS:
+            raise _TooMany(kind)
+        current = _next(current, text)
+    if kind == "date" and text not in ("hour", "minute", "second"):
+        return _Values("date", frozenset(k.date() for k in keys), node)  # the key is cast back to DATE
+    return _Values("timestamp", frozenset(keys), node)
+
+
+def truncate(value: dt.datetime, unit: str) -> dt.datetime:
+    """date_trunc(unit, value), as DuckDB and Spark compute it (weeks start on Monday)."""
+    if unit == "year":
+        return value.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    if unit == "quarter":
+        return value.replace(month=(value.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    if unit == "month":
+        return value.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    day = value.replace(hour=0, minute=0, second=0, microsecond=0)
+    if unit == "week":
+        return day - dt.timedelta(days=value.weekday())
+    if unit == "day":
+        return day
+    if unit == "hour":
+        return value.replace(minute=0, second=0, microsecond=0)
+    if unit == "minute":
+        return value.replace(second=0, microsecond=0)
+    return value.replace(microsecond=0)
+
+
+def _next(value: dt.datetime, unit: str) -> dt.datetime:
+    if unit in ("year", "quarter", "month"):
+        months = {"year": 12, "quarter": 3, "month": 1}[unit]
+        total = value.month - 1 + months
+        return value.replace(year=value.year + total // 12, month=total % 12 + 1)
+    step = {"week": dt.timedelta(weeks=1), "day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1),
+            "minute": dt.timedelta(minutes=1), "second": dt.timedelta(seconds=1)}[unit]
+    return value + step
+
+
+# --- text functions of listed values -------------------------------------------------------------
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _left(node: exp.Expr, v: str) -> str:
+    return v[: _int_arg(node, "expression")]
+
+
+def _right(node: exp.Expr, v: str) -> str:
+    n = _int_arg(node, "expression")
+    return v[-n:] if n > 0 else ""
+
+
+def _substring(node: exp.Expr, v: str) -> str:
+    start = _int_arg(node, "start")
+    length = node.args.get("length")
+    begin = max(start - 1, 0)
+    if length is None:
+        return v[begin:]
+    count = _int_arg(node, "length") + min(start - 1, 0)
+    return v[begin: begin + max(count, 0)]
+
+
+def _int_arg(node: exp.Expr, name: str) -> int:
+    arg = node.args.get(name)
+    if isinstance(arg, exp.Literal) and not arg.is_string and arg.this.isdigit():
+        return int(arg.this)
+    raise _Unlisted
+
+
+_TEXT_FUNCTIONS: dict[type, Callable[[exp.Expr, str], Any]] = {
+    exp.Upper: lambda _, v: v.upper(),
+    exp.Lower: lambda _, v: v.lower(),
+    exp.Left: _left,
+    exp.Right: _right,
+    exp.Substring: _substring,
+    exp.Length: lambda _, v: len(v),
+}
+
+
+def _text(node: exp.Expr, fn: Callable[[exp.Expr, str], Any], table: Table) -> _Values:
+    inner = _evaluate(node.this, table)
+    if inner.type != "text":
+        raise NoDomain(f"{node.key.upper()} applies to text", node)
+    kind: ColumnType = "int" if isinstance(node, exp.Length) else "text"
+    return _map(node, kind, [inner], lambda v: None if v is None else fn(node, v))

@@ -1,0 +1,2 @@
+-- expect: DP114
+SELECT COUNT(*) FROM people GROUP BY CASE WHEN age < 30 THEN 'young' ELSE 1 END

@@ -1,0 +1,2 @@
+-- expect: DP114
+SELECT COUNT(*), dept FROM people GROUP BY 1
