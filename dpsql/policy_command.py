@@ -143,6 +143,8 @@ def _column_uses(table: Table, column: Column) -> str:
         uses += ["SUM", "AVG", "MEDIAN/QUANTILE/IQR"]
     elif column.type == "date" and column.bounded:
         uses += ["MEDIAN/QUANTILE/IQR"]
+    if column.type in ("date", "timestamp") and column.bounded:
+        uses.append("GROUP BY date_trunc/EXTRACT (keys derived from the bounds)")
     if column.public_domain:
         uses.append(f"GROUP BY (all {len(column.values or ())} public keys released)")
     else:

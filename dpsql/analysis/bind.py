@@ -249,6 +249,9 @@ class _Binder:
         if kind == "mode":
             return AggregateCall(kind="mode", column=column, text=text)
         name = "IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "QUANTILE"
+        if column.type == "timestamp":
+            raise self.ctx.refuse("DP117", f"{name} of a timestamp column is not supported; '{column.name}' is timestamp", node,
+                                  "rank a date column, or count per date_trunc('day', col) group (MODE works on any column)")
         if column.type not in ("int", "float", "date"):
             raise self.ctx.refuse("DP117", f"{name} needs an int, float or date column; '{column.name}' is {column.type}", node,
                                   "rank a numeric or date column (MODE works on any column)")

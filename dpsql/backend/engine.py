@@ -215,6 +215,7 @@ def normalise(table: pyarrow.Table, declared: Sequence[str | None] | None = None
 _DUMMY: dict[str, exp.Expr] = {
     "int": exp.Literal.number(1), "float": exp.Literal.number("1.5"), "text": exp.Literal.string("a"),
     "bool": exp.true(), "date": exp.Literal.string("2000-01-01"),
+    "timestamp": exp.Literal.string("2000-01-01 00:00:00"),
 }
 
 

@@ -53,6 +53,7 @@ _COMPATIBLE = {
     "float": {"int", "number", "null"},
     "text": {"string", "null"},
     "date": {"string", "null"},  # the literal becomes a DATE once, at bind time
+    "timestamp": {"string", "null"},  # likewise a TIMESTAMP
     "bool": {"bool", "null"},
 }
 

@@ -30,6 +30,8 @@ def policy_type(engine_type: str) -> str | None:
         return "bool"
     if upper == "DATE":
         return "date"
+    if upper.startswith("TIMESTAMP") or upper == "DATETIME":
+        return "timestamp"
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import tomllib
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -349,8 +349,8 @@ def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
     if ("lower" in spec) != ("upper" in spec):
         raise where.error(key, "declare both lower and upper, or neither")
     if "lower" in spec:
-        if ctype not in ("int", "float", "date"):
-            raise where.error(f"{key}.lower", f"bounds apply to int, float and date columns, not {ctype}")
+        if ctype not in ("int", "float", "date", "timestamp"):
+            raise where.error(f"{key}.lower", f"bounds apply to int, float, date and timestamp columns, not {ctype}")
         lower, upper = (_bound(spec[b], ctype, f"{key}.{b}", where) for b in ("lower", "upper"))
         if lower > upper:
             raise where.error(key, "lower is greater than upper")
@@ -369,6 +369,8 @@ def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
 
 
 def _bound(value: Any, ctype: str, key: str, where: _Where) -> Fraction:
+    if ctype == "timestamp":
+        return _timestamp_bound(value, key, where)
     if ctype == "date":
         if not isinstance(value, date):
             raise where.error(key, "must be a TOML date (e.g. 2020-01-31)")
@@ -379,7 +381,26 @@ def _bound(value: Any, ctype: str, key: str, where: _Where) -> Fraction:
     return bound
 
 
+def _timestamp_bound(value: Any, key: str, where: _Where) -> Fraction:
+    """A timestamp bound as seconds since 1970-01-01 00:00 (no time zone: TOML local date-times,
+    or dates for midnight); an offset date-time would name another instant per session zone."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            raise where.error(key, "must be a TOML local date-time without an offset (e.g. 2024-01-31T00:00:00)")
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    else:
+        raise where.error(key, "must be a TOML local date-time (e.g. 2024-01-31T00:00:00) or a date")
+    delta = moment - datetime(1970, 1, 1)
+    return Fraction(delta.days * 86_400 + delta.seconds) + Fraction(delta.microseconds, 1_000_000)
+
+
 def _domain_value(value: Any, ctype: str, key: str, where: _Where) -> Any:
+    if ctype == "timestamp":
+        if not isinstance(value, datetime) or value.tzinfo is not None:
+            raise where.error(key, "holds a value that is not a TOML local date-time")
+        return value
     expected = {"int": int, "float": (int, Decimal, float), "text": str, "bool": bool, "date": date}[ctype]
     if isinstance(value, bool) and ctype != "bool":
         raise where.error(key, f"holds a bool in a {ctype} column")

@@ -102,6 +102,9 @@ def _column_line(column: SourceColumn, unit: str | None, ranges: dict[str, tuple
             note = "  # REVIEW: rounded from the data's own range, a disclosure unless it is public knowledge"
         else:
             note = "  # TODO: lower = ..., upper = ... (public bounds) to SUM, AVG or rank it"
+    elif column.policy_type in ("date", "timestamp") and column.name != unit:
+        example = "2000-01-01, upper = 2030-12-31" if column.policy_type == "date" else "2000-01-01T00:00:00, upper = 2030-12-31T23:59:59"
+        note = f"  # TODO: lower = {example} (public bounds) to rank it or GROUP BY date_trunc/EXTRACT of it"
     elif column.policy_type == "text" and column.name != unit:
         note = "  # optional: values = [...] (a public list of keys)"
     return f"{_key(column.name)} = {{ {', '.join(parts)} }}{note}"

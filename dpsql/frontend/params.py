@@ -19,7 +19,8 @@ from dpsql.frontend.parse import parse_tree
 
 _BINARY = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Like, exp.ILike,
            exp.NullSafeEQ, exp.NullSafeNEQ)  # fmt: skip
-_STAND_INS: dict[str | None, object] = {"int": 1, "float": 1.0, "text": "", "bool": True, "date": dt.date(2000, 1, 1), None: ""}
+_STAND_INS: dict[str | None, object] = {"int": 1, "float": 1.0, "text": "", "bool": True, "date": dt.date(2000, 1, 1),
+                                      "timestamp": dt.datetime(2000, 1, 1), None: ""}
 
 
 def _column_type(node: exp.Expr, columns: dict[str, str]) -> str | None:

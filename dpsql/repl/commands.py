@@ -104,7 +104,7 @@ def _note(table: Table, column: Column) -> str:
         notes.append("no bounds: not summable")
     if column.public_domain:
         notes.append("public domain: every key released")
-    elif column.type in ("text", "bool", "date", "int"):
+    elif column.type in ("text", "bool", "date", "timestamp", "int"):
         notes.append("GROUP BY keys: noisy threshold")
     return "; ".join(notes)
 

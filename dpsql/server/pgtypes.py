@@ -39,7 +39,7 @@ _ENGINE_TYPES = {
     "TIMESTAMP WITH TIME ZONE": TIMESTAMPTZ, "INTERVAL": INTERVAL, "BLOB": BYTEA, "UUID": UUID, "JSON": JSON,
 }  # fmt: skip
 # Policy column types -> OIDs (the types of group keys).
-POLICY_TYPES = {"int": INT8, "float": FLOAT8, "text": TEXT, "bool": BOOL, "date": DATE}
+POLICY_TYPES = {"int": INT8, "float": FLOAT8, "text": TEXT, "bool": BOOL, "date": DATE, "timestamp": TIMESTAMP}
 PG_EPOCH = dt.date(2000, 1, 1)
 PG_EPOCH_TS = dt.datetime(2000, 1, 1)
 _DECIMAL = re.compile(r"^DECIMAL\(\d+,\s*\d+\)$")

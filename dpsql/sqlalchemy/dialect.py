@@ -34,6 +34,7 @@ COLUMN_TYPES: dict[str, type[sqltypes.TypeEngine[Any]]] = {
     "text": sqltypes.VARCHAR,
     "bool": sqltypes.BOOLEAN,
     "date": sqltypes.DATE,
+    "timestamp": sqltypes.TIMESTAMP,
 }
 
 
