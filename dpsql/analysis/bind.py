@@ -158,13 +158,13 @@ class _Binder:
                                       f"count people with COUNT(DISTINCT {self.scope.table.privacy_unit}), or GROUP BY the column")
             column = self._plain_column(arg, node)
             return AggregateCall(kind="count", column=column, text=text)
-        kind: AggKind = "sum" if isinstance(node, exp.Sum) else "avg"
+        kind: AggKind = AGGREGATES[type(node)]  # type: ignore[assignment]  # sum, avg, var_*, stddev_*
         if arg is not None and not isinstance(arg, (exp.Column, exp.Distinct)):
             return self._over_expression(kind, arg, text)
         column = self._plain_column(arg, node)
         if not column.numeric:
             raise self.ctx.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
-                                  "sum or average an int or float column")
+                                  "sum, average or take the variance of an int or float column")
         if not column.bounded:
             raise self.ctx.refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node,
                                   f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")

@@ -20,6 +20,9 @@ AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
     exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.PercentileCont: "quantile",
     exp.ApproxQuantile: "quantile", exp.Mode: "mode",
+    # From noisy count, centred sum and centred sum of squares (mechanisms/variance.py).
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+    exp.StddevPop: "stddev_pop",
 }
 # Aggregates the dpsql dialect keeps as anonymous calls: IQR(col), and MEDIAN(col, b) or
 # QUANTILE(col, p, b) with a proposed bound.
@@ -30,8 +33,7 @@ REFUSED_AGGREGATE_NAMES = frozenset(
     {
         "min", "max", "arg_min", "arg_max", "argmin", "argmax", "min_by", "max_by", "first", "last",
         "any_value", "list", "array_agg", "string_agg", "group_concat", "listagg", "histogram",
-        "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "stddev", "stddev_pop",
-        "stddev_samp", "variance", "var_pop", "var_samp", "corr", "covar_pop", "covar_samp",
+        "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "corr", "covar_pop", "covar_samp",
         "approx_count_distinct", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",
         "fsum", "kahan_sum", "favg", "regr_slope", "bitstring_agg",
         "reservoir_quantile", "approx_top_k", "arbitrary", "geomean", "geometric_mean", "weighted_avg",

@@ -37,6 +37,8 @@ def estimate_sql(estimate: Estimate, shift: dict[int, exp.Expr] | None = None) -
         return exp.column(robust_name(estimate.robust))  # a value, or NULL for ⊥
     if estimate.kind in ("count", "sum"):
         return release(estimate.releases[0])
+    if estimate.kind == "variance":
+        return _variance_sql(estimate, *(release(i) for i in estimate.releases))
     total, count = (release(i) for i in estimate.releases)
     column = estimate.column
     assert column is not None and column.lower is not None and column.upper is not None
@@ -45,6 +47,25 @@ def estimate_sql(estimate: Estimate, shift: dict[int, exp.Expr] | None = None) -
         expression=exp.Div(this=total, expression=exp.func("greatest", count, exp.Literal.number(1))),
     )
     return exp.func("least", exp.func("greatest", mean, number(column.lower)), number(column.upper))
+
+
+def _variance_sql(estimate: Estimate, squares: exp.Expr, total: exp.Expr, count: exp.Expr) -> exp.Expr:
+    """mechanisms/variance.estimate in SQL: S2/n - (S1/n)^2 (times n/(n-1)), clamped, sqrt for STDDEV."""
+    spec = estimate.variance
+    assert spec is not None
+    n = exp.func("greatest", exp.cast(count, "DOUBLE"), exp.Literal.number(2 if spec.sample else 1))
+    mean = exp.Div(this=total, expression=n.copy())
+    var: exp.Expr = exp.Sub(this=exp.Div(this=squares, expression=n.copy()), expression=exp.Mul(this=mean, expression=mean.copy()))
+    if spec.sample:
+        var = exp.Mul(this=exp.paren(var), expression=exp.Div(this=n.copy(), expression=exp.Sub(this=n.copy(), expression=exp.Literal.number(1))))
+    clamped = exp.func("least", exp.func("greatest", var, exp.Literal.number(0)), number(Fraction(spec.half_range) ** 2))
+    return exp.func("sqrt", clamped) if spec.root else clamped
+
+
+def variance_deps(expr: exp.Expr, plan: Plan) -> bool:
+    """Whether an output expression reads a VARIANCE/STDDEV estimate (its corners are no interval:
+    the estimate is not monotone in the centred sum; mechanisms/variance.bounds is)."""
+    return any(plan.estimates[a].kind == "variance" for a in refs(expr, "aggregate"))
 
 
 def _substitute(expr: exp.Expr, plan: Plan, shift: dict[int, exp.Expr] | None = None) -> exp.Expr:
@@ -97,7 +118,7 @@ def post_select(plan: Plan) -> exp.Select:
         value = _safe(_substitute(output.expr, plan))
         columns.append(exp.alias_(value, ColumnRef("output", index).name))
         deps = release_deps(output.expr, plan)
-        if deps and len(deps) <= MAX_CORNER_RELEASES and not robust_deps(output.expr, plan):
+        if deps and len(deps) <= MAX_CORNER_RELEASES and not robust_deps(output.expr, plan) and not variance_deps(output.expr, plan):
             corners = [_safe(_corner(output.expr, plan, deps, signs)) for signs in itertools.product((-1, 1), repeat=len(deps))]
             columns.append(exp.alias_(exp.func("least", value.copy(), *corners), ColumnRef("low", index).name))
             columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), ColumnRef("high", index).name))

@@ -17,7 +17,7 @@ from sqlglot import exp
 from dpsql.backend.dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_input
 from dpsql.backend.safe_predicates import cannot_fail
 from dpsql.catalog.model import Column, Table
-from dpsql.ir.plan import Plan, RawAggregate, release_name
+from dpsql.ir.plan import Plan, RawAggregate, release_name, square_grid, square_units
 from dpsql.ir.query import GroupKey, key_name
 
 UNITS = "__units"
@@ -258,7 +258,18 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
         return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1), false=exp.Null())) if finite is not None else exp.Count(this=column)
     # Exact integer sums (DuckDB HUGEINT, Spark DECIMAL(38, 0)): the same whatever the row order,
     # the thread count or the engine.
-    return exp.func("coalesce", ExactSum(this=_grid_value(raw, column)), exp.Literal.number(0))
+    value = _square_value(raw, column) if raw.kind == "sumsq_grid" else _grid_value(raw, column)
+    return exp.func("coalesce", ExactSum(this=value), exp.Literal.number(0))
+
+
+def _square_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
+    """The centred value's square on the square grid, clamped to [0, square_units] per row, so the
+    sum's sensitivity is max_rows * square_units whatever the floating-point rounding does."""
+    units = _grid_value(raw, column)  # round(clamp(x) / grid) - center, NULL when not finite
+    deviation = exp.Mul(this=exp.cast(units, "DOUBLE"), expression=number(raw.grid))
+    scaled = exp.func("round", exp.Div(this=exp.Mul(this=deviation, expression=deviation.copy()), expression=number(square_grid(raw))))
+    clamped = exp.func("least", exp.func("greatest", scaled, exp.Literal.number(0)), exp.Literal.number(square_units(raw)))
+    return exp.cast(clamped, "BIGINT")
 
 
 def _value(raw: RawAggregate) -> exp.Expr | None:

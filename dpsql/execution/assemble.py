@@ -14,7 +14,7 @@ from dpsql.execution.engine_calls import EngineCalls
 from dpsql.execution.noise import describe, noise_info
 from dpsql.ir.plan import Estimate, release_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
-from dpsql.mechanisms import registry
+from dpsql.mechanisms import registry, variance
 from dpsql.mechanisms.median_mechanism.core import Release
 from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
@@ -26,6 +26,10 @@ def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
     """An analyst aggregate from release values (the Python twin of postsql.estimate_sql)."""
     if estimate.kind in ("count", "sum"):
         return values[0]
+    if estimate.kind == "variance":
+        assert estimate.variance is not None
+        squares, total, count = values
+        return variance.estimate(estimate.variance, float(count), float(total), float(squares))
     total, count = values
     column = estimate.column
     assert column is not None and column.lower is not None and column.upper is not None
@@ -75,6 +79,22 @@ class _EstimateCell:
         return value, float(max(max(corners) - value, value - min(corners)))
 
 
+@dataclass(frozen=True, slots=True)
+class _VarianceCell:
+    """VARIANCE/STDDEV: the estimate and its sound 95% interval (mechanisms/variance.bounds)."""
+
+    estimate: Estimate
+    names: tuple[str, ...]  # (sum of squares, sum, count)
+
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        spec = self.estimate.variance
+        assert spec is not None
+        squares, total, count = (float(columns[name][row]) for name in self.names)
+        value = variance.estimate(spec, count, total, squares)
+        low, high = variance.bounds(spec, count, total, squares, variance.widths(spec))
+        return value, float(max(high - value, value - low))
+
+
 def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str]) -> tuple[
         tuple[str, ...], tuple[str, ...], list[tuple[Any, ...]], list[tuple[float | None, ...]]]:
     """Outputs, types, rows and 95% half-widths for simple queries, without a second engine call.
@@ -101,7 +121,10 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
             cellers.append(_RobustCell(name, describe(plan, plan.robust[estimate.robust]).ci95))
             continue
         release_types = {types[release_name(r)] for r in estimate.releases}
-        out_types.append("DOUBLE" if estimate.kind == "avg" or "DOUBLE" in release_types else "BIGINT")
+        out_types.append("DOUBLE" if estimate.kind in ("avg", "variance") or "DOUBLE" in release_types else "BIGINT")
+        if estimate.kind == "variance":
+            cellers.append(_VarianceCell(estimate, tuple(release_name(r) for r in estimate.releases)))
+            continue
         widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
         cellers.append(_EstimateCell(estimate, widths, tuple(release_name(r) for r in estimate.releases)))
     rows: list[tuple[Any, ...]] = []

@@ -88,7 +88,7 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
             if estimate.kind == "robust":
                 out.append(robust_type(plan, plan.robust[estimate.robust]))  # type: ignore[index]
                 continue
-            doubles = estimate.kind == "avg" or any(plan.releases[r].unit != 1 for r in estimate.releases)
+            doubles = estimate.kind in ("avg", "variance") or any(plan.releases[r].unit != 1 for r in estimate.releases)
             out.append("DOUBLE" if doubles else "BIGINT")
         return tuple(o.name for o in query.outputs), tuple(out)
     names = [key_name(i) for i in range(len(query.keys))] + [release_name(r) for r in range(len(plan.releases))]

@@ -10,6 +10,7 @@ that turn them into a value or ⊥ with a PTR, Scale, A_samp or exponential-mech
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -26,9 +27,10 @@ from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.subsample import ASampSpec
+from dpsql.mechanisms.variance import VarianceSpec
 
-RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
-EstimateKind = Literal["count", "sum", "avg", "robust"]
+RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
+EstimateKind = Literal["count", "sum", "avg", "variance", "robust"]
 RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max"]
 RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
 EMPTY_HISTOGRAM = Histogram((), ())
@@ -50,7 +52,9 @@ class RawAggregate:
 
     `sum_grid` sums round(clamp(x, lower, upper) / grid) - center as integers (HUGEINT), so the
     sum is exact and independent of row order; NULL, NaN and +-inf are dropped before clamping.
-    `count_finite` counts the rows `sum_grid` sums (AVG's denominator).
+    `count_finite` counts the rows `sum_grid` sums (AVG's denominator). `sumsq_grid` sums the
+    squares of those centred values, rounded onto `square_grid(raw)` and clamped to
+    [0, square_units(raw)] per row (VARIANCE and STDDEV).
     """
 
     kind: RawKind
@@ -72,6 +76,8 @@ class Release:
     @property
     def unit(self) -> Fraction:
         """Real value of one grid unit (1 for counts)."""
+        if self.raw.kind == "sumsq_grid":
+            return square_grid(self.raw)
         return self.raw.grid if self.raw.kind == "sum_grid" else Fraction(1)
 
 
@@ -84,6 +90,23 @@ class Estimate:
     column: Column | None = None
     center: Fraction = Fraction(0)
     robust: int | None = None  # index into Plan.robust when kind == "robust"
+    variance: VarianceSpec | None = None  # releases (sum of squares, sum, count) when kind == "variance"
+
+
+def largest_deviation(raw: RawAggregate) -> Fraction:
+    """The largest |x - center| of a clamped value, in value units (public)."""
+    return max(abs(raw.lower_units - raw.center_units), abs(raw.upper_units - raw.center_units)) * raw.grid
+
+
+def square_grid(raw: RawAggregate) -> Fraction:
+    """The power-of-two grid of a sum of squares: about 2^30 steps up to the largest square, so a
+    row's rounded square fits in 32 bits and the exact HUGEINT sum cannot overflow."""
+    return Column(name="", type="float", lower=Fraction(0), upper=largest_deviation(raw) ** 2).grid()
+
+
+def square_units(raw: RawAggregate) -> int:
+    """The largest rounded square of one row, in square_grid units: the per-row clamp."""
+    return math.ceil(largest_deviation(raw) ** 2 / square_grid(raw))
 
 
 def median_grid(column: Column, steps: int = 1000) -> Fraction | None:

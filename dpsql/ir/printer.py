@@ -12,6 +12,7 @@ RAW_TEXT = {
     "count_finite": "COUNT({c} finite)",
     "count_units": "COUNT(DISTINCT {c})",
     "sum_grid": "SUM(round(clamp({c}, {lo}, {hi}) / {grid}) - {center})",
+    "sumsq_grid": "SUM((round(clamp({c}, {lo}, {hi}) / {grid}) - {center})^2 on its square grid)",
 }
 
 

@@ -17,7 +17,9 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column, Table
 
-AggKind = Literal["count_rows", "count", "count_units", "sum", "avg", "quantile", "iqr", "mode"]
+AggKind = Literal["count_rows", "count", "count_units", "sum", "avg", "quantile", "iqr", "mode",
+                  "var_samp", "var_pop", "stddev_samp", "stddev_pop"]
+VARIANCE_KINDS: frozenset[str] = frozenset({"var_samp", "var_pop", "stddev_samp", "stddev_pop"})
 ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
 
 

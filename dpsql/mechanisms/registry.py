@@ -18,6 +18,7 @@ from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
 from dpsql.mechanisms.subsample import ASamp
+from dpsql.mechanisms.variance import Variance
 
 MECHANISMS: tuple[Mechanism, ...] = (
     Laplace(),
@@ -30,6 +31,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     ASamp(),
     NoisyMaxMode(),
     MedianMechanismReservation(),
+    Variance(),
 )
 _BY_SPEC: dict[type, Mechanism] = {mechanism.spec_type: mechanism for mechanism in MECHANISMS}
 BY_NAME: dict[str, Mechanism] = {mechanism.name: mechanism for mechanism in MECHANISMS}

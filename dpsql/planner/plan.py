@@ -16,16 +16,18 @@ robust aggregate but the exponential-mechanism quantile).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.errors import InvalidOptionError
-from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
-from dpsql.ir.query import AggregateCall, BoundQuery
+from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release, square_units
+from dpsql.ir.query import VARIANCE_KINDS, AggregateCall, BoundQuery
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
+from dpsql.mechanisms.variance import VarianceSpec
 from dpsql.planner.robust_aggregates import RobustPlanner, needs_delta, person_groups
 
 
@@ -43,6 +45,8 @@ def plan_query(query: BoundQuery) -> Plan:
         return Plan(query, bounding, (), tuple(estimates), None, PrivacyCost.zero(), ("only public keys are released: no cost",))  # type: ignore[arg-type]
     share = query.budget.epsilon / shares
     releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
+    estimates = [_variance_spec(e, query.aggregates[i], releases) if e is not None and e.kind == "variance" else e
+                 for i, e in enumerate(estimates)]
     delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0)
     if delta_users and query.budget.delta <= 0:
         raise InvalidOptionError(
@@ -86,9 +90,26 @@ def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: 
         return Estimate("sum", (_add(raws, raw, rows * max(abs(lower), abs(upper))),), column)
     center = (lower + upper) // 2
     raw = RawAggregate("sum_grid", column, grid, lower, upper, center, call.expr)
+    if call.kind in VARIANCE_KINDS:
+        # Centred on the bounds' midpoint: the sum's and the squares' sensitivities are those of
+        # values in [-R/2, R/2] (mechanisms/variance.py); the VarianceSpec is set once epsilon is split.
+        squares = RawAggregate("sumsq_grid", column, grid, lower, upper, center, call.expr)
+        deviation = max(abs(lower - center), abs(upper - center))
+        releases = (_add(raws, squares, rows * square_units(squares)), _add(raws, raw, rows * deviation),
+                    _add(raws, RawAggregate("count_finite", column, expr=call.expr), rows))
+        return Estimate("variance", releases, column, center * grid)
     total = _add(raws, raw, rows * max(abs(lower - center), abs(upper - center)))
     count = _add(raws, RawAggregate("count_finite", column, expr=call.expr), rows)
     return Estimate("avg", (total, count), column, center * grid)
+
+
+def _variance_spec(estimate: Estimate, call: AggregateCall, releases: list[Release]) -> Estimate:
+    squares, total, count = (releases[r] for r in estimate.releases)
+    raw = total.raw
+    spec = VarianceSpec(count=count.spec, total=total.spec, squares=squares.spec, grid=raw.grid, square_grid=squares.unit,
+                        half_range=Fraction(raw.upper_units - raw.lower_units) * raw.grid / 2,
+                        sample=call.kind.endswith("_samp"), root=call.kind.startswith("stddev"))
+    return dataclasses.replace(estimate, variance=spec)
 
 
 def _units(bound: Fraction, grid: Fraction, rounding: object) -> int:

@@ -1,0 +1,2 @@
+-- expect: DP106
+SELECT STDDEV(person_id) FROM people

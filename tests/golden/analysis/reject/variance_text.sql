@@ -1,0 +1,2 @@
+-- expect: DP117
+SELECT VARIANCE(region) FROM people
