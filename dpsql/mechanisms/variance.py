@@ -30,9 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
-from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms import laplace
 from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.laplace import LaplaceSpec
@@ -113,7 +112,10 @@ class Variance:
     spec_type = VarianceSpec
 
     def cost(self, spec: VarianceSpec) -> PrivacyCost:
-        return laplace.cost(spec.count) + laplace.cost(spec.total) + laplace.cost(spec.squares)
+        # Three discrete Laplace releases, composed (each its own loss term for the accountant).
+        terms = [PrivacyCost.of(PrivacyLoss("discrete_laplace", self.name, s.epsilon, Fraction(0), sensitivity=s.sensitivity,
+                                            scale=s.scale)) for s in (spec.count, spec.total, spec.squares)]
+        return terms[0] + terms[1] + terms[2]
 
     def release(self, spec: VarianceSpec, raw: tuple[int, int, int], rng: RandomSource) -> float:
         """`raw`: the exact count, centred sum and centred sum of squares, in grid units."""
@@ -126,8 +128,8 @@ class Variance:
                 f"{' + '.join(eps)}), clamped to [0, {fmt(spec.half_range if spec.root else spec.half_range ** 2)}]")
 
     def error(self, spec: VarianceSpec) -> ErrorDescription:
-        details: tuple[tuple[str, Any], ...] = (("parts", "count, centred sum, centred sum of squares"),)
-        return ErrorDescription(scale=None, ci95=None, details=details)
+        # The 95% interval depends on the released sums (bounds()), so it is given per cell.
+        return ErrorDescription(scale=None, ci95=None)
 
     def refusal(self, spec: object) -> str | None:
         return None

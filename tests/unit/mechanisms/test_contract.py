@@ -36,6 +36,7 @@ from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.subsample import ASampSpec
+from dpsql.mechanisms.variance import VarianceSpec
 from dpsql.result import NOISE_KEYS
 
 DELTA = Fraction(1, 10**6)
@@ -67,6 +68,10 @@ EXAMPLES: dict[str, Example] = {
                          ("report-noisy-max", "3 declared values", "scale 3", "epsilon 1", "delta 0")),
     "asamp": Example(ASampSpec(PTRTest(Fraction(1), DELTA), blocks=200), {"a": 150, "b": 20},
                      ("A_samp", "200 subsamples", "2T=2", "epsilon 1", "delta 1e-06")),
+    "variance": Example(
+        VarianceSpec(LaplaceSpec(Fraction(3), Fraction(1, 3)), LaplaceSpec(Fraction(150), Fraction(1, 3)),
+                     LaplaceSpec(Fraction(7500), Fraction(1, 3)), Fraction(1), Fraction(1), Fraction(50), True, True),
+        (3300, 1200, 2_750_000), ("STDDEV_SAMP", "centred sum of squares", "epsilon 0.333333 + 0.333333 + 0.333333", "[0, 50]")),
     "median_mechanism": Example(
         calibrate(mode="pure", epsilon=Fraction(1), delta=Fraction(0), accuracy=Fraction(1000), sensitivity=1),
         1000, ("sparse vector (pure)", "threshold", "sensitivity 1", "hard answers", "epsilon 1")),
