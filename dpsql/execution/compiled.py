@@ -28,6 +28,7 @@ from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_qu
 from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.plan import Plan
+from dpsql.ir.expected import expected_lines
 from dpsql.ir.printer import plan_text
 from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
 from dpsql.planner.plan import plan_query
@@ -128,7 +129,8 @@ class CompiledQuery:
         """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine."""
         table = self.plan.query.table
         engine = "" if dialect == "duckdb" else f" ({dialect})"
-        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), f"Engine SQL{engine}:"]
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
+                 f"Engine SQL{engine}:"]
         lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)), dialect)}")
         if self.keyed_columns:
             name = keyed_name(table, self.keyed_columns)
