@@ -197,6 +197,9 @@ def _arithmetic(node: exp.Expr, table: Table) -> _Values:
         raise NoDomain("arithmetic applies to numbers", node)
     integer = all(o.type == "int" for o in operands) and not isinstance(node, exp.Div)
     kind: ColumnType = "int" if integer else "float"
+    if isinstance(node, (exp.IntDiv, exp.Mod)) and not integer:
+        # DuckDB's // on a DOUBLE divides exactly, Spark's DIV truncates: no domain both agree on.
+        return _Values("float", None, node)
     return _map(node, kind, operands, lambda *v: _apply(node, integer, *v))
 
 
@@ -264,7 +267,7 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
     if isinstance(node, exp.IntDiv):
         listed = _arithmetic(node, table)
         if listed.values is not None or listed.type != "int":
-            return listed
+            return listed  # listed, or a float operand (partition selection)
     else:
         inner = _evaluate(node.this, table)
         if inner.type not in ("int", "float"):
