@@ -477,8 +477,15 @@ def _int_arg(node: exp.Expr, name: str) -> int:
     raise _Unlisted
 
 
+def _trim(node: exp.Expr, v: str) -> str:
+    if node.args.get("expression") is not None or node.args.get("position") is not None:
+        raise _Unlisted  # TRIM of other characters, or one side only: not modelled
+    return v.strip(" ")
+
+
 _TEXT_FUNCTIONS: dict[type, Callable[[exp.Expr, str], Any]] = {
     exp.Upper: lambda _, v: v.upper(),
+    exp.Trim: _trim,
     exp.Lower: lambda _, v: v.lower(),
     exp.Left: _left,
     exp.Right: _right,

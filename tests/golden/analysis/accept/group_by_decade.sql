@@ -1,2 +1,2 @@
 -- GROUP BY an expression with a public domain derived from the policy
-SELECT age // 10 * 10 AS decade, AVG(income) FROM people GROUP BY 1 ORDER BY 1
+SELECT age // 10 * 10 AS band, AVG(income) FROM people GROUP BY 1 ORDER BY 1
