@@ -272,7 +272,7 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
         inner = _evaluate(node.this, table)
         if inner.type not in ("int", "float"):
             raise NoDomain(f"{node.key.upper()} applies to numbers", node)
-        fn = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Round: _round_half_away}[type(node)]
+        fn: Callable[[Any], int] = _ROUNDINGS[type(node)]
         if inner.values is not None:
             return _map(node, "int", [inner], lambda v: None if v is None else fn(v))
     operand = exp.Div(this=node.this.copy(), expression=node.expression.copy()) if isinstance(node, exp.IntDiv) else node.this
@@ -284,7 +284,8 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
     if isinstance(node, exp.IntDiv):
         low, high = math.floor(interval.lower), math.ceil(interval.upper)
     else:
-        low, high = fn(interval.lower), fn(interval.upper)  # monotone
+        rounding = _ROUNDINGS[type(node)]
+        low, high = rounding(interval.lower), rounding(interval.upper)  # monotone
     if high - low + 1 > MAX_DERIVED_KEYS:
         raise _TooMany("int")
     return _Values("int", frozenset(range(int(low), int(high) + 1)), node)
@@ -292,6 +293,9 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
 
 def _round_half_away(value: Any) -> int:
     return int(math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
+
+
+_ROUNDINGS: dict[type[exp.Expr], Callable[[Any], int]] = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Round: _round_half_away}
 
 
 # --- dates and timestamps ----------------------------------------------------------------------

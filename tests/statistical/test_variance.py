@@ -43,7 +43,7 @@ from dpsql.backend.sqlgen import engine_select
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.execution.compiled import CompiledQuery, compile_statement
-from dpsql.ir.plan import Plan, release_name
+from dpsql.ir.plan import Plan
 from dpsql.mechanisms import laplace
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.variance import Variance, VarianceSpec, bounds, estimate, widths
