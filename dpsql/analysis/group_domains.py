@@ -11,6 +11,7 @@ expression over *sets* of possible values taken from the policy:
 - an operator or function maps every combination of its operands' sets (a superset when a
   column appears twice: extra keys are released empty, never missing ones);
 - CASE / IF take the union of their result branches, plus NULL when there is no ELSE;
+- a comparison or other predicate is {false, true};
 - FLOOR, CEIL, ROUND and `//` of a bounded numeric expression give every integer of its
   interval (analysis/value_bounds.py).
 
@@ -109,6 +110,8 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:
         return _column(node, table)
     if isinstance(node, (exp.Case, exp.If, exp.Coalesce)):
         return _branches(node, table)
+    if isinstance(node, (exp.Predicate, exp.Connector, exp.Not)):
+        return _Values("bool", frozenset({False, True}), node)  # GROUP BY income > 50000: true, false (NULL dropped)
     if isinstance(node, (exp.Floor, exp.Ceil, exp.Round, exp.IntDiv)):
         return _integer_valued(node, table)
     if isinstance(node, (exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):

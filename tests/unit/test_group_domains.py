@@ -56,7 +56,7 @@ EXPRESSIONS = [
     "date_trunc('month', day)", "date_trunc('week', day)", "date_trunc('quarter', day)", "date_trunc('year', day)",
     "EXTRACT(year FROM day)", "EXTRACT(month FROM day)", "EXTRACT(dow FROM day)", "EXTRACT(doy FROM day)",
     "year(day)", "month(day)", "quarter(day)", "dayofweek(day)", "dayofyear(day)", "week(day)", "day(day)",
-    "date_part('month', day)", "date_trunc('hour', ts)", "date_trunc('day', ts)", "date_trunc('week', ts)",
+    "date_part('month', day)", "score > 0", "kind IN ('View', 'BUY') AND NOT flag", "date_trunc('hour', ts)", "date_trunc('day', ts)", "date_trunc('week', ts)",
     "hour(ts)", "minute(ts)", "EXTRACT(day FROM ts)", "date_trunc('month', ts)",
 ]
 

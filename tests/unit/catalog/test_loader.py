@@ -1,5 +1,6 @@
 """Policy loading: the fixed keys, exact numbers, and errors naming the key and the file."""
 
+from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -88,3 +89,23 @@ def test_float_grid_is_a_power_of_two_with_about_2_30_steps(tmp_path: Path) -> N
     grid = income.grid()
     assert grid.numerator == 1 and grid.denominator & (grid.denominator - 1) == 0
     assert 2**29 <= 500000 / grid <= 2**31
+
+
+def test_timestamp_columns_take_local_date_time_bounds_and_values(tmp_path: Path) -> None:
+    joined = 'joined = { type = "date", lower = 2000-01-01, upper = 2025-12-31 }\n'
+    text = GOOD.replace(joined, joined + 'seen = { type = "timestamp", lower = 2024-01-01T00:00:00, upper = 2024-01-02 }\n'
+                        'shift = { type = "timestamp", values = [2024-01-01T08:00:00, 2024-01-01T16:00:00] }\n')
+    people = load_policy(write(tmp_path, text)).table("people")
+    assert people is not None
+    seen = people.column("seen")
+    assert seen.type == "timestamp" and seen.lower == 1_704_067_200 and seen.upper == 1_704_067_200 + 86_400  # seconds since 1970
+    assert people.column("shift").values == (datetime(2024, 1, 1, 8), datetime(2024, 1, 1, 16))
+
+
+@pytest.mark.parametrize("bound", ["2024-01-01T00:00:00+02:00", "1", "\"2024-01-01\""])
+def test_timestamp_bounds_must_be_local_date_times(tmp_path: Path, bound: str) -> None:
+    joined = 'joined = { type = "date", lower = 2000-01-01, upper = 2025-12-31 }\n'
+    text = GOOD.replace(joined, joined + f'seen = {{ type = "timestamp", lower = {bound}, upper = 2024-12-31T00:00:00 }}\n')
+    with pytest.raises(CatalogError) as info:
+        load_policy(write(tmp_path, text))
+    assert "tables.people.columns.seen.lower" in str(info.value)

@@ -18,7 +18,8 @@ def parquet(tmp_path: Path) -> Path:
     path = tmp_path / "people.parquet"
     con = duckdb.connect()
     con.execute("CREATE TABLE p AS SELECT range AS person_id, 18 + range % 70 AS age, range * 1.5 + 0.25 AS income, "
-                "'r' || (range % 5) AS region, DATE '2020-01-01' + (range % 300)::INT AS day, [1, 2] AS tags FROM range(1000)")
+                "'r' || (range % 5) AS region, DATE '2020-01-01' + (range % 300)::INT AS day, TIMESTAMP '2020-01-01 00:00:00' + to_seconds(range) AS seen, "
+                "[1, 2] AS tags FROM range(1000)")
     con.execute(f"COPY p TO '{path}'")
     return path
 
@@ -34,6 +35,8 @@ def test_init_writes_a_loadable_skeleton_without_data_values(parquet: Path, tmp_
     people = policy.table("people")
     assert people is not None and people.column("income").type == "float" and not people.column("income").bounded
     assert people.column("day").type == "date"
+    assert people.column("seen").type == "timestamp" and not people.column("seen").bounded
+    assert "seen = { type = \"timestamp\" }  # TODO: lower = 2000-01-01T00:00:00" in text
 
 
 def test_init_refuses_to_overwrite(parquet: Path, tmp_path: Path) -> None:
