@@ -12,7 +12,7 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name, is_aggregate
-from dpsql.analysis.group_domains import NoDomain, derive_key
+from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
@@ -94,7 +94,8 @@ class _Binder:
             if column not in keys:
                 keys.append(column)
                 self.derived.append(derived)
-        return keys
+        self.derived = cap_public_groups(keys, self.derived)
+        return [d.column if d is not None else c for c, d in zip(keys, self.derived)]
 
     def _key_column(self, item: exp.Expr, select: exp.Select) -> tuple[Column, GroupKey | None]:
         target = item

@@ -38,6 +38,7 @@ from dpsql.catalog.model import Column, ColumnType, Table
 from dpsql.frontend.dialect import Dpsql
 
 MAX_DERIVED_KEYS = 10_000  # beyond this many keys, partition selection picks them (delta > 0)
+MAX_PUBLIC_GROUPS = 100_000  # key combinations released when derived domains are crossed
 _MAX_SET = 200_000  # the largest intermediate value set evaluated (a 500-year date range fits)
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -91,6 +92,19 @@ class _TooMany(Exception):
     def __init__(self, type_: ColumnType) -> None:
         super().__init__(type_)
         self.type = type_
+
+
+def cap_public_groups(keys: list[Column], derived: list[Any]) -> list[Any]:
+    """Derived keys without their public domain when the key combinations (the product of the
+    public domains' sizes) would exceed MAX_PUBLIC_GROUPS: every combination is released, so an
+    analyst could otherwise make the release draw noise for billions of empty groups. Partition
+    selection then picks the keys. `derived[i]` is key i's GroupKey when it is an expression."""
+    sizes = [len(c.values) for c in keys if c.values is not None]
+    if not any(d is not None and d.column.values is not None for d in derived) or math.prod(sizes) <= MAX_PUBLIC_GROUPS:
+        return derived
+    note = f"the key combinations exceed {MAX_PUBLIC_GROUPS:,}: partition selection"
+    return [d if d is None or d.column.values is None else
+            type(d)(column=Column(name=d.column.name, type=d.column.type), expr=d.expr, derivation=note) for d in derived]
 
 
 def _order(value: Any) -> tuple[bool, Any]:

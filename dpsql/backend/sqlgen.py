@@ -236,6 +236,8 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
 
 
 def _domain_literal(value: object, column: Column) -> exp.Expr:
+    if value is None:  # a derived domain's NULL key (CASE without ELSE): IN never matches it
+        return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, (int, float)):
