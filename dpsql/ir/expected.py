@@ -52,7 +52,8 @@ def _per_rows(width: float) -> str:
 
 def _expected(plan: Plan, estimate: Estimate) -> str:
     if estimate.kind in ("count", "sum"):
-        return f"±{fmt(_width(plan, estimate.releases[0]))} (discrete Laplace, the same for every group)"
+        every = ", the same for every group" if plan.query.keys else ""
+        return f"±{fmt(_width(plan, estimate.releases[0]))} (discrete Laplace{every})"
     if estimate.kind == "avg":
         total, count = estimate.releases
         return (f"about ±{fmt(_width(plan, total, 2))} / n for a group of n rows ({_per_rows(_width(plan, total, 2))}); "
