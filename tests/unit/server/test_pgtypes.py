@@ -21,7 +21,8 @@ def test_engine_types_map_to_oids(engine: str, oid: int) -> None:
 
 
 def test_policy_types_map_to_oids() -> None:
-    assert t.POLICY_TYPES == {"int": t.INT8, "float": t.FLOAT8, "text": t.TEXT, "bool": t.BOOL, "date": t.DATE}
+    assert t.POLICY_TYPES == {"int": t.INT8, "float": t.FLOAT8, "text": t.TEXT, "bool": t.BOOL, "date": t.DATE,
+                              "timestamp": t.TIMESTAMP}
 
 
 @pytest.mark.parametrize(
