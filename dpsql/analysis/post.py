@@ -337,7 +337,7 @@ class _Rewriter:
                 raise refuse("DP129", "HAVING on a group key or GROUPING() with grouping sets", bad, sql,
                              "filter keys in WHERE; HAVING may compare aggregates")
         order = self._set_order(select, items, names)
-        share = Fraction(1, len(sets))
+        share = set_share(len(sets))
         branches: list[exp.Select] = []
         self.kinds.append("grouping sets")
         for s in sets:
@@ -421,6 +421,12 @@ class _Rewriter:
             new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
             out.append(new)
         return exp.Order(expressions=out)
+
+
+def set_share(count: int) -> Fraction:
+    """Each grouping set's share of the query's epsilon and delta: every person is in every set,
+    so the k sets compose sequentially and each gets 1/k (the statement costs the query's budget)."""
+    return Fraction(1, count)
 
 
 def _branches(node: exp.Expr) -> list[exp.Expr]:

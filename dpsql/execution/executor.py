@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import Engine
+from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble, assemble_simple
@@ -33,6 +34,7 @@ class Executor:
 
     def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False) -> None:
         self.calls = EngineCalls(engine, rng)
+        self.released = ReleasedDatabase()  # post-processing queries' released rows only (backend/released_db.py)
         self.charger = charger
         self._rng = rng
         # Counting queries on tables with a [median_mechanism] policy go to the layer first (docs/mechanisms.md).
@@ -47,6 +49,7 @@ class Executor:
     def close(self) -> None:
         """Stop background work before the engine closes."""
         self.calls.close()
+        self.released.close()
 
     # --- without data or budget -------------------------------------------------------------------
     def cost_of(self, compiled: CompiledQuery) -> PrivacyCost:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from dpsql.backend.released_db import ReleasedTable, check_released, run_released
+from dpsql.backend.released_db import ReleasedTable
 from dpsql.execution.compiled_post import CompiledPost
 from dpsql.ir.post import OutputLineage
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
@@ -49,7 +49,7 @@ def check_outer(executor: Executor, compiled: CompiledPost) -> tuple[ResultColum
     cached = compiled.memo.get("outer_columns")
     if isinstance(cached, tuple):
         return cached
-    result = check_released(_tables(executor, compiled), compiled.query.outer)
+    result = executor.released.check(_tables(executor, compiled), compiled.query.outer)
     columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
     compiled.memo["outer_columns"] = columns
     return columns
@@ -74,7 +74,7 @@ def run_post(executor: Executor, compiled: CompiledPost) -> NoisyResult:
     # Charged: from here on, nothing is refunded, whatever happens.
     results = [executor.answer(query) for query in compiled.inputs]
     tables = [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(_tables(executor, compiled), results)]
-    out = run_released(tables, compiled.query.outer)
+    out = executor.released.run(tables, compiled.query.outer)
     names = tuple(c.name for c in columns)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out.types))
     infos, cells = _noise(compiled, results, out.rows, len(result_columns))
