@@ -61,6 +61,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         tree = tree.copy()
         tree.set("hint", None)
     outer = rewriter.query(tree, _Scope({}, {}))
+    _check_reads(outer, {i.name for i in rewriter.inputs}, ctx, rewriter)
     if rewriter.hint is not None and rewriter.hint_receivers > 1:
         raise InvalidOptionError("OPTIONS on the outer query would apply to several aggregated queries", code="DP120",
                                  span=keyword_span(ctx.sql, "OPTIONS"), sql=ctx.sql,
@@ -260,9 +261,10 @@ class _Rewriter:
         self._check_functions(new)
         for source in _sources(new):
             self._source(source, scope)
-        # Subqueries in expressions (WHERE n > (SELECT AVG(n) FROM t)): each a query of its own.
-        for sub in list(new.find_all(exp.Subquery)):
-            if sub.find_ancestor(exp.Select) is new and not _is_source(sub, new):
+        # Subqueries in expressions (WHERE n > (SELECT AVG(n) FROM t), IN (...), EXISTS (...)):
+        # each a query of its own.
+        for sub in list(new.find_all(exp.Subquery, exp.Exists)):
+            if sub.find_ancestor(exp.Select) is new and not _is_source(sub, new) and isinstance(sub.this, exp.Query):
                 sub.set("this", self.query(sub.this, scope, "scalar subquery"))
         # This SELECT's own CTEs that were read (here or in a nested query), each released once.
         own = select.args["with_"].expressions if select.args.get("with_") else []
@@ -421,6 +423,18 @@ class _Rewriter:
             new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
             out.append(new)
         return exp.Order(expressions=out)
+
+
+def _check_reads(outer: exp.Query, released: set[str], ctx: AnalysisContext, rewriter: _Rewriter) -> None:
+    """Second line: every table the outer query reads is a released table or one of its own CTEs."""
+    ctes = {cte.alias.lower() for cte in outer.find_all(exp.CTE)}
+    for table in outer.find_all(exp.Table):
+        name = _table_name(table)
+        if name is None or (name not in released and name not in ctes):
+            raise rewriter.refuse_read(table, "a table or subquery read without aggregation")
+    for func in outer.find_all(exp.Func):  # a table function in a position not caught above
+        if isinstance(func.parent, exp.Table):
+            raise rewriter.refuse_read(func, "a table function")
 
 
 def set_share(count: int) -> Fraction:
