@@ -223,6 +223,12 @@ class Session:
         """The session's engine (for progress callbacks and parity checks; it never returns raw rows to analysts)."""
         return self._engine
 
+    def interrupt(self) -> None:
+        """Stop the statement running now, in the engine or in the released-rows database of
+        post-processing queries (called from another thread: the server's statement_timeout)."""
+        self._engine.interrupt()
+        self._executor.released.interrupt()
+
     def close(self) -> None:
         """Release the engine and the ledger."""
         if not self.closed:

@@ -99,6 +99,12 @@ class ReleasedDatabase:
                                         "branches (each branch the same number of columns); nothing was charged")
         return result
 
+    def interrupt(self) -> None:
+        """Stop the outer query running now (from another thread: the server's statement_timeout)."""
+        con = self._con
+        if con is not None:
+            con.interrupt()
+
     def close(self) -> None:
         with self._lock:
             if self._con is not None:
