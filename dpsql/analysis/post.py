@@ -22,7 +22,6 @@ from typing import Callable
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.schema import MappingSchema
 
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
@@ -30,7 +29,7 @@ from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregat
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
-from dpsql.ir.post import RELEASED_PREFIX, OutputLineage, PostQuery, ReleasedInput, released_name
+from dpsql.ir.post import RELEASED_PREFIX, OutputLineage, PostQuery, ReleasedInput, released_column, released_name
 from dpsql.ir.query import BoundQuery, PublicQuery
 
 MAX_GROUPING_SETS = 16
@@ -67,7 +66,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
                                  span=keyword_span(ctx.sql, "OPTIONS"), sql=ctx.sql,
                                  hint="put WITH DIFFERENTIAL_PRIVACY OPTIONS (...) in each aggregated SELECT")
     inputs = tuple(rewriter.inputs)
-    schema: dict[str, object] = {i.name: {o.name: "DOUBLE" for o in i.query.outputs} for i in inputs}
+    schema: dict[str, object] = {i.name: {released_column(j): "DOUBLE" for j in range(len(i.query.outputs))} for i in inputs}
     lineage = _lineage(outer, schema, inputs, ctx)
     kinds = " + ".join(dict.fromkeys(rewriter.kinds)) or "outer query"
     return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes))
@@ -187,12 +186,15 @@ class _Rewriter:
             # UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too.
             self.kinds.append("UNION ALL" if isinstance(node, exp.Union) and not node.args.get("distinct") else "set operation")
             new = node.copy()
+            new.set("with_", None)
             branches = _branches(node)
             if len(branches) > MAX_RELEASES:
                 raise refuse("DP129", f"a query of {len(branches)} UNION branches", node, self.ctx.sql,
                              f"combine at most {MAX_RELEASES} aggregate queries in one statement")
+            scope = self._with(node, scope)  # WITH ... SELECT ... UNION ALL SELECT ...: the CTEs of both
             new.set("this", self.query(node.this, scope, role="UNION ALL branch"))
             new.set("expression", self.query(node.expression, scope, role="UNION ALL branch"))
+            self._attach_ctes(node, new)
             self._check_clauses(new)
             return new
         if not isinstance(node, exp.Select):
@@ -205,7 +207,7 @@ class _Rewriter:
             return self._release(node, scope, role)
         return self._post_select(node, scope)
 
-    def _with(self, select: exp.Select, scope: _Scope) -> _Scope:
+    def _with(self, select: exp.Query, scope: _Scope) -> _Scope:
         with_ = select.args.get("with_")
         if with_ is None:
             return scope
@@ -231,11 +233,15 @@ class _Rewriter:
         if self.hint is not None and leaf.args.get("hint") is None:
             leaf.set("hint", self.hint.copy())
             self.hint_receivers += 1
-        bound = self._bind(leaf)
+        bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")))
         self._add(bound, leaf, role)
-        return exp.select("*").from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name)))
+        # The released table's columns are positional (__c0, __c1, ...); the outer query sees the
+        # outputs' own names, as if it read the aggregated query itself.
+        columns = [exp.alias_(exp.column(released_column(j)), exp.to_identifier(o.name, quoted=True))
+                   for j, o in enumerate(bound.outputs)]
+        return exp.select(*columns).from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name)))
 
-    def _bind(self, leaf: exp.Select) -> BoundQuery:
+    def _bind(self, leaf: exp.Select, names_matter: bool = False) -> BoundQuery:
         if len(self.inputs) >= MAX_RELEASES:
             raise refuse("DP129", f"more than {MAX_RELEASES} releases in one statement", leaf, self.ctx.sql,
                          "split the statement into several queries")
@@ -244,7 +250,7 @@ class _Rewriter:
             raise self.refuse_read(leaf, "an aggregate over a public table")
         names = [o.name.lower() for o in bound.outputs]
         twice = next((n for n in names if names.count(n) > 1), None)
-        if twice is not None:
+        if twice is not None and names_matter:  # a UNION branch's names are not read (the first branch names the columns)
             raise refuse("DP128", f"the aggregated query names two outputs '{twice}': the outer query could not tell "
                          "them apart", leaf, self.ctx.sql, "give each output of the aggregated query its own alias (AS name)",
                          span=span_of(leaf.expressions[0], self.ctx.sql))
@@ -266,13 +272,16 @@ class _Rewriter:
         for sub in list(new.find_all(exp.Subquery, exp.Exists)):
             if sub.find_ancestor(exp.Select) is new and not _is_source(sub, new) and isinstance(sub.this, exp.Query):
                 sub.set("this", self.query(sub.this, scope, "scalar subquery"))
-        # This SELECT's own CTEs that were read (here or in a nested query), each released once.
-        own = select.args["with_"].expressions if select.args.get("with_") else []
+        self._attach_ctes(select, new)
+        self.kinds.append("outer query")
+        return new
+
+    def _attach_ctes(self, original: exp.Expr, new: exp.Expr) -> None:
+        """The query's own CTEs that were read (here or in a nested query), each released once."""
+        own = original.args["with_"].expressions if original.args.get("with_") else []
         used = [self.rewritten[id(c)] for c in own if id(c) in self.rewritten]
         if used:
             new.set("with_", exp.With(expressions=used))
-        self.kinds.append("outer query")
-        return new
 
     def _source(self, source: exp.Expr, scope: _Scope) -> None:
         if isinstance(source, exp.Subquery):
@@ -338,39 +347,22 @@ class _Rewriter:
             if bad is not None:
                 raise refuse("DP129", "HAVING on a group key or GROUPING() with grouping sets", bad, sql,
                              "filter keys in WHERE; HAVING may compare aggregates")
-        order = self._set_order(select, items, names)
-        share = set_share(len(sets))
+        order, hidden = self._set_order(select, items, names)
+        visible = list(names)
+        items = items + hidden
+        names = names + [h.alias for h in hidden]
+        plans = [self._set_items(s, items, names, keys) for s in sets]
+        releasing = sum(1 for inner_items, _ in plans if inner_items)
+        share = set_share(releasing)
         branches: list[exp.Select] = []
         self.kinds.append("grouping sets")
-        for s in sets:
+        for s, (inner_items, outer_items) in zip(sets, plans):
+            if not inner_items:  # the empty set with no aggregate: one row of NULLs and GROUPING() bits, data-free
+                branches.append(exp.select(*outer_items))
+                continue
             inner = select.copy()
             for clause in ("order", "limit", "offset", "with_"):
                 inner.set(clause, None)
-            outer_items: list[exp.Expr] = []
-            inner_items: list[exp.Expr] = []
-            for j, item in enumerate(items):
-                body = item.this if isinstance(item, exp.Alias) else item
-                alias = exp.to_identifier(names[j], quoted=True)
-                if isinstance(body, (exp.Grouping, exp.GroupingId)):
-                    outer_items.append(exp.alias_(exp.Literal.number(_grouping_bits(body, s, sql)), alias))
-                    continue
-                key = _key_of(body, keys)
-                if key is not None and key not in s:
-                    outer_items.append(exp.alias_(exp.Null(), alias))
-                    continue
-                value = body.copy()
-                for column in list(value.find_all(exp.Column)):
-                    if column.find_ancestor(exp.AggFunc) is None and _key_of(column, keys) not in (None, *s):
-                        column.replace(exp.Null())
-                if value.find(exp.Grouping, exp.GroupingId) is not None:
-                    raise refuse("DP129", "GROUPING() inside an expression", value.find(exp.Grouping, exp.GroupingId),
-                                 sql, "select GROUPING(...) on its own, as an output")
-                inner_name = f"__c{j}"
-                inner_items.append(exp.alias_(value, exp.to_identifier(inner_name)))
-                outer_items.append(exp.alias_(exp.column(inner_name), alias))
-            if not inner_items:
-                raise refuse("DP129", "a grouping set would release no aggregate", group, sql,
-                             "select an aggregate such as COUNT(*) beside the keys", span=keyword_span(sql, "GROUP"))
             inner.set("expressions", inner_items)
             inner.set("group", exp.Group(expressions=[k.copy() for k in s]) if s else None)
             if scope.row:
@@ -384,12 +376,15 @@ class _Rewriter:
             branches.append(exp.select(*outer_items).from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name))))
         if self.hint is not None and select.args.get("hint") is None:
             self.hint_receivers += 1
-        self.notes.append(f"grouping sets: {len(sets)} releases; the query's epsilon and delta are split evenly across "
+        self.notes.append(f"grouping sets: {releasing} release(s); the query's epsilon and delta are split evenly across "
                           "them (each person is in every set)")
         combined: exp.Query = branches[0]
         for branch in branches[1:]:
             combined = exp.union(combined, branch, distinct=False)
         result = combined if len(branches) > 1 else branches[0]
+        if hidden:  # drop the hidden ORDER BY items after ordering on them
+            result = exp.select(*[exp.column(exp.to_identifier(n, quoted=True)) for n in visible]).from_(
+                result.subquery("__sets"))
         if order is not None:
             result.set("order", order)
         for clause in ("limit", "offset"):
@@ -398,11 +393,47 @@ class _Rewriter:
         self._check_clauses(result)
         return result
 
-    def _set_order(self, select: exp.Select, items: list[exp.Expr], names: list[str]) -> exp.Order | None:
+    def _set_items(self, s: tuple[exp.Expr, ...], items: list[exp.Expr], names: list[str],
+                   keys: list[exp.Expr]) -> tuple[list[exp.Expr], list[exp.Expr]]:
+        """One grouping set's released items (the aggregated query's select list) and its outputs."""
+        sql = self.ctx.sql
+        outer_items: list[exp.Expr] = []
+        inner_items: list[exp.Expr] = []
+        for j, item in enumerate(items):
+            body = item.this if isinstance(item, exp.Alias) else item
+            alias = exp.to_identifier(names[j], quoted=True)
+            if isinstance(body, (exp.Grouping, exp.GroupingId)):
+                outer_items.append(exp.alias_(exp.Literal.number(_grouping_bits(body, s, sql)), alias))
+                continue
+            key = _key_of(body, keys)
+            if key is not None and key not in s:
+                outer_items.append(exp.alias_(exp.Null(), alias))
+                continue
+            value = body.copy()
+            for column in list(value.find_all(exp.Column)):
+                if column.find_ancestor(exp.AggFunc) is None and _key_of(column, keys) not in (None, *s):
+                    column.replace(exp.Null())
+            if value.find(exp.Grouping, exp.GroupingId) is not None:
+                raise refuse("DP129", "GROUPING() inside an expression", value.find(exp.Grouping, exp.GroupingId),
+                             sql, "select GROUPING(...) on its own, as an output")
+            position = released_column(len(inner_items))
+            inner_items.append(exp.alias_(value, exp.to_identifier(position)))
+            outer_items.append(exp.alias_(exp.column(position), alias))
+        if not inner_items and s:
+            # Only keys rolled up or GROUPING() selected: the set's keys are still released (which
+            # groups exist), as hidden columns.
+            inner_items = [exp.alias_(k.copy(), exp.to_identifier(released_column(p))) for p, k in enumerate(s)]
+        return inner_items, outer_items
+
+    def _set_order(self, select: exp.Select, items: list[exp.Expr], names: list[str]) -> tuple[exp.Order | None, list[exp.Expr]]:
+        """ORDER BY over the combined rows, and the hidden items it needs: an ORDER BY expression
+        that is not an output (a key, an aggregate, GROUPING()) is computed per set like an output
+        and ordered on, then dropped."""
         order = select.args.get("order")
         if order is None:
-            return None
+            return None, []
         out = []
+        hidden: list[exp.Expr] = []
         bodies = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql).lower() for item in items]
         for ordered in order.expressions:
             target = ordered.this
@@ -418,11 +449,14 @@ class _Rewriter:
             elif text in bodies:
                 index = bodies.index(text)
             else:
-                raise refuse("DP129", "ORDER BY with grouping sets names an output by its alias or position only",
-                             target, self.ctx.sql, "ORDER BY an output's name or its position (ORDER BY 2 DESC)")
+                name = f"__order{len(hidden)}"
+                hidden.append(exp.alias_(target.copy(), exp.to_identifier(name, quoted=True)))
+                new.set("this", exp.column(exp.to_identifier(name, quoted=True)))
+                out.append(new)
+                continue
             new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
             out.append(new)
-        return exp.Order(expressions=out)
+        return exp.Order(expressions=out), hidden
 
 
 def _check_reads(outer: exp.Query, released: set[str], ctx: AnalysisContext, rewriter: _Rewriter) -> None:
@@ -549,13 +583,12 @@ def _lineage(outer: exp.Query, schema: dict[str, object], inputs: tuple[Released
              ctx: AnalysisContext) -> tuple[OutputLineage, ...] | None:
     """Per output column: pass-through or derived, and from which released columns. Unknown
     columns of the outer query are refused here (DP111), before any data is read."""
-    mapping = MappingSchema(schema, dialect="duckdb")
     try:
-        qualified = qualify(outer.copy(), schema=mapping, dialect="duckdb", validate_qualify_columns=True,
+        qualified = qualify(outer.copy(), schema=schema, dialect="duckdb", validate_qualify_columns=True,
                             quote_identifiers=False, identify=False)
     except SqlglotError as err:
-        raise _unknown_column(outer, schema, ctx, str(err)) from None
-    columns = {(i, normalised): j for i, inp in enumerate(inputs) for j, normalised in enumerate(mapping.column_names(inp.name))}
+        raise _unknown_column(outer, sorted({o.name for i in inputs for o in i.query.outputs}), ctx, str(err)) from None
+    columns = {(i, released_column(j)): j for i, inp in enumerate(inputs) for j in range(len(inp.query.outputs))}
     keys = {(i, j): o.key is not None for i, inp in enumerate(inputs) for j, o in enumerate(inp.query.outputs)}
     index = {inp.name: i for i, inp in enumerate(inputs)}
     tracer = _Tracer(index, columns, keys)
@@ -565,8 +598,7 @@ def _lineage(outer: exp.Query, schema: dict[str, object], inputs: tuple[Released
         return None  # an unusual shape: no intervals, every column treated as noisy
 
 
-def _unknown_column(outer: exp.Query, schema: dict[str, object], ctx: AnalysisContext, reason: str) -> Exception:
-    known = sorted({str(c) for cols in schema.values() if isinstance(cols, dict) for c in cols})
+def _unknown_column(outer: exp.Query, known: list[str], ctx: AnalysisContext, reason: str) -> Exception:
     for column in outer.find_all(exp.Column):
         if column.name and column.name.lower() not in {k.lower() for k in known} and column.name in reason:
             return UnknownColumnError(f"column '{column.name}' is not a column of the released results", code="DP111",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from dpsql.backend.released_db import ReleasedTable
 from dpsql.execution.compiled_post import CompiledPost
-from dpsql.ir.post import OutputLineage
+from dpsql.ir.post import OutputLineage, released_column
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ def _tables(executor: Executor, compiled: CompiledPost) -> list[ReleasedTable]:
     tables: list[ReleasedTable] = []
     for inp, query in zip(compiled.query.inputs, compiled.inputs):
         columns = executor.describe_private(query)
-        tables.append(ReleasedTable(inp.name, tuple(c.name for c in columns), tuple(c.type_name for c in columns), []))
+        names = tuple(released_column(j) for j in range(len(columns)))  # positional: output names may repeat
+        tables.append(ReleasedTable(inp.name, names, tuple(c.type_name for c in columns), []))
     compiled.memo["tables"] = tables
     return tables
 

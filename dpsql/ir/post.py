@@ -23,6 +23,11 @@ def released_name(index: int) -> str:
     return f"{RELEASED_PREFIX}{index}"
 
 
+def released_column(position: int) -> str:
+    """The name of a released table's column `position` (positional: output names may repeat)."""
+    return f"__c{position}"
+
+
 @dataclass(frozen=True, slots=True)
 class ReleasedInput:
     """One DP release the outer query reads: an aggregate query and where it came from."""
