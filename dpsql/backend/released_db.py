@@ -1,8 +1,8 @@
 """A database of released rows only: where the outer query of a post-processing query runs.
 
-Each session has its own in-memory DuckDB for this; a statement creates its released tables
-(noisy values, released keys, nothing else) in a transaction and rolls it back after the outer
-query, so the database holds only that statement's released tables while the query runs. The private tables, their bounded relations and
+Each session has its own in-memory DuckDB for this; a statement registers its released tables
+(noisy values, released keys, nothing else) as Arrow frames and unregisters them after the
+outer query, so the connection sees only that statement's released rows while the query runs. The private tables, their bounded relations and
 the public tables live in other connections (the engine's), which this one cannot name: a
 DuckDB connection sees only its own catalog. File, network and extension access are switched
 off and the configuration locked before the analyst's outer SQL runs, so `read_csv`, `ATTACH`
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import duckdb
+import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
@@ -41,9 +42,9 @@ class ReleasedTable:
 
 class ReleasedDatabase:
     """One session's database of released rows: an in-memory DuckDB of its own (opened on first
-    use, external access off, configuration locked). Each statement creates its released
-    tables inside a transaction, runs the outer query and rolls back: between statements the
-    database holds nothing."""
+    use, external access off, configuration locked). Each statement registers its released
+    tables, runs the outer query and unregisters them: between statements the database holds
+    nothing."""
 
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -56,33 +57,40 @@ class ReleasedDatabase:
             self._con = con
         return self._con
 
-    def _run(self, tables: Sequence[ReleasedTable], query: exp.Expr) -> EngineResult:
+    @staticmethod
+    def render(tables: Sequence[ReleasedTable], query: exp.Expr) -> str:
+        """The outer query's SQL text over these released tables' schemas (rows play no part, so
+        a compiled query renders it once)."""
+        return render(_typed(query, tables, _frames(tables)), "duckdb")
+
+    def _run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """Raises duckdb.Error (callers sanitize it)."""
         with self._lock:
             con = self._connection()
-            con.execute("BEGIN TRANSACTION")
+            frames = _frames(tables)
             try:
-                for table in tables:
-                    _create(con, table)
-                cursor = con.execute(render(query, "duckdb"))
+                for frame, table in zip(frames, tables):
+                    con.register(frame, _arrow(table))
+                cursor = con.execute(sql)
                 names = tuple(d[0] for d in cursor.description)
                 types = tuple(str(d[1]) for d in cursor.description)
                 return EngineResult(names, types, cursor.fetchall())
             finally:
-                con.execute("ROLLBACK")
+                for frame in frames:
+                    con.unregister(frame)
 
-    def run(self, tables: Sequence[ReleasedTable], query: exp.Expr) -> EngineResult:
+    def run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """The outer query over the released tables (after the charge; failures are sanitized)."""
         result = None
         try:
-            result = self._run(tables, query)
+            result = self._run(tables, sql)
         except duckdb.Error:
             pass  # raised below, outside the except block (no __context__)
         if result is None:
             raise EngineError(ENGINE_FAILED, code="DP300")
         return result
 
-    def check(self, tables: Sequence[ReleasedTable], query: exp.Expr) -> EngineResult:
+    def check(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """The outer query over EMPTY released tables of the same schema, before the charge: a
         query the engine cannot bind is refused uncharged (DP127). No data is present, so the
         engine's reason is shown."""
@@ -90,7 +98,7 @@ class ReleasedDatabase:
         reason = None
         result = None
         try:
-            result = self._run(empty, query)
+            result = self._run(empty, sql)
         except duckdb.Error as failure:
             reason = engine_reason(failure)
         if result is None:
@@ -112,11 +120,31 @@ class ReleasedDatabase:
                 self._con = None
 
 
-def _create(con: duckdb.DuckDBPyConnection, table: ReleasedTable) -> None:
-    columns = [exp.ColumnDef(this=exp.to_identifier(name, quoted=True), kind=exp.DataType.build(kind, dialect="duckdb"))
-               for name, kind in zip(table.columns, table.types)]
-    con.execute(render(exp.Create(this=exp.Schema(this=exp.to_table(table.name), expressions=columns), kind="TABLE"), "duckdb"))
-    if table.rows:
-        values = exp.Values(expressions=[exp.Tuple(expressions=[exp.Placeholder() for _ in table.columns])])
-        insert = exp.Insert(this=exp.to_table(table.name), expression=values)
-        con.executemany(render(insert, "duckdb"), [list(row) for row in table.rows])
+def _frames(tables: Sequence[ReleasedTable]) -> list[str]:
+    return [f"__dpsql_frame_{i}" for i in range(len(tables))]
+
+
+def _arrow(table: ReleasedTable) -> pyarrow.Table:
+    """The released rows as an Arrow table (typed by inference; text where inference fails, the
+    declared type then coming from the CAST in `_typed`)."""
+    columns = {}
+    for i, name in enumerate(table.columns):
+        values = [row[i] for row in table.rows]
+        try:
+            columns[name] = pyarrow.array(values)
+        except (pyarrow.ArrowException, OverflowError, TypeError, ValueError):
+            columns[name] = pyarrow.array([None if v is None else str(v) for v in values], pyarrow.string())
+    return pyarrow.table(columns) if columns else pyarrow.table({})
+
+
+def _typed(query: exp.Expr, tables: Sequence[ReleasedTable], frames: list[str]) -> exp.Expr:
+    """The outer query with each released table defined as a CTE over its registered frame, every
+    column cast to the type it was released with."""
+    ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), t), exp.to_identifier(c, quoted=True))
+                                      for c, t in zip(table.columns, table.types)]).from_(frame),
+                    alias=exp.TableAlias(this=exp.to_identifier(table.name)))
+            for table, frame in zip(tables, frames)]
+    typed = query.copy()
+    with_ = typed.args.get("with_")
+    typed.set("with_", exp.With(expressions=[*ctes, *(with_.expressions if with_ is not None else [])]))
+    return typed

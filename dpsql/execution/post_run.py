@@ -45,12 +45,21 @@ def _tables(executor: Executor, compiled: CompiledPost) -> list[ReleasedTable]:
     return tables
 
 
+def _outer_sql(executor: Executor, compiled: CompiledPost) -> str:
+    cached = compiled.memo.get("outer_sql")
+    if isinstance(cached, str):
+        return cached
+    text = executor.released.render(_tables(executor, compiled), compiled.query.outer)
+    compiled.memo["outer_sql"] = text
+    return text
+
+
 def check_outer(executor: Executor, compiled: CompiledPost) -> tuple[ResultColumn, ...]:
     """The outer query over empty released tables: its output columns, or DP127 (uncharged)."""
     cached = compiled.memo.get("outer_columns")
     if isinstance(cached, tuple):
         return cached
-    result = executor.released.check(_tables(executor, compiled), compiled.query.outer)
+    result = executor.released.check(_tables(executor, compiled), _outer_sql(executor, compiled))
     columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
     compiled.memo["outer_columns"] = columns
     return columns
@@ -75,7 +84,7 @@ def run_post(executor: Executor, compiled: CompiledPost) -> NoisyResult:
     # Charged: from here on, nothing is refunded, whatever happens.
     results = [executor.answer(query) for query in compiled.inputs]
     tables = [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(_tables(executor, compiled), results)]
-    out = executor.released.run(tables, compiled.query.outer)
+    out = executor.released.run(tables, _outer_sql(executor, compiled))
     names = tuple(c.name for c in columns)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out.types))
     infos, cells = _noise(compiled, results, out.rows, len(result_columns))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sqlglot import exp, parse_one
+from sqlglot import parse_one
 
 import dpsql
 from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
@@ -128,16 +128,20 @@ def test_outer_query_database_holds_released_rows_only() -> None:
     # Even a query that names a private relation or a file finds nothing there.
     db = ReleasedDatabase()
     table = ReleasedTable("__dpsql_released_0", ("n",), ("BIGINT",), [(5,)])
+
+    def text(sql: str) -> str:
+        return db.render([table], parse_one(sql, dialect="duckdb"))
+
     try:
-        assert db.run([table], parse_one("SELECT n FROM __dpsql_released_0", dialect="duckdb")).rows == [(5,)]
+        assert db.run([table], text("SELECT n FROM __dpsql_released_0")).rows == [(5,)]
         for sql in ("SELECT * FROM people", "SELECT * FROM __dpsql_bounded_people", "SELECT * FROM read_csv('/etc/passwd')",
                     "SELECT * FROM __dpsql_released_0 r, read_text('/etc/hostname') f"):
             with pytest.raises(EngineError):
-                db.run([table], parse_one(sql, dialect="duckdb"))
-        # Between statements, the released tables are gone (the transaction was rolled back).
+                db.run([table], text(sql))
+        # Between statements, the released rows are gone (their frames were unregistered).
         with pytest.raises(EngineError):
-            db.run([], exp.select("*").from_("__dpsql_released_0"))
+            db.run([], "SELECT * FROM __dpsql_frame_0")
         with pytest.raises(EngineError):
-            db.run([], parse_one("SET enable_external_access = true", dialect="duckdb"))
+            db.run([], "SET enable_external_access = true")
     finally:
         db.close()
