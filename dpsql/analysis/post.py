@@ -483,7 +483,7 @@ def _branches(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
-def _is_source(sub: exp.Subquery, select: exp.Select) -> bool:
+def _is_source(sub: exp.Expr, select: exp.Select) -> bool:
     return any(sub is s for s in _sources(select))
 
 
