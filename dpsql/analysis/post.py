@@ -323,7 +323,7 @@ class _Rewriter:
     def _check_clauses(self, node: exp.Expr) -> None:
         for key in ("limit", "offset"):
             clause = node.args.get(key)
-            value = clause.args.get("expression") if isinstance(clause, exp.Limit) else clause.this if clause else None
+            value = clause.args.get("expression") if clause is not None else None
             if clause is not None and not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
                 raise refuse("DP119", f"{key.upper()} must be a non-negative integer literal", clause, self.ctx.sql,
                              f"write {key.upper()} 10", span=keyword_span(self.ctx.sql, key.upper()))
