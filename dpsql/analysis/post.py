@@ -353,7 +353,7 @@ class _Rewriter:
         names = names + [h.alias for h in hidden]
         plans = [self._set_items(s, items, names, keys) for s in sets]
         releasing = sum(1 for inner_items, _ in plans if inner_items)
-        share = set_share(releasing)
+        share = set_share(releasing) if releasing else Fraction(1)  # no release: constant rows only
         branches: list[exp.Select] = []
         self.kinds.append("grouping sets")
         for s, (inner_items, outer_items) in zip(sets, plans):
