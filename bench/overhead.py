@@ -82,6 +82,19 @@ QUERIES = (
         "SELECT region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
         f"{DP_OPTIONS} region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
     ),
+    # Post-processing over a release: the aggregate runs in the engine, the outer query over
+    # the released rows in the session's released-rows database (no extra cost).
+    Query(
+        "subquery",
+        "SELECT * FROM (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) t WHERE n > 100 ORDER BY n DESC LIMIT 3",
+        "SELECT * FROM (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) t WHERE n > 100 ORDER BY n DESC LIMIT 3",
+    ),
+    # UNION ALL of two aggregate queries: two releases, charged together.
+    Query(
+        "union",
+        "SELECT 'all' AS k, COUNT(*) AS n FROM people UNION ALL SELECT 'old', COUNT(*) FROM people WHERE age > 60",
+        "SELECT 'all' AS k, COUNT(*) AS n FROM people UNION ALL SELECT 'old', COUNT(*) FROM people WHERE age > 60",
+    ),
 )
 QUERY_TEXT = {q.label: q for q in QUERIES}
 

@@ -27,6 +27,7 @@ from dpsql.demo.people import ensure_demo
 from dpsql.errors import InterfaceError, ProgrammingError
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
 from dpsql.execution.median_layer import MedianMechanismLayers
 from dpsql.execution.noise import noise_info
@@ -105,6 +106,8 @@ class Session:
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
         statement, compiled = self.compile(sql, parameters)
+        if statement.kind != "explain" and isinstance(compiled, CompiledPost):
+            return compiled.cost
         if statement.kind == "explain" or not isinstance(compiled, CompiledQuery):
             return PrivacyCost.zero()
         return self._executor.cost_of(compiled)
@@ -162,6 +165,8 @@ class Session:
                 columns = ()
             elif isinstance(compiled, PublicQuery):
                 columns = self._executor.describe_public(compiled)
+            elif isinstance(compiled, CompiledPost):
+                columns, noisy = self._executor.describe_post(compiled)
             else:
                 columns = self._executor.describe_private(compiled)
                 noisy = tuple(info is not None for info in noise_info(compiled))
@@ -178,11 +183,15 @@ class Session:
                 return self._set(compiled)
             if isinstance(compiled, PublicQuery):
                 return self._executor.public(compiled)
+            if isinstance(compiled, CompiledPost):
+                return self._executor.execute_post(compiled)
             return self._executor.execute(compiled)
 
-    def _explain(self, compiled: CompiledQuery | PublicQuery | SetStatement) -> NoisyResult:
+    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement) -> NoisyResult:
         if isinstance(compiled, CompiledQuery):
             lines = self._executor.explain_lines(compiled)
+        elif isinstance(compiled, CompiledPost):
+            lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities)
         elif isinstance(compiled, PublicQuery):
             lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
         else:
@@ -213,6 +222,12 @@ class Session:
     def engine(self) -> Engine:
         """The session's engine (for progress callbacks and parity checks; it never returns raw rows to analysts)."""
         return self._engine
+
+    def interrupt(self) -> None:
+        """Stop the statement running now, in the engine or in the released-rows database of
+        post-processing queries (called from another thread: the server's statement_timeout)."""
+        self._engine.interrupt()
+        self._executor.released.interrupt()
 
     def close(self) -> None:
         """Release the engine and the ledger."""

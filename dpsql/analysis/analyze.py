@@ -11,6 +11,7 @@ from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
+from dpsql.analysis.post import analyze_post, needs_post
 from dpsql.analysis.rules import (
     SELECT_RULES,
     check_DP102_statement_kind,
@@ -21,19 +22,29 @@ from dpsql.analysis.rules import (
 from dpsql.errors import InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
 from dpsql.frontend.spans import span_of
+from dpsql.ir.post import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
 
 SETTINGS = frozenset({"epsilon", "delta"})
 
 
-def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement:
+def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement | PostQuery:
     """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
     tree, sql = statement.tree, statement.sql
     ctx = ctx.for_statement(sql)  # refusals point into this text
+    if needs_post(tree):  # outer queries over releases, UNION ALL, grouping sets (analysis/post.py)
+        assert isinstance(tree, exp.Query)
+        return analyze_post(tree, ctx, analyze_select)
     check_DP102_statement_kind(tree, sql)
     if isinstance(tree, exp.Set):
         return _setting(tree, ctx)
     assert isinstance(tree, exp.Select)
+    return analyze_select(tree, ctx)
+
+
+def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | PublicQuery:
+    """One SELECT over one table (or row-level relations over it), checked and bound."""
+    sql = ctx.sql
     public = public_tables(tree, ctx)
     if public is not None:
         _check_public(tree, sql)

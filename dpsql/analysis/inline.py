@@ -201,8 +201,8 @@ def _check_row_level(body: exp.Select, sql: str) -> None:
         aggregate = next((f for f in part.find_all(exp.Func) if is_aggregate(f)), None)
         if aggregate is not None:
             raise refuse("DP110", f"a subquery or CTE with an aggregate ({function_name(aggregate).upper()}) is not "
-                         "row-level: post-processing over released results is not accepted yet", aggregate, sql,
-                         "aggregate in the outer query over the row-level subquery")
+                         "row-level: an aggregated query is post-processed only as a FROM item of an outer query",
+                         aggregate, sql, "read it in the FROM of an outer query, or aggregate in the outer query")
     # The rules run on the flattened query, which keeps only the columns the outer query uses:
     # the functions and string sizes of every part of the body are checked here (DP113, DP125).
     check_functions(body, sql)

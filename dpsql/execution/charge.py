@@ -8,7 +8,7 @@ term (noise family and parameters) so that a tighter accountant can re-read the 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger
@@ -55,10 +55,15 @@ class Charger:
     def charge_query(self, compiled: CompiledQuery) -> None:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
-        mechanisms = (["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust] \
-            + (["partition_selection"] if plan.selection else [])
-        self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(mechanisms) or "laplace",
+        self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(_mechanisms(plan)) or "laplace",
                      query_params(plan), plan.cost)
+
+    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:
+        """Charge every release of a post-processing query in ONE ledger entry (their summed cost,
+        all loss terms), before any of them reads data: all or nothing."""
+        mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
+        params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
+        self._charge(query, plan_hash, "+".join(mechanisms) or "laplace", params, cost)
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
@@ -69,6 +74,11 @@ class Charger:
         self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
                            mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
                            accountant=self.accountant)
+
+
+def _mechanisms(plan: Plan) -> list[str]:
+    return (["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust] \
+        + (["partition_selection"] if plan.selection else [])
 
 
 def query_params(plan: Plan) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sqlglot import exp
 
@@ -30,8 +30,12 @@ from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.plan import Plan
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.printer import plan_text
+from dpsql.ir.post import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
 from dpsql.planner.plan import plan_query
+
+if TYPE_CHECKING:
+    from dpsql.execution.compiled_post import CompiledPost
 
 
 @dataclass(frozen=True)
@@ -175,10 +179,16 @@ def engine_relation(plan: Plan) -> str:
 
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
-) -> tuple[ParsedStatement, CompiledQuery | PublicQuery | SetStatement]:
-    """Parse, analyse and plan one statement. Pure: no data, no budget."""
+) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement]:
+    """Parse, analyse and plan one statement. Pure: no data, no budget (a CompiledPost:
+    post-processing over several releases)."""
     statement = parse_statement(sql, parameters)
     bound = analyze(statement, ctx)
+    if isinstance(bound, PostQuery):
+        # compiled_post builds on this module (CompiledQuery): imported here, not at the top.
+        from dpsql.execution.compiled_post import compile_post
+
+        return statement, compile_post(statement, bound)
     if isinstance(bound, BoundQuery):
         plan = plan_query(bound)
         return statement, CompiledQuery(statement, plan, engine_select(plan, engine_relation(plan)))

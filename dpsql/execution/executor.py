@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import Engine
+from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble, assemble_simple
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
+from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.post_run import describe_post, run_post
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
 from dpsql.ir.query import ColumnRef, PublicQuery
 from dpsql.mechanisms.rng import RandomSource
@@ -31,6 +34,7 @@ class Executor:
 
     def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False) -> None:
         self.calls = EngineCalls(engine, rng)
+        self.released = ReleasedDatabase()  # post-processing queries' released rows only (backend/released_db.py)
         self.charger = charger
         self._rng = rng
         # Counting queries on tables with a [median_mechanism] policy go to the layer first (docs/mechanisms.md).
@@ -45,6 +49,7 @@ class Executor:
     def close(self) -> None:
         """Stop background work before the engine closes."""
         self.calls.close()
+        self.released.close()
 
     # --- without data or budget -------------------------------------------------------------------
     def cost_of(self, compiled: CompiledQuery) -> PrivacyCost:
@@ -89,6 +94,23 @@ class Executor:
         self._dry_runs(compiled)
         self.charger.charge_query(compiled)
         # Charged: from here on, nothing is refunded, whatever happens.
+        return self._answer(compiled)
+
+    # --- post-processing over several releases (execution/post_run.py) ------------------------------
+    def execute_post(self, compiled: CompiledPost) -> NoisyResult:
+        """Answer a post-processing query: its releases (one charge), then the outer query."""
+        return run_post(self, compiled)
+
+    def describe_post(self, compiled: CompiledPost) -> tuple[tuple[ResultColumn, ...], tuple[bool, ...]]:
+        """Output columns of a post-processing query and which are noisy (no data, no budget)."""
+        return describe_post(self, compiled)
+
+    def dry_runs(self, compiled: CompiledQuery) -> None:
+        """A release's query-only checks, before the charge."""
+        self._dry_runs(compiled)
+
+    def answer(self, compiled: CompiledQuery) -> NoisyResult:
+        """A release's answer: ONLY after its charge (run_post charges all releases first)."""
         return self._answer(compiled)
 
     def _dry_runs(self, compiled: CompiledQuery) -> None:

@@ -378,7 +378,7 @@ class PgConnection:
         if route == "views" and tree is not None:
             columns, rows = session_views.query(tree, self.session, self._last, self.ctx.limits, params)
             return Answer(columns, rows, f"SELECT {len(rows)}")
-        with _statement_timeout(self.ctx.limits.statement_timeout, self.session.engine.interrupt):
+        with _statement_timeout(self.ctx.limits.statement_timeout, self.session.interrupt):
             result = self.session.execute(sql, list(params))
         if result.kind != "query":
             return _answer(result, False)

@@ -4,7 +4,8 @@ sees them: the selected person changes when one person is added, so the aggregat
 is no longer the policy's.
 
 Pass criterion: every such query is refused before the charge and before the engine runs (DP110
-subqueries and CTEs, DP108 window functions, DP121 DISTINCT, DP105 ordering by a private value),
+subqueries and CTEs, DP108 window functions, DP121 DISTINCT, DP105 ordering by a private value;
+an aggregated subquery is a release of its own, refused by its own rules, DP109 or DP107),
 with the same text on D and D'. A top-level HAVING, ORDER BY or LIMIT is post-processing of the
 noisy table: it is answered, and every released row satisfies the HAVING on its *released* value
 (a filter on the exact value would show as released counts that fail it).
@@ -25,8 +26,10 @@ SELECTING = [
     ("SELECT COUNT(*) FROM (SELECT *, row_number() OVER (ORDER BY income DESC) AS r FROM people) WHERE r = 1", "DP110"),
     ("SELECT COUNT(*) FROM (SELECT *, rank() OVER (PARTITION BY dept ORDER BY income) AS r FROM people) WHERE r = 1", "DP110"),
     ("SELECT SUM(s) FROM (SELECT SUM(income) OVER (PARTITION BY person_id) AS s FROM people)", "DP110"),
-    ("SELECT COUNT(*) FROM (SELECT dept FROM people GROUP BY dept HAVING MAX(income) > 400000)", "DP110"),
-    ("SELECT COUNT(*) FROM (SELECT person_id FROM people GROUP BY person_id HAVING COUNT(*) = 1)", "DP110"),
+    # An aggregated subquery is a release of its own (post-processing over released results): its
+    # own rules refuse it here (MAX has no mechanism; GROUP BY the privacy unit).
+    ("SELECT COUNT(*) FROM (SELECT dept FROM people GROUP BY dept HAVING MAX(income) > 400000)", "DP109"),
+    ("SELECT COUNT(*) FROM (SELECT person_id FROM people GROUP BY person_id HAVING COUNT(*) = 1)", "DP107"),
     ("WITH top AS (SELECT * FROM people ORDER BY income DESC LIMIT 1) SELECT COUNT(*) FROM top", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE income > (SELECT quantile_cont(income, 0.99) FROM people)", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE income = (SELECT MAX(income) FROM people)", "DP110"),

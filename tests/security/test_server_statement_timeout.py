@@ -51,3 +51,24 @@ def test_long_statement_is_cancelled_with_57014_and_the_charge_stands(tmp_path: 
     finally:
         stderr = server.stop()
     assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.slow
+def test_long_outer_query_over_released_rows_is_cancelled(tmp_path: Path, people_frame: pd.DataFrame) -> None:
+    # Post-processing runs in the session's released-rows database, not in the engine: the
+    # timeout interrupts it too (a cross product of released rows is the way to make it slow:
+    # 12^9 rows, far beyond the 10 s allowed; the first query, on a loaded machine, within them).
+    server = start_server(tmp_path, people_frame, "statement_timeout = 10\n")
+    try:
+        with psycopg.connect(server.dsn(), autocommit=True) as con:
+            con.execute("SELECT dept, COUNT(*) AS n FROM people GROUP BY dept").fetchall()  # the engine is warm
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled) as info:
+                con.execute("WITH t AS (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) SELECT SUM(a.n * b.n + c.n * d.n "
+                            "- e.n * f.n + g.n * h.n + i.n) FROM t a, t b, t c, t d, t e, t f, t g, t h, t i").fetchall()
+            assert time.monotonic() - started < 60
+            assert info.value.diag.sqlstate == "57014"
+            assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        stderr = server.stop()
+    assert "Traceback" not in stderr, stderr

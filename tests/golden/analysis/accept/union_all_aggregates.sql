@@ -1,2 +1,1 @@
--- expect: DP110
 SELECT COUNT(*) FROM people UNION ALL SELECT COUNT(*) FROM people

@@ -1,0 +1,66 @@
+"""PostQuery: an answer computed from differentially private releases only (post-processing).
+
+An outer query over aggregated subqueries or CTEs, a UNION ALL of aggregate queries, and
+GROUP BY ROLLUP / CUBE / GROUPING SETS are each a list of ordinary aggregate queries (one
+BoundQuery per release, charged like any query) and one outer query that reads the released
+tables by name and nothing else (grammar/semantic_rules.md, "Post-processing over released
+results" and "Grouping sets").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dpsql.ir.query import BoundQuery
+
+RELEASED_PREFIX = "__dpsql_released_"
+
+
+def released_name(index: int) -> str:
+    """The name of release `index` in the post-processing database."""
+    return f"{RELEASED_PREFIX}{index}"
+
+
+def released_column(position: int) -> str:
+    """The name of a released table's column `position` (positional: output names may repeat)."""
+    return f"__c{position}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasedInput:
+    """One DP release the outer query reads: an aggregate query and where it came from."""
+
+    name: str  # the released table's name in the post-processing database
+    query: BoundQuery
+    text: str  # the aggregate query as it runs (EXPLAIN)
+    role: str  # "subquery t", "CTE t", "UNION ALL branch", "grouping set (dept)", ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLineage:
+    """Where one output column of the outer query comes from.
+
+    `passthrough`: the column copies a released column unchanged (through filters, ORDER BY,
+    LIMIT, joins, UNION ALL), so each cell keeps the interval of the cell it copies. `sources`:
+    the released columns it reads, as (input index, column position). `noisy`: it depends on a
+    noisy value (False for group keys, constants and expressions of keys only).
+    """
+
+    passthrough: bool
+    sources: tuple[tuple[int, int], ...]
+    noisy: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PostQuery:
+    """Releases and the outer query over them (`lineage`: one entry per output column, or None
+    when dpsql could not trace it: every output is then treated as noisy, without an interval)."""
+
+    sql: str
+    kind: str  # "outer query", "UNION ALL", "set operation", "grouping sets", or several joined by " + "
+    inputs: tuple[ReleasedInput, ...]
+    outer: exp.Query
+    lineage: tuple[OutputLineage, ...] | None
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,1 @@
+SELECT dept, AVG(income) AS mean FROM people GROUP BY GROUPING SETS ((dept), ()) HAVING COUNT(*) > 10

@@ -1,0 +1,1 @@
+SELECT * FROM (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) t WHERE n > 100 ORDER BY n DESC LIMIT 3

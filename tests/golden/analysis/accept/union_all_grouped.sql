@@ -1,0 +1,1 @@
+SELECT dept, COUNT(*) AS n FROM people GROUP BY dept UNION ALL SELECT region, COUNT(*) AS n FROM people GROUP BY region ORDER BY n DESC LIMIT 5

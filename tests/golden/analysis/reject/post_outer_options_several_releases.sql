@@ -1,0 +1,2 @@
+-- expect: DP120
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) * FROM (SELECT COUNT(*) AS n FROM people) a, (SELECT COUNT(*) AS m FROM people WHERE age > 50) b

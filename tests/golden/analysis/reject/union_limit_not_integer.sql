@@ -1,0 +1,2 @@
+-- expect: DP119
+SELECT COUNT(*) FROM people UNION ALL SELECT COUNT(*) FROM people LIMIT 1.5
