@@ -195,7 +195,7 @@ class _JoinAnalysis:
     def _same_type(self, left: tuple[str, str], right: tuple[str, str], table: Table, node: exp.Expr) -> None:
         types = [self._part_table(a, table).columns[c].type for a, c in (left, right)]
         if types[0] != types[1] and not (types[0] in _NUMERIC and types[1] in _NUMERIC):
-            raise refuse("DP135", f"the join compares a {types[0]} column with a {types[1]} column", node, self.sql,
+            raise refuse("DP135", f"the join compares columns of different types ({types[0]} and {types[1]})", node, self.sql,
                          "join columns of the same type")
 
     def _part_table(self, alias: str, joining: Table) -> Table:
@@ -223,7 +223,11 @@ class _JoinAnalysis:
                          "compare a column: dept IN (SELECT name FROM depts)")
         names = {table.name, source.this.alias_or_name.lower()}
         for column in body.find_all(exp.Column):
-            if column.table and column.table.lower() not in names or table.column(column.name) is None:
+            if column.table and column.table.lower() not in names:
+                raise UnknownColumnError(f"'{column.sql()}' refers to a table the subquery does not read (correlated subqueries "
+                                         "are not accepted)", code="DP111", span=span_of(column, self.sql), sql=self.sql,
+                                         hint=f"name columns of {table.name} only inside IN (SELECT ...)")
+            if table.column(column.name) is None:
                 raise self._unknown(column, column.name, table)
         check_functions(body, self.sql)
         check_bounded_expressions(body, self.sql)
@@ -356,8 +360,9 @@ def _resolve(column: exp.Column, parts: list[JoinPart], sql: str) -> tuple[str, 
         raise UnknownColumnError(f"column '{name}' is in none of the joined tables", code="DP111", span=span_of(column, sql),
                                  sql=sql, hint=f"columns you may use: {known}")
     if len(having) > 1:
-        units = {p.table.privacy_unit for p in having}
-        if not (units == {name} and all(p.kind != "left" for p in having)):  # the shared unit of an inner join is one column
+        # The shared privacy unit, unqualified, is the first table's (as USING merges it; in a
+        # LEFT JOIN the right table's unit is NULL where nothing matched).
+        if {p.table.privacy_unit for p in having} != {name}:
             raise UnknownColumnError(f"column '{name}' is ambiguous: more than one joined table has it", code="DP111",
                                      span=span_of(column, sql), sql=sql, hint=f"qualify it: {having[0].alias}.{name}")
     return having[0].alias, name
