@@ -344,6 +344,10 @@ class _JoinAnalysis:
 def _resolve(column: exp.Column, parts: list[JoinPart], sql: str) -> tuple[str, str]:
     """(part alias, column name) of a column reference among the joined tables (DP111)."""
     name = column.name.lower()
+    db, catalog = column.args.get("db"), column.args.get("catalog")
+    if db is not None and db.name.lower() not in SCHEMAS or catalog is not None and catalog.name.lower() not in CATALOGS:
+        raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
+                                 span=span_of(column, sql), sql=sql, hint="qualify columns with a table or alias of the join")
     if column.table:
         part = next((p for p in parts if p.alias == column.table.lower()), None)
         if part is None:
