@@ -12,7 +12,7 @@ from typing import Mapping
 
 from sqlglot import exp
 
-from dpsql.ir.join import JoinedTable
+from dpsql.ir.join import JoinedTable, SemiJoin
 
 
 def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Select:
@@ -25,13 +25,7 @@ def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Selec
             seen.add(m.name)
             columns.append(exp.alias_(exp.column(m.column, table=m.part, quoted=True), m.name, quoted=True))
     for semi in table.semijoins:
-        keys = exp.select(exp.column(semi.key, quoted=True)).from_(
-            exp.Table(this=exp.to_identifier(relations[semi.table.name], quoted=True),
-                      alias=exp.TableAlias(this=exp.to_identifier(semi.table.name, quoted=True))))
-        if semi.where is not None:
-            keys = keys.where(_quoted(semi.where))
-        test = exp.In(this=exp.column(semi.column, table=semi.part, quoted=True), query=keys.subquery())
-        columns.append(exp.alias_(test, semi.name, quoted=True))
+        columns.append(exp.alias_(_in_predicate(semi, relations[semi.table.name]), semi.name, quoted=True))
     first = table.parts[0]
     select = exp.select(*columns).from_(_relation(relations[first.table.name], first.alias))
     for part in table.parts[1:]:
@@ -40,6 +34,27 @@ def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Selec
         select = select.join(_relation(relations[part.table.name], part.alias), on=condition,
                              join_type="LEFT" if part.kind == "left" else "INNER")
     return select
+
+
+def _in_predicate(semi: SemiJoin, relation: str) -> exp.Expr:
+    """`column IN (SELECT key FROM public WHERE ...)` with SQL's three-valued result written out,
+    so every engine gives the same value (Spark makes `NULL IN (subquery)` false, DuckDB NULL):
+    TRUE when a non-NULL key equals the value; NULL when the value is NULL and the set is not
+    empty, or the set holds a NULL key; else FALSE."""
+    key = exp.column(semi.key, quoted=True)
+    value = exp.column(semi.column, table=semi.part, quoted=True)
+
+    def rows(*conditions: exp.Expr) -> exp.Select:
+        select = exp.select(key.copy()).from_(exp.Table(this=exp.to_identifier(relation, quoted=True),
+                                                         alias=exp.TableAlias(this=exp.to_identifier(semi.table.name, quoted=True))))
+        parts = ([_quoted(semi.where)] if semi.where is not None else []) + list(conditions)
+        return select.where(exp.and_(*parts)) if parts else select
+
+    null = exp.Is(this=key.copy(), expression=exp.Null())
+    found = exp.In(this=value.copy(), query=rows(exp.Not(this=null.copy())).subquery())
+    unknown = exp.or_(exp.and_(exp.Is(this=value.copy(), expression=exp.Null()), exp.Exists(this=rows())),
+                      exp.Exists(this=rows(null.copy())))
+    return exp.Case(ifs=[exp.If(this=found, true=exp.true()), exp.If(this=unknown, true=exp.Null())], default=exp.false())
 
 
 def _relation(name: str, alias: str) -> exp.Table:
