@@ -349,7 +349,11 @@ def _resolve(column: exp.Column, parts: list[JoinPart], sql: str) -> tuple[str, 
         raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
                                  span=span_of(column, sql), sql=sql, hint="qualify columns with a table or alias of the join")
     if column.table:
-        part = next((p for p in parts if p.alias == column.table.lower()), None)
+        qualifier = column.table.lower()
+        # Its alias, or (as for one table) the table's name when one joined table has that name.
+        part = next((p for p in parts if p.alias == qualifier), None)
+        named = [p for p in parts if p.table.name == qualifier]
+        part = part if part is not None else named[0] if len(named) == 1 else None
         if part is None:
             raise UnknownColumnError(f"'{column.sql()}' refers to a table the query does not read", code="DP111",
                                      span=span_of(column, sql), sql=sql, hint="qualify columns with a table or alias of the join")
