@@ -27,6 +27,7 @@ from sqlglot import exp
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name
+from dpsql.analysis.public_facts import PublicFacts
 from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
 from dpsql.catalog.model import Column, Table
 from dpsql.errors import UnknownColumnError, UnknownTableError
@@ -128,7 +129,7 @@ class _JoinAnalysis:
                          "all of their other rows", join, self.sql,
                          "read the table once; aggregate its rows directly or with CASE and FILTER")
         alias = self._alias(node)
-        pairs = self._using(using, table, alias) if using else self._on(on, table, alias)
+        pairs = self._using(using, table, alias) if using else self._on(on, table, alias) if on is not None else ()
         part_kind: JoinKind = "left" if side == "LEFT" else "inner"
         if table.public:
             fanout = self._facts(join).max_fanout(table, tuple(dict.fromkeys(c for _, _, c in pairs)))
@@ -137,7 +138,7 @@ class _JoinAnalysis:
         self._check_unit(table, pairs, join)
         self.parts.append(JoinPart(table=table, alias=alias, kind=part_kind, on=pairs))
 
-    def _facts(self, node: exp.Expr):  # type: ignore[no-untyped-def]
+    def _facts(self, node: exp.Expr) -> PublicFacts:
         if self.ctx.facts is None:
             raise refuse("DP139", "a join with a public table needs the public table's rows (its fan-out and domains), and this "
                          "compilation has no session to read them", node, self.sql, "run the query in a dpsql session")

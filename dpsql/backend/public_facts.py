@@ -53,7 +53,13 @@ class EnginePublicFacts:
         if not rows or rows[0][0] is None:
             return None
         low, high = rows[0]
-        return Fraction(low), Fraction(high)  # type: ignore[arg-type]
+        return _fraction(low), _fraction(high)
+
+
+def _fraction(value: object) -> Fraction:
+    if isinstance(value, (int, float, str)):
+        return Fraction(value)
+    return Fraction(str(value))  # a DECIMAL
 
 
 def _scalar(value: object) -> Scalar:
