@@ -60,6 +60,10 @@ def join_relation(select: exp.Select, ctx: AnalysisContext) -> tuple[exp.Select,
     from_ = select.args.get("from_")
     if not joins and not semis or from_ is None or select.args.get("laterals"):
         return None
+    for node in select.find_all(exp.Subquery, exp.Exists):  # other subqueries in expressions stay refused
+        if not any(node is semi.args["query"] for semi in semis) and node.find_ancestor(exp.From, exp.Join) is None:
+            raise refuse("DP110", "subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)",
+                         node, ctx.sql, "filter with IN (SELECT ...) over a public table, or join the table")
     return _JoinAnalysis(ctx).run(select, joins, semis)
 
 

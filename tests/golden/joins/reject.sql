@@ -81,3 +81,11 @@ DP111: column 'floor' is ambiguous: more than one joined table has it
 WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t JOIN visits v ON t.person_id = v.person_id;
 DP110: a join reads tables of the policy by name, not subqueries or CTEs
 ;
+
+SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE EXISTS (SELECT 1 FROM depts);
+DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+;
+
+SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
+DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+;
