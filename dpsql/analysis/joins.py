@@ -330,7 +330,15 @@ class _JoinAnalysis:
             lines.append(f"Semi-join {semi.part}.{semi.column} IN (SELECT {semi.key} FROM {semi.table.name}"
                          f"{' WHERE ' + semi.where.sql(dialect=Dpsql) if semi.where is not None else ''}): public table, read exactly; adds no rows")
         factors = " x ".join(str(p.fanout if p.table.public else p.table.max_rows) for p in self.parts)
-        lines.append(f"Joined rows per person: at most {factors} = {max_rows} (bounded again after the join)")
+        caps = [p.table.join_max_rows for p in self.parts if not p.table.public and p.table.join_max_rows is not None]
+        if len(self.parts) > 1 and caps and min(caps) < max_rows:
+            # The data owner's smaller limit for joins: the bound after the join keeps that many
+            # rows per person (chosen by the keyed hash), so every sensitivity uses it.
+            lines.append(f"Joined rows per person: at most {factors} = {max_rows}, kept to join_max_rows = {min(caps)} "
+                         "by the bound after the join")
+            max_rows = min(caps)
+        else:
+            lines.append(f"Joined rows per person: at most {factors} = {max_rows} (bounded again after the join)")
         public = {p.alias: p.table for p in self.parts if p.table.public}
         for m in mapping:  # facts are read for the public columns the query uses
             if m.part in public and m.name in used:

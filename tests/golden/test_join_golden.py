@@ -44,6 +44,7 @@ dept = { type = "text" }
 [tables.visits]
 privacy_unit = "person_id"
 max_rows = 3
+join_max_rows = 4
 [tables.visits.columns]
 person_id = { type = "int" }
 site = { type = "text", values = ["north", "south"] }

@@ -241,3 +241,20 @@ def test_control_the_dp_check_catches_a_join_without_the_fanout_factor(policy_pa
     drop_bound_after_join(monkeypatch)
     counts = event_counts(policy_path, engines, CONTROL_RUNS)
     assert violates(*counts["hi"], CONTROL_RUNS), counts
+
+
+def test_join_max_rows_caps_what_one_person_moves(tmp_path: Path) -> None:
+    # visits declares join_max_rows = 4 < 2 x 3: the plan states 4, and the bound after the join
+    # keeps 4 of the new person's 6 joined rows, so the count moves by exactly 4.
+    text = POLICY.replace("max_rows = 3\n[tables.visits.columns]", "max_rows = 3\njoin_max_rows = 4\n[tables.visits.columns]")
+    assert text != POLICY
+    path = tmp_path / "policy.toml"
+    path.write_text(text, encoding="utf-8")
+    policy = load_policy(path)
+    capped = {name: DuckDBEngine(policy, None, tables) for name, tables in frames().items()}
+    try:
+        assert stated_sensitivities(path, capped["D"], EXACT_QUERIES[3]) == [4]
+        assert l1_changes(path, capped, EXACT_QUERIES[3]) == [4.0]
+    finally:
+        for engine in capped.values():
+            engine.close()
