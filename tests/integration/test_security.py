@@ -111,7 +111,7 @@ REFUSED = [
     ("SELECT COUNT(*) FROM people UNION SELECT COUNT(*) FROM people", "DP110"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people LIMIT 5)", "DP110"),
     ("SELECT COUNT(*) FROM secret.people", "DP103"),
-    ("SELECT COUNT(*) FROM people p JOIN people q ON p.person_id = q.person_id", "DP110"),
+    ("SELECT COUNT(*) FROM people p JOIN people q ON p.person_id = q.person_id", "DP137"),  # a self-join: its own code now
     ("WITH x AS (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) SELECT COUNT(*) FROM x", "DP110"),
     ("WITH x AS (SELECT *, row_number() OVER () AS r FROM people) SELECT COUNT(*) FROM x WHERE r = 1", "DP110"),
     ("SELECT COUNT(*) FROM people; SELECT 1", "DP101"),
