@@ -115,7 +115,6 @@ class _JoinAnalysis:
 
     def _join(self, join: exp.Join) -> None:
         node = join.this
-        table = self._table(node)
         kind, side, method = (join.args.get(k) for k in ("kind", "side", "method"))
         on, using = join.args.get("on"), join.args.get("using")
         word = " ".join(w for w in (method, side, kind) if w) or "JOIN"
@@ -128,6 +127,7 @@ class _JoinAnalysis:
                          "are multiplied without bound", join, self.sql,
                          "join on the privacy unit or a public table's key: JOIN visits v ON p.person_id = v.person_id",
                          span=span_of(join, self.sql) or keyword_span(self.sql, "JOIN"))
+        table = self._table(node)  # the join's shape is checked first: a cross join is refused whatever it reads
         if not table.public and any(p.table.name == table.name for p in self.parts):
             raise refuse("DP137", f"the private table '{table.name}' is read twice: a self-join pairs each of a person's rows with "
                          "all of their other rows", join, self.sql,
