@@ -22,7 +22,8 @@ this process, with time.perf_counter:
    release, post-processing SQL, result assembly), by wrapping the session's objects in this
    process only; "outside engine" = total minus the engine's aggregate query and bounding.
 4. Fixed per-query overhead on a 1,000-row table, where DuckDB's own work is negligible.
-5. Error at epsilon = 1 with the real (cryptographic) noise: COUNT(*) and SUM(income), --error-runs
+5. Error at epsilon = 1 with the real (cryptographic) noise: COUNT(*), SUM(income) and COUNT(*) over
+   the public and the private join, --error-runs
    releases on one connection, mean absolute error vs the exact answer computed by raw DuckDB,
    next to the theoretical E|X| of discrete Laplace, 2p / (1 - p^2) with p = exp(-1/b).
 """
@@ -53,7 +54,7 @@ import duckdb
 import dpsql
 import dpsql.execution.executor as dpsql_executor
 from dpsql.backend.files import write_parquet
-from dpsql.demo.people import DEFAULT_SEED, DEMO_VERSION, PARQUET_NAME, POLICY_NAME, generate_people, policy_text
+from dpsql.demo.people import DEFAULT_SEED, DEMO_VERSION, DEPTS, PARQUET_NAME, POLICY_NAME, REGIONS, generate_people, policy_text
 
 HERE = Path(__file__).resolve().parent
 TINY_ROWS = 1000
@@ -95,7 +96,39 @@ QUERIES = (
         "SELECT 'all' AS k, COUNT(*) AS n FROM people UNION ALL SELECT 'old', COUNT(*) FROM people WHERE age > 60",
         "SELECT 'all' AS k, COUNT(*) AS n FROM people UNION ALL SELECT 'old', COUNT(*) FROM people WHERE age > 60",
     ),
+    # a public lookup table (unique key: many-to-one, the sensitivity is kept); its floors are
+    # the public domain of the group key
+    Query(
+        "public-join",
+        "SELECT d.floor, COUNT(*), AVG(p.income) FROM people p JOIN depts d ON p.dept = d.name GROUP BY d.floor",
+        "SELECT d.floor, COUNT(*), AVG(p.income) FROM people p JOIN depts d ON p.dept = d.name GROUP BY d.floor",
+    ),
+    # a second private table on the privacy unit (`visits`: the same file under its own policy
+    # entry): each person's joined rows are bounded by 3 x 3
+    Query(
+        "private-join",
+        "SELECT v.region, COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id GROUP BY v.region",
+        "SELECT v.region, COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id GROUP BY v.region",
+    ),
 )
+DEPTS_NAME = "depts.parquet"
+PUBLIC_ON = "p.dept = d.name"
+JOIN_TABLES = f"""
+[tables.visits]
+privacy_unit = "person_id"
+max_rows = 3
+source = "{PARQUET_NAME}"
+[tables.visits.columns]
+person_id = {{ type = "int" }}
+region = {{ type = "text", values = [{", ".join(f'"{r}"' for r in REGIONS)}] }}
+
+[tables.depts]
+public = true
+source = "{DEPTS_NAME}"
+[tables.depts.columns]
+name = {{ type = "text" }}
+floor = {{ type = "int" }}
+"""
 QUERY_TEXT = {q.label: q for q in QUERIES}
 
 
@@ -153,7 +186,21 @@ def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
     else:
         log(f"  reusing {parquet} ({parquet.stat().st_size / 2**20:.1f} MiB)")
     policy.write_text(bench_policy_text(), encoding="utf-8")  # cheap: always current
+    # The join queries' policy declares the joined tables too; a separate file, so that the other
+    # queries' first runs do not also wait for `visits` being bounded at connect.
+    join_policy(policy).write_text(bench_policy_text() + JOIN_TABLES, encoding="utf-8")
+    import pandas  # the public lookup table of the join queries: one floor per department
+    write_parquet(pandas.DataFrame({"name": list(DEPTS), "floor": [i % 4 + 1 for i in range(len(DEPTS))]}), directory / DEPTS_NAME)
     return parquet, policy
+
+
+def join_policy(policy: Path) -> Path:
+    """The policy file of the join queries (next to `policy`)."""
+    return policy.with_name("policy-joins.toml")
+
+
+def policy_for(policy: Path, query: Query) -> Path:
+    return join_policy(policy) if query.label.endswith("join") else policy
 
 
 # --- stage timing of dpsql ---------------------------------------------------------------------
@@ -254,6 +301,9 @@ class RawRunner:
         started = time.perf_counter()
         self.con.execute(f"CREATE {kind} people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
         self.setup = time.perf_counter() - started
+        # The join queries' other tables: `visits` is the same data (people's policy entry twice).
+        self.con.execute(f"CREATE {kind} visits AS SELECT * FROM people")
+        self.con.execute(f"CREATE {kind} depts AS SELECT * FROM read_parquet({sql_string(str(parquet.parent / DEPTS_NAME))})")
         self.first = 0.0
         self.warm: list[float] = []
 
@@ -305,7 +355,7 @@ def measure(parquet: Path, policy: Path, query: Query, runs: int, modes: tuple[s
         for mode in modes:
             raws[mode] = RawRunner(parquet, mode)
             raws[mode].first = raws[mode].run(query.raw)
-        dp = DpRunner(policy)
+        dp = DpRunner(policy_for(policy, query))
         dp.first, dp.first_stages = dp.run(query.dp)
         for runner in raws.values():
             runner.run(query.raw)  # warm-up
@@ -402,7 +452,7 @@ def bench_fixed(parquet: Path, policy: Path, runs: int) -> None:
     rows = []
     stage_rows = []
     for query in QUERIES:
-        con = dpsql.connect(policy=str(policy))
+        con = dpsql.connect(policy=str(policy_for(policy, query)))
         try:
             compile_cold, compile_warm = time_compile(con.session, query.dp, compile_runs)
         finally:
@@ -445,17 +495,24 @@ def bench_error(parquet: Path, policy: Path, runs: int) -> None:
         ).fetchone()
         exact_count = raw.execute("SELECT COUNT(*) FROM people").fetchone()[0]
         exact_sum = raw.execute("SELECT SUM(income) FROM people").fetchone()[0]
+        raw.execute(f"CREATE TABLE depts AS SELECT * FROM read_parquet({sql_string(str(parquet.parent / DEPTS_NAME))})")
+        exact_public = raw.execute(f"SELECT COUNT(*) FROM people p JOIN depts d ON {PUBLIC_ON}").fetchone()[0]
+        exact_private = raw.execute("SELECT COUNT(*) FROM people p JOIN people v ON p.person_id = v.person_id").fetchone()[0]
     finally:
         raw.close()
     log(f"Exact answers by raw DuckDB on the full table; at most {max_rows} rows per person and {null_units}")
     log("rows without a person, so bounding to max_rows = 3 drops no row and the exact answers equal")
-    log("the answers on the bounded relation.")
-    con = dpsql.connect(policy=str(policy))  # one connection, secure noise, huge budget
+    log("the answers on the bounded relation (the joins' bounds, 3 x 1 and 3 x 3, drop none either).")
+    con = dpsql.connect(policy=str(join_policy(policy)))  # one connection, secure noise, huge budget
     try:
         results = []
         for label, sql, exact in (
             ("COUNT(*)", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people", exact_count),
             ("SUM(income)", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) SUM(income) FROM people", exact_sum),
+            ("COUNT(*) public join", f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people p JOIN depts d ON {PUBLIC_ON}",
+             exact_public),
+            ("COUNT(*) private join", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people p "
+             "JOIN visits v ON p.person_id = v.person_id", exact_private),
         ):
             _, compiled = con.session.compile(sql)
             release = compiled.plan.releases[0]
@@ -486,7 +543,7 @@ def bench_error(parquet: Path, policy: Path, runs: int) -> None:
 def profile(policy: Path, label: str, runs: int) -> None:
     """Profile warm dpsql runs of one query: cProfile (cumulative, tottime) and pyinstrument if installed."""
     sql = QUERY_TEXT[label].dp
-    con = dpsql.connect(policy=str(policy))
+    con = dpsql.connect(policy=str(policy_for(policy, QUERY_TEXT[label])))
     try:
         cursor = con.cursor()
         cursor.execute(sql).fetchall()  # first: materialises the bounded relation

@@ -21,6 +21,7 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend import engines
 from dpsql.backend.engine import Engine
+from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
@@ -68,6 +69,7 @@ class Session:
         self._lock = threading.RLock()
         self._default = policy.budget.default_query
         self._plans: dict[tuple[Any, ...], Any] = {}
+        self._facts = EnginePublicFacts(engine)  # joins read public tables' fan-outs and domains (free)
         charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
         self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
         self.closed = False
@@ -134,10 +136,10 @@ class Session:
             key = (sql, tuple(parameters or ()), self._default)
             hash(key)
         except TypeError:
-            return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+            return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default, facts=self._facts))
         compiled = self._plans.get(key)
         if compiled is None:
-            compiled = compile_statement(sql, parameters, AnalysisContext(self.policy, self._default))
+            compiled = compile_statement(sql, parameters, AnalysisContext(self.policy, self._default, facts=self._facts))
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = compiled

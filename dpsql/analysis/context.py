@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.analysis.public_facts import PublicFacts
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import InvalidOptionError, Span, UnsupportedQueryError
 from dpsql.frontend.spans import span_of
@@ -20,10 +21,11 @@ class AnalysisContext:
     policy: Policy
     default_budget: PrivacyCost
     sql: str = ""
+    facts: PublicFacts | None = None  # exact facts of public tables (joins); None: compiling without a session
 
     def for_statement(self, sql: str) -> AnalysisContext:
         """The same context for one statement's text."""
-        return AnalysisContext(self.policy, self.default_budget, sql)
+        return AnalysisContext(self.policy, self.default_budget, sql, self.facts)
 
     def span(self, node: exp.Expr) -> Span | None:
         """Where `node` is in the statement's text."""

@@ -34,9 +34,11 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
+from dpsql.backend.join_sql import joined_select
 from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, bounded_select, key_heavy_select, keyed_select, source_select
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
+from dpsql.ir.join import JoinedTable
 
 ENGINE_FAILED = (
     "the engine failed while computing this answer; the message is withheld because engine "
@@ -265,6 +267,13 @@ class Engine:
         """Register the table and create its typed source view once per session; return the view."""
         with self._lock:
             name = source_name(table)
+            if name not in self._relations and isinstance(table, JoinedTable):
+                # A join's rows: its private parts' bounded relations (built first by the caller,
+                # with their own seeds) and its public tables' sources (ir/join.py: why bounded).
+                assert all(bounded_name(t) in self._relations for t in table.private_parts)
+                select = joined_select(table, self._join_relations(table, bounded_name))
+                self._private(lambda: self.backend.materialize(name, select, view=True))
+                self._relations.add(name)
             if name not in self._relations:
                 self.backend.register(table, raw_name(table))
                 select = source_select(table, exp.to_identifier(raw_name(table), quoted=True))
@@ -324,10 +333,7 @@ class Engine:
                 raise UnsupportedQueryError(f"the engine rejects this query: {_strip_class(reason)}", code="DP123",
                                             hint="rewrite the expression named above; nothing was charged")
             self._probe_constants(select)
-            name = empty_name(table)
-            if name not in self._relations:
-                self._setup(lambda: self.backend.materialize(name, self._dry_relation(table)))
-                self._relations.add(name)
+            name = self._empty(table)
             keyed = empty_keyed_name(table)
             if keyed not in self._relations:
                 flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
@@ -361,10 +367,30 @@ class Engine:
             raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                         hint="fix the pattern or format named above; nothing was charged")
 
+    def _join_relations(self, table: JoinedTable, private: Callable[[Table], str]) -> dict[str, str]:
+        """The session relation of each table a join reads: `private(t)` for a private table, the
+        typed source view for a public one (read exactly)."""
+        found = {t.name: private(t) for t in table.private_parts}
+        found.update({t.name: self.ensure_source(t) for t in table.public_tables})
+        return found
+
+    def _empty(self, table: Table) -> str:
+        name = empty_name(table)
+        if name not in self._relations:
+            self._setup(lambda: self.backend.materialize(name, self._dry_relation(table)))
+            self._relations.add(name)
+        return name
+
     def _dry_relation(self, table: Table) -> exp.Select:
         """The dry-run table: empty where the engine checks constants when it binds the query
         (DuckDB), else one row of public dummy values (Spark compiles a constant pattern or format
-        only at its first row). Never a row of the data."""
+        only at its first row). Never a row of the data. A join's dry-run table is its join over
+        its parts' dry-run tables: the join SQL itself is checked before the charge."""
+        if isinstance(table, JoinedTable):
+            joined = joined_select(table, self._join_relations(table, self._empty))
+            if "bind_time_checks" in self.capabilities:
+                return exp.select("*").from_(joined.subquery("__joined")).limit(0)
+            return joined
         source = exp.to_identifier(self.ensure_source(table), quoted=True)
         if "bind_time_checks" in self.capabilities:
             return exp.select("*").from_(source).limit(0)

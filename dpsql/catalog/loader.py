@@ -32,7 +32,8 @@ from dpsql.errors import CatalogError
 TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine", "server"})
 ENGINE_KEYS = frozenset({"memory_limit", "threads"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
-PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "source", "table", "columns", "median_mechanism"})
+PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
+                                "median_mechanism"})
 PUBLIC_TABLE_KEYS = frozenset({"public", "source", "table", "columns"})
 COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision"})
 ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
@@ -220,7 +221,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     if unit.lower() not in columns:
         raise where.error(f"{prefix}.privacy_unit", f"names '{unit}', which is not a declared column")
     limits = {}
-    for key in ("max_rows", "max_groups"):
+    for key in ("max_rows", "max_groups", "join_max_rows"):
         value = spec.get(key, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise where.error(f"{prefix}.{key}", "must be an integer >= 1")
@@ -233,6 +234,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         privacy_unit=unit.lower(),
         max_rows=limits["max_rows"],
         max_groups=limits["max_groups"],
+        join_max_rows=limits["join_max_rows"] if "join_max_rows" in spec else None,
         source=source_path,
         engine_table=engine_table,
         median_mechanism=mm,

@@ -142,6 +142,7 @@ class Table:
     source: Path | str | None = None  # a file path, or a URI a cluster reads (s3a://...)
     median_mechanism: MedianMechanismConfig | None = None
     engine_table: str | None = None  # a table the engine already holds (a Spark catalog table, an attached DuckDB's)
+    join_max_rows: int | None = None  # rows kept per person of a join with this table (None: the product of the limits)
 
     def column(self, name: str) -> Column | None:
         """The declared column of that name (case-insensitive), or None."""

@@ -23,10 +23,12 @@ from dpsql.backend.engine import (
     keyed_name,
     source_name,
 )
+from dpsql.backend.join_sql import joined_select
 from dpsql.backend.postsql import post_select
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
 from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.frontend.parse import ParsedStatement, parse_statement
+from dpsql.ir.join import JoinedTable
 from dpsql.ir.plan import Plan
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.printer import plan_text
@@ -135,6 +137,11 @@ class CompiledQuery:
         engine = "" if dialect == "duckdb" else f" ({dialect})"
         lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
                  f"Engine SQL{engine}:"]
+        if isinstance(table, JoinedTable):  # the parts' bounded relations, then the join's rows
+            for part in table.private_parts:
+                lines.append(f"  {bounded_name(part)} := {render(bounded_select(part, source_name(part)), dialect)}")
+            relations = {t.name: bounded_name(t) for t in table.private_parts} | {t.name: source_name(t) for t in table.public_tables}
+            lines.append(f"  {source_name(table)} := {render(joined_select(table, relations), dialect)}")
         lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table)), dialect)}")
         if self.keyed_columns:
             name = keyed_name(table, self.keyed_columns)

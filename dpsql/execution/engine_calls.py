@@ -17,6 +17,7 @@ from sqlglot import exp
 from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name
 from dpsql.catalog.model import Table
 from dpsql.errors import Error
+from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import RandomSource
 
 SEED_BOUND = 2**62
@@ -102,7 +103,11 @@ class EngineCalls:
 
     # --- private data (after the charge) -------------------------------------------------------
     def bounded(self, table: Table) -> str:
-        """The session's bounded relation of a table (its secret seed drawn once per session)."""
+        """The session's bounded relation of a table (its secret seed drawn once per session). A
+        join's private tables are bounded first, each with its own seed, then the joined rows."""
+        if isinstance(table, JoinedTable):
+            for part in table.private_parts:
+                self.bounded(part)
         self._wait(table)
         if table.name not in self.seeds:
             self.seeds[table.name] = self._rng.randbelow(SEED_BOUND)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dpsql.ir.join import JoinedTable
 from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing
@@ -24,6 +25,8 @@ def plan_text(plan: Plan) -> list[str]:
     """The plan as lines of text."""
     query, bounding = plan.query, plan.bounding
     lines = [f"Scan {query.table.name} (private; privacy unit {bounding.unit})"]
+    if isinstance(query.table, JoinedTable):  # what the joined relation reads, and its max_rows
+        lines.extend(f"  {line}" for line in query.table.explain)
     lines.append(f"  BoundContribution: at most {bounding.max_rows} row(s) per {bounding.unit} (keyed hash, secret seed)")
     if query.where is not None:
         lines.append(f"  Filter: {query.where.sql(dialect='duckdb')} (row-level; an error on a row makes it false)")

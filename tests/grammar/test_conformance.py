@@ -25,6 +25,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,7 +37,7 @@ from lark.lexer import PatternStr, TerminalDef
 import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.demo.people import generate_people, policy_text
+from dpsql.demo.people import DEPTS, generate_people, policy_text
 from dpsql.errors import Error
 from dpsql.execution.compiled import compile_statement
 
@@ -157,13 +158,38 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text, n_delta = re.subn(r"(?m)^delta = \S+", "delta = 0.99", text)
     assert n_eps == 1 and n_delta == 1, "the demo policy template changed: update this fixture"
     path = tmp_path_factory.mktemp("grammar") / "policy.toml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(text + JOIN_TABLES, encoding="utf-8")
     return path
 
 
-def _run(sql: str, policy: Path, people: object) -> str:
+# The grammar's joined tables (grammar/dpsql.lark, "Joins"): a private table sharing the privacy
+# unit, and a public lookup of the demo's departments (two floors for one name: fan-out 2).
+JOIN_TABLES = """
+[tables.visits]
+privacy_unit = "person_id"
+max_rows = 2
+[tables.visits.columns]
+person_id = { type = "int" }
+site = { type = "text" }
+
+[tables.depts]
+public = true
+[tables.depts.columns]
+name = { type = "text" }
+floor = { type = "int" }
+"""
+
+
+def join_tables(people: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    ids = people["person_id"]
+    visits = pd.DataFrame({"person_id": ids, "site": ["a" if i % 2 else "b" for i in ids]})
+    names = [*DEPTS, DEPTS[0]]
+    return {"visits": visits, "depts": pd.DataFrame({"name": names, "floor": list(range(1, len(names) + 1))})}
+
+
+def _run(sql: str, policy: Path, people: pd.DataFrame) -> str:
     """'answered', or the refusal code; raises AssertionError on a disagreement."""
-    connection = dpsql.connect(policy=str(policy), tables={"people": people}, random_seed=1)
+    connection = dpsql.connect(policy=str(policy), tables={"people": people, **join_tables(people)}, random_seed=1)
     try:
         cursor = connection.cursor()
         cursor.execute(sql)

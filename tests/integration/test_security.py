@@ -111,9 +111,9 @@ REFUSED = [
     ("SELECT age FROM people UNION SELECT age FROM people", "DP126"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people LIMIT 5)", "DP110"),
     ("SELECT COUNT(*) FROM secret.people", "DP103"),
-    ("SELECT COUNT(*) FROM people p JOIN people q ON p.person_id = q.person_id", "DP110"),
     ("WITH x AS (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) SELECT x.n, p.age FROM x JOIN people p ON x.dept = p.dept",
      "DP126"),
+    ("SELECT COUNT(*) FROM people p JOIN people q ON p.person_id = q.person_id", "DP137"),  # a self-join: its own code now
     ("WITH x AS (SELECT *, row_number() OVER () AS r FROM people) SELECT COUNT(*) FROM x WHERE r = 1", "DP110"),
     ("SELECT COUNT(*) FROM people; SELECT 1", "DP101"),
     ("SELEC COUNT(*) FROM people", "DP100"),

@@ -1,2 +1,2 @@
--- expect: DP110
+-- expect: DP135
 SELECT COUNT(*) FROM people, people AS b

@@ -1,0 +1,170 @@
+SELECT s.city, COUNT(*) FROM visits v JOIN sites s ON v.site = s.site GROUP BY s.city;
+Scan visits_join_d0ed50646a3c (private; privacy unit person_id)
+  Scan visits AS v: private, its bounded relation (at most 3 row(s) per person_id)
+  Join INNER sites AS s ON v.site = s.site: public table, read exactly; many-to-one (each key matches at most 1 row): the sensitivity is kept
+  Joined rows per person: at most 3 x 1 = 3 (bounded again after the join)
+  BoundContribution: at most 3 row(s) per person_id (keyed hash, secret seed)
+  GroupBy: city (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 3, scale 3, epsilon 1, 95% +-9
+  Output city: group key
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
+  Note: GROUP BY city: all 2 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
+  __dpsql_source_visits_join_d0ed50646a3c := SELECT "v"."person_id" AS "person_id", "v"."site" AS "site", "v"."minutes" AS "minutes", "s"."site" AS "s_site", "s"."city" AS "city" FROM "__dpsql_bounded_visits" AS "v" INNER JOIN "__dpsql_source_sites" AS "s" ON "v"."site" = "s"."site"
+  __dpsql_bounded_visits_join_d0ed50646a3c := SELECT "person_id", "site", "minutes", "s_site", "city" FROM "__dpsql_source_visits_join_d0ed50646a3c" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits_join_d0ed50646a3c" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes", "s_site", "city" FROM (SELECT "person_id", "site", "minutes", "s_site", "city", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT), CAST("s_site" AS TEXT), CAST("city" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST, "s_site" ASC NULLS FIRST, "city" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits_join_d0ed50646a3c" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits_join_d0ed50646a3c" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
+  SELECT "city" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_visits_join_d0ed50646a3c" GROUP BY "city"
+Bounded relation of visits_join_d0ed50646a3c: built by the first query that reads it
+;
+
+SELECT d.floor, COUNT(*), SUM(d.floor) FROM people p JOIN depts d ON p.dept = d.name GROUP BY d.floor;
+Scan people_join_f74d6ae5b6c4 (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Join INNER depts AS d ON p.dept = d.name: public table, read exactly; one-to-many (a key matches up to 2 rows): each person's row count is multiplied by 2
+  Joined rows per person: at most 2 x 2 = 4 (bounded again after the join)
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  GroupBy: floor (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 8, epsilon 0.5, 95% +-24
+  Release __r1 = SUM(round(clamp(floor, 1, 4) / 1) - 0): discrete Laplace, sensitivity 16, scale 32, epsilon 0.5, 95% +-96
+  Output floor: group key
+  Output COUNT(*): from COUNT(*)
+  Output SUM("floor"): from SUM("floor")
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+  Note: GROUP BY floor: all 4 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_source_people_join_f74d6ae5b6c4 := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "d"."name" AS "name", "d"."floor" AS "floor" FROM "__dpsql_bounded_people" AS "p" INNER JOIN "__dpsql_source_depts" AS "d" ON "p"."dept" = "d"."name"
+  __dpsql_bounded_people_join_f74d6ae5b6c4 := SELECT "person_id", "age", "dept", "name", "floor" FROM "__dpsql_source_people_join_f74d6ae5b6c4" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_f74d6ae5b6c4" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4) UNION ALL SELECT "person_id", "age", "dept", "name", "floor" FROM (SELECT "person_id", "age", "dept", "name", "floor", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("name" AS TEXT), CAST("floor" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "name" ASC NULLS FIRST, "floor" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_f74d6ae5b6c4" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_f74d6ae5b6c4" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4)) AS __ranked WHERE __rank <= 4
+  SELECT "floor" AS __k0, COUNT(*) AS __r0, COALESCE(SUM(CASE WHEN NOT "floor" IS NULL THEN CAST(LEAST(GREATEST("floor", 1), 4) AS BIGINT) ELSE NULL END), 0) AS __r1 FROM "__dpsql_bounded_people_join_f74d6ae5b6c4" GROUP BY "floor"
+Bounded relation of people_join_f74d6ae5b6c4: built by the first query that reads it
+;
+
+SELECT COUNT(*) FROM people p LEFT JOIN depts d ON p.dept = d.name WHERE d.floor IS NULL;
+Scan people_join_14757dd6dd3d (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Join LEFT depts AS d ON p.dept = d.name: public table, read exactly; one-to-many (a key matches up to 2 rows): each person's row count is multiplied by 2
+  Joined rows per person: at most 2 x 2 = 4 (bounded again after the join)
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  Filter: "floor" IS NULL (row-level; an error on a row makes it false)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 4, epsilon 1, 95% +-12
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_source_people_join_14757dd6dd3d := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "d"."name" AS "name", "d"."floor" AS "floor" FROM "__dpsql_bounded_people" AS "p" LEFT JOIN "__dpsql_source_depts" AS "d" ON "p"."dept" = "d"."name"
+  __dpsql_bounded_people_join_14757dd6dd3d := SELECT "person_id", "age", "dept", "name", "floor" FROM "__dpsql_source_people_join_14757dd6dd3d" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_14757dd6dd3d" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4) UNION ALL SELECT "person_id", "age", "dept", "name", "floor" FROM (SELECT "person_id", "age", "dept", "name", "floor", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("name" AS TEXT), CAST("floor" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "name" ASC NULLS FIRST, "floor" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_14757dd6dd3d" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_14757dd6dd3d" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4)) AS __ranked WHERE __rank <= 4
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_14757dd6dd3d" WHERE COALESCE("floor" IS NULL, FALSE)
+Bounded relation of people_join_14757dd6dd3d: built by the first query that reads it
+;
+
+SELECT COUNT(*) FROM people WHERE dept IN (SELECT name FROM depts WHERE floor > 2);
+Scan people_join_f36e85d1cac3 (private; privacy unit person_id)
+  Scan people AS people: private, its bounded relation (at most 2 row(s) per person_id)
+  Semi-join people.dept IN (SELECT name FROM depts WHERE floor > 2): public table, read exactly; adds no rows
+  Joined rows per person: at most 2 = 2 (bounded again after the join)
+  BoundContribution: at most 2 row(s) per person_id (keyed hash, secret seed)
+  Filter: __in0 (row-level; an error on a row makes it false)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 2, scale 2, epsilon 1, 95% +-6
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_source_people_join_f36e85d1cac3 := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", CASE WHEN "people"."dept" IN (SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2 AND NOT "name" IS NULL) THEN TRUE WHEN ("people"."dept" IS NULL AND EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2)) OR EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2 AND "name" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "people"
+  __dpsql_bounded_people_join_f36e85d1cac3 := SELECT "person_id", "age", "dept", "__in0" FROM "__dpsql_source_people_join_f36e85d1cac3" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_f36e85d1cac3" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept", "__in0" FROM (SELECT "person_id", "age", "dept", "__in0", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("__in0" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "__in0" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_f36e85d1cac3" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_f36e85d1cac3" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_f36e85d1cac3" WHERE COALESCE(__in0, FALSE)
+Bounded relation of people_join_f36e85d1cac3: built by the first query that reads it
+;
+
+SELECT COUNT(*) FROM people p WHERE p.dept NOT IN (SELECT d.name FROM public.depts AS d);
+Scan people_join_d89ecb2b454f (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Semi-join p.dept IN (SELECT name FROM depts): public table, read exactly; adds no rows
+  Joined rows per person: at most 2 = 2 (bounded again after the join)
+  BoundContribution: at most 2 row(s) per person_id (keyed hash, secret seed)
+  Filter: NOT __in0 (row-level; an error on a row makes it false)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 2, scale 2, epsilon 1, 95% +-6
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_source_people_join_d89ecb2b454f := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", CASE WHEN "p"."dept" IN (SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE NOT "name" IS NULL) THEN TRUE WHEN ("p"."dept" IS NULL AND EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts")) OR EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "name" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "p"
+  __dpsql_bounded_people_join_d89ecb2b454f := SELECT "person_id", "age", "dept", "__in0" FROM "__dpsql_source_people_join_d89ecb2b454f" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_d89ecb2b454f" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept", "__in0" FROM (SELECT "person_id", "age", "dept", "__in0", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("__in0" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "__in0" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_d89ecb2b454f" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_d89ecb2b454f" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_d89ecb2b454f" WHERE COALESCE(NOT __in0, FALSE)
+Bounded relation of people_join_d89ecb2b454f: built by the first query that reads it
+;
+
+SELECT v.site, COUNT(*), AVG(p.age), SUM(v.minutes) FROM people p JOIN visits v ON p.person_id = v.person_id GROUP BY v.site;
+Scan people_join_4dc7b07ee7ee (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Join INNER visits AS v ON p.person_id = v.person_id: private, its bounded relation (at most 3 row(s) per person_id)
+  Joined rows per person: at most 2 x 3 = 6, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  GroupBy: site (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 16, epsilon 0.25, 95% +-48
+  Release __r1 = SUM(round(clamp(age, 18, 90) / 1) - 54): discrete Laplace, sensitivity 144, scale 576, epsilon 0.25, 95% +-1726
+  Release __r2 = COUNT(age finite): discrete Laplace, sensitivity 4, scale 16, epsilon 0.25, 95% +-48
+  Release __r3 = SUM(round(clamp(minutes, 0, 60) / 2.98023e-08) - 0): discrete Laplace, sensitivity 240, scale 960, epsilon 0.25, 95% +-2875.9
+  Output site: group key
+  Output COUNT(*): from COUNT(*)
+  Output AVG("age"): from AVG("age")
+  Output SUM("minutes"): from SUM("minutes")
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+  Note: GROUP BY site: all 2 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
+  __dpsql_source_people_join_4dc7b07ee7ee := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "v"."site" AS "site", "v"."minutes" AS "minutes" FROM "__dpsql_bounded_people" AS "p" INNER JOIN "__dpsql_bounded_visits" AS "v" ON "p"."person_id" = "v"."person_id"
+  __dpsql_bounded_people_join_4dc7b07ee7ee := SELECT "person_id", "age", "dept", "site", "minutes" FROM "__dpsql_source_people_join_4dc7b07ee7ee" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_4dc7b07ee7ee" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4) UNION ALL SELECT "person_id", "age", "dept", "site", "minutes" FROM (SELECT "person_id", "age", "dept", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_4dc7b07ee7ee" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_4dc7b07ee7ee" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4)) AS __ranked WHERE __rank <= 4
+  SELECT "site" AS __k0, COUNT(*) AS __r0, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) - 54 ELSE NULL END), 0) AS __r1, COUNT(CASE WHEN NOT "age" IS NULL THEN 1 ELSE NULL END) AS __r2, COALESCE(SUM(CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END), 0) AS __r3 FROM "__dpsql_bounded_people_join_4dc7b07ee7ee" GROUP BY "site"
+Bounded relation of people_join_4dc7b07ee7ee: built by the first query that reads it
+;
+
+SELECT COUNT(DISTINCT person_id) FROM people LEFT JOIN visits USING (person_id) WHERE visits.person_id IS NULL;
+Scan people_join_823ad2b7c2f3 (private; privacy unit person_id)
+  Scan people AS people: private, its bounded relation (at most 2 row(s) per person_id)
+  Join LEFT visits AS visits ON people.person_id = visits.person_id: private, its bounded relation (at most 3 row(s) per person_id)
+  Joined rows per person: at most 2 x 3 = 6, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  Filter: "visits_person_id" IS NULL (row-level; an error on a row makes it false)
+  Release __r0 = COUNT(DISTINCT person_id): discrete Laplace, sensitivity 1, scale 1, epsilon 1, 95% +-3
+  Output COUNT(DISTINCT "person_id"): from COUNT(DISTINCT "person_id")
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
+  __dpsql_source_people_join_823ad2b7c2f3 := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", "visits"."person_id" AS "visits_person_id", "visits"."site" AS "site", "visits"."minutes" AS "minutes" FROM "__dpsql_bounded_people" AS "people" LEFT JOIN "__dpsql_bounded_visits" AS "visits" ON "people"."person_id" = "visits"."person_id"
+  __dpsql_bounded_people_join_823ad2b7c2f3 := SELECT "person_id", "age", "dept", "visits_person_id", "site", "minutes" FROM "__dpsql_source_people_join_823ad2b7c2f3" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_823ad2b7c2f3" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4) UNION ALL SELECT "person_id", "age", "dept", "visits_person_id", "site", "minutes" FROM (SELECT "person_id", "age", "dept", "visits_person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("visits_person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "visits_person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_823ad2b7c2f3" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_823ad2b7c2f3" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4)) AS __ranked WHERE __rank <= 4
+  SELECT COUNT(DISTINCT "person_id") AS __r0 FROM "__dpsql_bounded_people_join_823ad2b7c2f3" WHERE COALESCE("visits_person_id" IS NULL, FALSE)
+Bounded relation of people_join_823ad2b7c2f3: built by the first query that reads it
+;
+
+SELECT s.city, COUNT(*) FROM main.people AS p INNER JOIN main.visits AS v ON p.person_id = v.person_id AND p.dept = v.site JOIN sites s ON v.site = s.site GROUP BY s.city;
+Scan people_join_7d4e172fdc27 (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Join INNER visits AS v ON p.person_id = v.person_id AND p.dept = v.site: private, its bounded relation (at most 3 row(s) per person_id)
+  Join INNER sites AS s ON v.site = s.site: public table, read exactly; many-to-one (each key matches at most 1 row): the sensitivity is kept
+  Joined rows per person: at most 2 x 3 x 1 = 6, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  GroupBy: city (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 4, epsilon 1, 95% +-12
+  Output city: group key
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+  Note: GROUP BY city: all 2 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
+  __dpsql_source_people_join_7d4e172fdc27 := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "v"."site" AS "site", "v"."minutes" AS "minutes", "s"."site" AS "s_site", "s"."city" AS "city" FROM "__dpsql_bounded_people" AS "p" INNER JOIN "__dpsql_bounded_visits" AS "v" ON "p"."person_id" = "v"."person_id" AND "p"."dept" = "v"."site" INNER JOIN "__dpsql_source_sites" AS "s" ON "v"."site" = "s"."site"
+  __dpsql_bounded_people_join_7d4e172fdc27 := SELECT "person_id", "age", "dept", "site", "minutes", "s_site", "city" FROM "__dpsql_source_people_join_7d4e172fdc27" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_7d4e172fdc27" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4) UNION ALL SELECT "person_id", "age", "dept", "site", "minutes", "s_site", "city" FROM (SELECT "person_id", "age", "dept", "site", "minutes", "s_site", "city", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT), CAST("s_site" AS TEXT), CAST("city" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST, "s_site" ASC NULLS FIRST, "city" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_7d4e172fdc27" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people_join_7d4e172fdc27" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4)) AS __ranked WHERE __rank <= 4
+  SELECT "city" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_7d4e172fdc27" GROUP BY "city"
+Bounded relation of people_join_7d4e172fdc27: built by the first query that reads it
+;

@@ -1,0 +1,91 @@
+SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site;
+DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+;
+
+SELECT COUNT(*) FROM people p JOIN badges b ON p.person_id = b.badge_id;
+DP136: 'badges' and the private tables before it declare different privacy units
+;
+
+SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id;
+DP137: the private table 'people' is read twice: a self-join pairs each of a person's rows with all of their other rows
+;
+
+SELECT COUNT(*) FROM people p, visits v WHERE p.person_id = v.person_id;
+DP135: a join without ON or USING is a cross join: every row meets every row, so one person's rows are multiplied without bound
+;
+
+SELECT COUNT(*) FROM people p CROSS JOIN depts d;
+DP135: CROSS JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+;
+
+SELECT COUNT(*) FROM people p FULL JOIN visits v ON p.person_id = v.person_id;
+DP135: FULL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+;
+
+SELECT COUNT(*) FROM people p NATURAL JOIN visits v;
+DP135: NATURAL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+;
+
+SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name OR p.age > 30;
+DP135: ON takes equalities between columns, joined by AND
+;
+
+SELECT COUNT(*) FROM people p JOIN depts d ON p.age = d.name;
+DP135: the join compares columns of different types (int and text)
+;
+
+SELECT COUNT(*) FROM depts d JOIN people p ON p.dept = d.name;
+DP135: a join must start FROM the private table, not the public table 'depts'
+;
+
+SELECT COUNT(*) FROM people p JOIN payroll x ON p.person_id = x.person_id;
+DP103: table 'payroll' is not in the policy
+;
+
+SELECT COUNT(*) FROM people p JOIN read_csv('x.csv') x ON p.dept = x.name;
+DP103: the table function read_csv() cannot be joined: joins read tables of the policy
+;
+
+SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits);
+DP138: IN (SELECT ... FROM visits) reads a private table: whether one person's value is in another person's rows is not bounded by either person's contribution
+;
+
+SELECT COUNT(*) FROM people WHERE dept IN (SELECT name, floor FROM depts);
+DP138: IN (SELECT ...) selects exactly one column of the public table
+;
+
+SELECT COUNT(*) FROM people WHERE dept IN (SELECT name FROM depts GROUP BY name);
+DP138: IN (SELECT ...) takes one plain SELECT of one column from one public table
+;
+
+SELECT COUNT(*) FROM people WHERE lower(dept) IN (SELECT name FROM depts);
+DP138: the left side of IN (SELECT ...) must be a column
+;
+
+SELECT person_id, COUNT(*) FROM people p JOIN visits v USING (person_id) GROUP BY person_id;
+DP107: GROUP BY the privacy unit would release one group per person
+;
+
+SELECT COUNT(*) FROM people p JOIN sites s ON p.dept = s.site JOIN visits v ON s.site = v.site;
+DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+;
+
+SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE p.dept IN (SELECT name FROM depts WHERE name = p.dept);
+DP111: 'p.dept' refers to a table the subquery does not read (correlated subqueries are not accepted)
+;
+
+SELECT dept, COUNT(*) FROM people p JOIN depts d ON p.dept = d.name JOIN depts e ON d.name = e.name GROUP BY floor;
+DP111: column 'floor' is ambiguous: more than one joined table has it
+;
+
+WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t JOIN visits v ON t.person_id = v.person_id;
+DP110: a join reads tables of the policy by name, not subqueries or CTEs
+;
+
+SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE EXISTS (SELECT 1 FROM depts);
+DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+;
+
+SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
+DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+;
