@@ -11,6 +11,8 @@ Scan visits_join_d0ed50646a3c (private; privacy unit person_id)
   Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
   Note: GROUP BY city: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±9 (discrete Laplace, the same for every group)
 Engine SQL:
   __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
   __dpsql_source_visits_join_d0ed50646a3c := SELECT "v"."person_id" AS "person_id", "v"."site" AS "site", "v"."minutes" AS "minutes", "s"."site" AS "s_site", "s"."city" AS "city" FROM "__dpsql_bounded_visits" AS "v" INNER JOIN "__dpsql_source_sites" AS "s" ON "v"."site" = "s"."site"
@@ -34,6 +36,9 @@ Scan people_join_f74d6ae5b6c4 (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY floor: all 4 public keys released, empty ones too
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±24 (discrete Laplace, the same for every group)
+  SUM("floor"): ±96 (discrete Laplace, the same for every group)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_source_people_join_f74d6ae5b6c4 := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "d"."name" AS "name", "d"."floor" AS "floor" FROM "__dpsql_bounded_people" AS "p" INNER JOIN "__dpsql_source_depts" AS "d" ON "p"."dept" = "d"."name"
@@ -53,6 +58,8 @@ Scan people_join_14757dd6dd3d (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±12 (discrete Laplace)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_source_people_join_14757dd6dd3d := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "d"."name" AS "name", "d"."floor" AS "floor" FROM "__dpsql_bounded_people" AS "p" LEFT JOIN "__dpsql_source_depts" AS "d" ON "p"."dept" = "d"."name"
@@ -72,6 +79,8 @@ Scan people_join_f36e85d1cac3 (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±6 (discrete Laplace)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_source_people_join_f36e85d1cac3 := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", CASE WHEN "people"."dept" IN (SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2 AND NOT "name" IS NULL) THEN TRUE WHEN ("people"."dept" IS NULL AND EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2)) OR EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "floor" > 2 AND "name" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "people"
@@ -91,6 +100,8 @@ Scan people_join_d89ecb2b454f (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±6 (discrete Laplace)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_source_people_join_d89ecb2b454f := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", CASE WHEN "p"."dept" IN (SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE NOT "name" IS NULL) THEN TRUE WHEN ("p"."dept" IS NULL AND EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts")) OR EXISTS(SELECT "name" FROM "__dpsql_source_depts" AS "depts" WHERE "name" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "p"
@@ -117,6 +128,10 @@ Scan people_join_4dc7b07ee7ee (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY site: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±48 (discrete Laplace, the same for every group)
+  AVG("age"): about ±2125 / n for a group of n rows (±21.25 at n = 100, ±2.125 at n = 1,000, ±0.2125 at n = 10,000); the noisy n (±59) adds to it when n is small; clamped to the bounds
+  SUM("minutes"): ±2875.9 (discrete Laplace, the same for every group)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
@@ -137,6 +152,8 @@ Scan people_join_823ad2b7c2f3 (private; privacy unit person_id)
   Output COUNT(DISTINCT "person_id"): from COUNT(DISTINCT "person_id")
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(DISTINCT "person_id"): ±3 (discrete Laplace)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
@@ -160,6 +177,8 @@ Scan people_join_7d4e172fdc27 (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY city: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±12 (discrete Laplace, the same for every group)
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_bounded_visits := SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3
