@@ -46,7 +46,8 @@ FANOUT = [
     ("SELECT SUM(age) FROM (SELECT age FROM people UNION ALL SELECT age FROM people)", "DP126"),
     ("WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t a JOIN t b ON a.person_id = b.person_id", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits)", "DP138"),
-    ("SELECT COUNT(*) FROM people p, LATERAL (SELECT * FROM visits v WHERE v.person_id = p.person_id)", "DP110"),
+    # a comma before LATERAL is a join without ON: refused as the cross join it is
+    ("SELECT COUNT(*) FROM people p, LATERAL (SELECT * FROM visits v WHERE v.person_id = p.person_id)", "DP135"),
 ]
 UNIT_JOIN = "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id"
 
