@@ -239,6 +239,14 @@ class Ledger:
         chosen = _accountant(accountant)
         return self._read(lambda: self._composition(analyst, chosen, in_charge=False)).spent(budget)
 
+    def spent_after(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
+        """What ``analyst`` would have spent after one more charge of ``cost`` (EXPLAIN's view; a read)."""
+        if accountant == "basic":
+            return self.spent(analyst) + PrivacyCost(cost.epsilon, cost.delta)
+        chosen = _accountant(accountant)
+        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        return self._read(lambda: self._composition(analyst, chosen, in_charge=False).add(losses)).spent(budget)
+
     def remaining(self, analyst: str, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
         """What is left of ``budget`` for ``analyst`` under ``accountant``, never negative."""
         return budget - self.spent(analyst, budget, accountant)
@@ -257,6 +265,10 @@ class Ledger:
         ``accountant``: public facts only (the ledger's costs and the budget). A read: charges re-check."""
         if cost.epsilon == 0 and cost.delta == 0:
             raise ValueError("a cost of zero fits without limit")
+        if accountant == "basic":
+            left = self.remaining(analyst, budget)
+            counts = [left.epsilon // cost.epsilon if cost.epsilon else None, left.delta // cost.delta if cost.delta else None]
+            return int(min(c for c in counts if c is not None))
         chosen = _accountant(accountant)
         losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
 

@@ -31,6 +31,11 @@ class Charger:
         self._session = session
         self._budget = budget
         self.accountant = accountant
+        self.last_cost: PrivacyCost | None = None  # the cost of this session's last charge (its kind)
+
+    def total(self) -> PrivacyCost:
+        """The analyst's whole budget."""
+        return self._budget()
 
     def remaining(self) -> PrivacyCost:
         """What the analyst may still spend under the accountant (epsilon at the budget's delta;
@@ -40,6 +45,18 @@ class Charger:
     def spent(self) -> PrivacyCost:
         """What the analyst has spent under the accountant (epsilon at the budget's delta)."""
         return self.ledger.spent(self._analyst, self._budget(), self.accountant)
+
+    def spent_after(self, cost: PrivacyCost) -> PrivacyCost:
+        """What the analyst would have spent after ``cost`` under the accountant (EXPLAIN; a read)."""
+        return self.ledger.spent_after(self._analyst, cost, self._budget(), self.accountant)
+
+    def more(self, cost: PrivacyCost | None = None) -> int | None:
+        """How many more charges like ``cost`` (default: this session's last) fit now, from the
+        ledger's costs and the budget alone; None when there is no such cost (or it is free)."""
+        cost = self.last_cost if cost is None else cost
+        if cost is None or (cost.epsilon == 0 and cost.delta == 0):
+            return None
+        return self.ledger.more(self._analyst, cost, self._budget(), self.accountant)
 
     def check(self, cost: PrivacyCost) -> None:
         """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
@@ -69,6 +86,7 @@ class Charger:
         self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
                            mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
                            accountant=self.accountant)
+        self.last_cost = cost
 
 
 def query_params(plan: Plan) -> dict[str, Any]:
