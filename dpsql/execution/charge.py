@@ -72,7 +72,7 @@ class Charger:
     def charge_query(self, compiled: CompiledQuery) -> None:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
-        mechanisms = (["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust] \
+        mechanisms = ([registry.mechanism_for(plan.releases[0].spec).name] if plan.releases else []) + [r.mechanism for r in plan.robust] \
             + (["partition_selection"] if plan.selection else [])
         self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(mechanisms) or "laplace",
                      query_params(plan), plan.cost)

@@ -17,6 +17,7 @@ robust aggregate but the exponential-mechanism quantile).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
@@ -24,8 +25,10 @@ from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms import registry
+from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
+from dpsql.planner import accuracy
 from dpsql.planner.robust_aggregates import RobustPlanner, needs_delta, person_groups
 
 
@@ -41,9 +44,20 @@ def plan_query(query: BoundQuery) -> Plan:
     shares = len(raws) + len(robust_calls) + (1 if needs_selection else 0)
     if shares == 0:  # GROUP BY public keys only, no aggregate: the keys are public, nothing is released
         return Plan(query, bounding, (), tuple(estimates), None, PrivacyCost.zero(), ("only public keys are released: no cost",))  # type: ignore[arg-type]
+    gaussian = query.noise == "gaussian" and bool(raws)
+    if gaussian and query.budget.delta <= 0:
+        raise InvalidOptionError("noise = 'gaussian' needs delta > 0: the Gaussian mechanism is (epsilon, delta)-DP",
+                                 code="DP143", sql=query.sql, hint="set delta in OPTIONS (e.g. delta = 1e-8), or use noise = 'laplace'")
+    delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0) \
+        + (len(raws) if gaussian else 0)
+    if query.ci95 is not None:
+        query = _accuracy_first(query, raws, shares, delta_users)
     share = query.budget.epsilon / shares
-    releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
-    delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0)
+    if gaussian:
+        release_delta = query.budget.delta / delta_users
+        releases = [Release(raw=raw, spec=GaussianSpec(sensitivity=sens, epsilon=share, delta=release_delta)) for raw, sens in raws]
+    else:
+        releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
     if delta_users and query.budget.delta <= 0:
         raise InvalidOptionError(
             "GROUP BY a column without a public domain needs delta > 0 for partition selection" if needs_selection else
@@ -66,6 +80,24 @@ def plan_query(query: BoundQuery) -> Plan:
     cost = sum((registry.cost(spec) for spec in specs), PrivacyCost.zero())
     return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost, _notes(query, bounding),  # type: ignore[arg-type]
                 planner.finish(), tuple(robust))
+
+
+def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], shares: int, delta_users: int) -> BoundQuery:
+    """The query with the smallest epsilon giving every release a 95% half-width <= ci95 (public
+    facts only: sensitivities and units from the policy; the binder refused what has none)."""
+    assert query.ci95 is not None
+    delta_share = query.budget.delta / delta_users if delta_users else Fraction(0)
+    needed = Fraction(0)
+    for raw, sens in raws:
+        unit = raw.grid if raw.kind == "sum_grid" else Fraction(1)
+        epsilon = accuracy.epsilon_for(query.noise, sens, query.ci95 / unit, delta_share)
+        if epsilon is None:
+            raise InvalidOptionError(f"no epsilon gives a 95% half-width of {float(query.ci95):g}: it is below what "
+                                     "integer noise on this aggregate's grid can reach", code="DP144", sql=query.sql,
+                                     hint="ask for a wider ci95, or name an epsilon instead")
+        needed = max(needed, epsilon)
+    epsilon = needed * shares if needed else Fraction(1, 10**6)
+    return replace(query, budget=PrivacyCost(epsilon, query.budget.delta), explicit_budget=True)
 
 
 def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:
