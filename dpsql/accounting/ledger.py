@@ -104,6 +104,9 @@ _Cached = tuple[int, int, Composition]
 # is admitted without composing anything; they are facts about multisets and never go stale.
 _KnownKey = tuple[str, str, Fraction, Fraction]
 _MAX_KINDS = 32
+# A search for how many more charges of a kind fit stops here: its cost grows with the count, and
+# a certificate for this many already admits that many charges without composing anything.
+MORE_LIMIT = 1000
 
 
 def _num(value: Fraction) -> str:
@@ -262,13 +265,14 @@ class Ledger:
 
     def more(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> int:
         """How many more charges of ``cost`` (its terms, as a query charges them) would fit now under
-        ``accountant``: public facts only (the ledger's costs and the budget). A read: charges re-check."""
+        ``accountant``, counted up to MORE_LIMIT (1000: "1000" reads "at least 1000"): public facts
+        only (the ledger's costs and the budget). A read: charges re-check."""
         if cost.epsilon == 0 and cost.delta == 0:
             raise ValueError("a cost of zero fits without limit")
         if accountant == "basic":
             left = self.remaining(analyst, budget)
             counts = [left.epsilon // cost.epsilon if cost.epsilon else None, left.delta // cost.delta if cost.delta else None]
-            return int(min(c for c in counts if c is not None))
+            return min(MORE_LIMIT, int(min(c for c in counts if c is not None)))
         chosen = _accountant(accountant)
         losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
 
@@ -284,7 +288,7 @@ class Ledger:
                     per = {left[key] // n for key, n in kind.tally.items()}
                     if len(per) == 1:
                         return per.pop()
-            j = history.headroom(losses, budget)
+            j = history.headroom(losses, budget, MORE_LIMIT)
             if j:
                 self._remember(analyst, chosen, budget, kind, history.add(losses, j))
             return j
@@ -300,7 +304,7 @@ class Ledger:
             return True
         if chosen.name == "basic" or not after.count:
             return after.fits(budget)
-        j = history.headroom(losses, budget)
+        j = history.headroom(losses, budget, MORE_LIMIT)
         if j:
             self._remember(analyst, chosen, budget, chosen.empty().add(losses), history.add(losses, j))
         return j > 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import Ledger
+from dpsql.accounting.ledger import MORE_LIMIT, Ledger
 from dpsql.errors import BudgetExhaustedError
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
@@ -87,6 +87,11 @@ class Charger:
                            mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
                            accountant=self.accountant)
         self.last_cost = cost
+
+
+def more_text(more: int) -> str:
+    """How many more queries fit, as shown: the count stops at MORE_LIMIT ("at least 1000")."""
+    return f"at least {more}" if more >= MORE_LIMIT else str(more)
 
 
 def query_params(plan: Plan) -> dict[str, Any]:

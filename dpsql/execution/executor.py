@@ -16,7 +16,7 @@ from dpsql.backend.engine import Engine
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble, assemble_simple
-from dpsql.execution.charge import Charger
+from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.median_layer import MedianMechanismLayers
@@ -71,7 +71,7 @@ class Executor:
         more = charger.more(cost)
         if more == 0:
             return [line + "; it does not fit: the query would be refused"]
-        return [line + ("" if more is None else f"; {more} such queries fit now")]
+        return [line + ("" if more is None else f"; {more_text(more)} such queries fit now")]
 
     def describe_public(self, query: PublicQuery) -> tuple[ResultColumn, ...]:
         result = self.calls.describe_public(query.tree, query.tables)

@@ -6,6 +6,8 @@ costs), so it is testable without IO. `\d` reads the policy only, never the data
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -121,7 +123,7 @@ def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining:
         lines.append(f"spent: the {accountant} accountant's epsilon at delta {number(total.delta)} over all charges "
                      "(each query's own epsilon sets its noise)")
     if queries_left is not None:
-        lines.append(f"{queries_left} more queries like the last one fit")
+        lines.append(f"{more_text(queries_left)} more queries like the last one fit")
     share = float(spent.epsilon / total.epsilon) if total.epsilon else 1.0
     lines.append(f"epsilon spent [{_bar(share, 1.0, BAR_WIDTH, '░')}] {share:.1%}")
     if not entries:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.repl.commands import number
 
@@ -21,7 +23,7 @@ def toolbar_text(analyst: str, remaining: PrivacyCost, total: PrivacyCost, last_
     ]
     if last_cost is not None:
         parts.append(f"last query epsilon {number(last_cost.epsilon)}, delta {number(last_cost.delta)}"
-                     + (f", {queries_left} more like it fit" if queries_left is not None else ""))
+                     + (f", {more_text(queries_left)} more like it fit" if queries_left is not None else ""))
     if timing:
         parts.append("timing on")
     parts.append("\\help  \\q ")

@@ -7,6 +7,8 @@ is read, nothing is charged.
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
@@ -52,7 +54,7 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
     if intervals:
         lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
     lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}"
-                 + (f"; {queries_left} more queries like this fit" if queries_left is not None else ""))
+                 + (f"; {more_text(queries_left)} more queries like this fit" if queries_left is not None else ""))
     lines.extend(reasons)
     lines.extend(f"dpsql: {note}" for note in utility_notes(result))
     return "\n".join(lines)

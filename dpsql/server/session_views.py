@@ -8,6 +8,8 @@ only this connection's rows, under the same static bounds as catalog probes (cat
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 import datetime
 from dataclasses import dataclass
 from decimal import Decimal
@@ -131,7 +133,7 @@ def show(name: str, session: Session, ci_columns: bool) -> str:
     if key in ("budget", "remaining"):
         left = session.queries_left
         return (f"remaining {budget_text(session.remaining)} (of {budget_text(session.total_budget)})"
-                + (f"; {left} more queries like the last fit" if left is not None else ""))
+                + (f"; {more_text(left)} more queries like the last fit" if left is not None else ""))
     if key == "ci_columns":
         return "on" if ci_columns else "off"
     raise CatalogQueryError(f'unrecognized configuration parameter "{name}"', code="DP400",
