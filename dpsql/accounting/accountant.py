@@ -306,7 +306,7 @@ def _pld_of(key: tuple[Any, ...]) -> Any:
     return _pure_or_approx_pld(loss.epsilon, loss.delta)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)  # a composed PLD can take megabytes: keep a few
 def _self_composed(key: tuple[Any, ...], times: int) -> Any:
     """``times`` copies of one term's PLD (memoised: a headroom search asks for the same ones)."""
     single = _pld_of(key)

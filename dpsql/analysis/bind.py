@@ -395,7 +395,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
     options = RobustOptions(**robust)  # type: ignore[arg-type]
     if options.ci95 is not None and "epsilon" in {item.this.name.lower() for item in hint.expressions}:
         raise InvalidOptionError("give ci95 or epsilon, not both: ci95 = h derives the epsilon from the interval",
-                                 code="DP144", span=ctx.span(options.ci95_node), sql=ctx.sql, hint="drop one of them")
+                                 code="DP144", span=ctx.span(options.ci95_node) if options.ci95_node is not None else None, sql=ctx.sql, hint="drop one of them")
     if options.median_bound is not None and options.quantile_mechanism in ("smed", "exponential"):
         raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,

@@ -57,8 +57,10 @@ class Executor:
         """EXPLAIN of a private query on this session's engine, with the layer's lines."""
         lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
-        return lines + [f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}"] \
-            + self.budget_lines(self.cost_of(compiled))
+        # The budget's view right under the query's own cost (the plan's "Cost:" line).
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
+        lines[at:at] = self.budget_lines(self.cost_of(compiled))
+        return lines + [f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}"]
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
