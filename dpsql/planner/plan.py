@@ -50,14 +50,19 @@ def plan_query(query: BoundQuery) -> Plan:
                                  code="DP143", sql=query.sql, hint="set delta in OPTIONS (e.g. delta = 1e-8), or use noise = 'laplace'")
     delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0) \
         + (len(raws) if gaussian else 0)
-    if query.ci95 is not None:
-        query = _accuracy_first(query, raws, shares, delta_users)
     share = query.budget.epsilon / shares
+    epsilons = [share] * len(raws)
+    if query.ci95 is not None:
+        epsilons = _accuracy_first(query, raws, delta_users)
+        share = max(epsilons)  # partition selection, if any, gets as much as the largest release
+        query = replace(query, budget=PrivacyCost(sum(epsilons, Fraction(0)) + (share if needs_selection else 0), query.budget.delta),
+                        explicit_budget=True)
     if gaussian:
         release_delta = query.budget.delta / delta_users
-        releases = [Release(raw=raw, spec=GaussianSpec(sensitivity=sens, epsilon=share, delta=release_delta)) for raw, sens in raws]
+        releases = [Release(raw=raw, spec=GaussianSpec(sensitivity=sens, epsilon=eps, delta=release_delta))
+                    for (raw, sens), eps in zip(raws, epsilons)]
     else:
-        releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
+        releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=eps)) for (raw, sens), eps in zip(raws, epsilons)]
     if delta_users and query.budget.delta <= 0:
         raise InvalidOptionError(
             "GROUP BY a column without a public domain needs delta > 0 for partition selection" if needs_selection else
@@ -82,12 +87,13 @@ def plan_query(query: BoundQuery) -> Plan:
                 planner.finish(), tuple(robust))
 
 
-def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], shares: int, delta_users: int) -> BoundQuery:
-    """The query with the smallest epsilon giving every release a 95% half-width <= ci95 (public
-    facts only: sensitivities and units from the policy; the binder refused what has none)."""
+def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], delta_users: int) -> list[Fraction]:
+    """Each release's smallest epsilon giving it a 95% half-width <= ci95 (public facts only:
+    sensitivities and units from the policy; the binder refused what has none). The query's
+    epsilon is their sum: the smallest total that gives every cell the interval."""
     assert query.ci95 is not None
     delta_share = query.budget.delta / delta_users if delta_users else Fraction(0)
-    needed = Fraction(0)
+    needed: list[Fraction] = []
     for raw, sens in raws:
         unit = raw.grid if raw.kind == "sum_grid" else Fraction(1)
         epsilon = accuracy.epsilon_for(query.noise, sens, query.ci95 / unit, delta_share)
@@ -95,9 +101,8 @@ def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]]
             raise InvalidOptionError(f"no epsilon gives a 95% half-width of {float(query.ci95):g}: it is below what "
                                      "integer noise on this aggregate's grid can reach", code="DP144", sql=query.sql,
                                      hint="ask for a wider ci95, or name an epsilon instead")
-        needed = max(needed, epsilon)
-    epsilon = needed * shares if needed else Fraction(1, 10**6)
-    return replace(query, budget=PrivacyCost(epsilon, query.budget.delta), explicit_budget=True)
+        needed.append(max(epsilon, Fraction(1, 10**6)))  # no noise needed (sensitivity 0): a token share
+    return needed
 
 
 def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:

@@ -5,6 +5,7 @@ negative control (a mechanism with too little noise is caught by the same audit)
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -37,18 +38,22 @@ def test_gaussian_per_query_and_as_the_policy_default(connect, policy_file) -> N
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_ci95_derives_the_smallest_epsilon_before_anything_is_spent(connect, noise: str) -> None:  # type: ignore[no-untyped-def]
     con = connect()
-    lines = explain(con, f"{W} (ci95 = 500, noise = '{noise}', delta = 1e-7) COUNT(*), SUM(age) FROM people")
-    cost = next(line for line in lines if line.startswith("Cost: "))
-    epsilon = Fraction(cost.split()[2].rstrip(","))
+    sql = f"{W} (ci95 = 500, noise = '{noise}', delta = 1e-7) COUNT(*), SUM(age) FROM people"
+    lines = explain(con, sql)
     assert con.ledger() == []  # EXPLAIN spends nothing
-    share = epsilon / 2
+    releases = [line for line in lines if line.startswith("  Release ")]
+    epsilons = [Fraction(re.search(r"epsilon ([0-9.e-]+)", line).group(1)) for line in releases]  # type: ignore[union-attr]
+    total = Fraction(next(line for line in lines if line.startswith("Cost: ")).split()[2].rstrip(","))
+    assert float(total) == pytest.approx(float(sum(epsilons)), rel=1e-5)  # each release gets its own smallest epsilon
     delta = Fraction(1, 10**7) / 2
-    # Every cell within +-500 (COUNT: sensitivity 3; SUM(age): 3 x 90 on the integer grid)...
-    assert width(noise, Fraction(3), share, delta) <= 500 and width(noise, Fraction(270), share, delta) <= 500
-    # ...and a slightly smaller epsilon would miss it for the binding release (SUM).
-    assert width(noise, Fraction(270), share * Fraction(999, 1000), delta) > 500
-    cur = con.execute(f"{W} (ci95 = 500, noise = '{noise}', delta = 1e-7) COUNT(*), SUM(age) FROM people")
+    # COUNT(*): sensitivity 3; SUM(age): 3 x 90 on the integer grid. Each within +-500, and each
+    # release's epsilon the smallest (6 significant digits) that gives it.
+    for sensitivity, epsilon in zip((Fraction(3), Fraction(270)), epsilons):
+        assert width(noise, sensitivity, epsilon, delta) <= 500
+        assert width(noise, sensitivity, epsilon * Fraction(999, 1000), delta) > 500
+    cur = con.execute(sql)
     assert all(info["ci95"] <= 500 for info in cur.noise_info)
+    assert float(con.ledger()[0].cost.epsilon) == pytest.approx(float(total), rel=1e-5)
 
 
 def test_explain_shows_the_total_after_the_query_and_how_many_fit(connect, policy_file) -> None:  # type: ignore[no-untyped-def]
