@@ -99,7 +99,8 @@ class _Binder:
                                       node, "name an epsilon instead (EXPLAIN shows the interval it gives), or ask ci95 of "
                                       "COUNT and SUM only (AVG = SUM / COUNT after the query)")
         for output in outputs:
-            if output.aggregates and output.expr.find(exp.Column) != output.expr:
+            bare = output.expr.unnest()  # parentheses around one aggregate change nothing
+            if output.aggregates and (len(output.aggregates) > 1 or bare.find(exp.Column) != bare):
                 raise self.ctx.refuse("DP145", f"ci95 cannot be derived for the output {output.name}: arithmetic on "
                                       "aggregates changes the interval", node,
                                       "select the bare COUNT or SUM and compute the expression after the query, or name an epsilon")

@@ -63,6 +63,10 @@ class GaussianSpec:
         rho = zcdp_rho(float(self.epsilon), float(self.delta)) * (1 - 1e-12)  # rounded down: more noise
         return round_up(float(self.sensitivity) ** 2 / (2 * rho))
 
+    def half_width(self, confidence: float = 0.95) -> int:
+        """The half-width k, in grid units, with P(|noise| > k) <= 1 - confidence."""
+        return gaussian_half_width(self.sigma2, confidence)
+
     @property
     def scale(self) -> Fraction:
         """sigma, for reports (rounded to 9 significant digits)."""
