@@ -31,7 +31,7 @@ class Charger:
         self._session = session
         self._budget = budget
         self.accountant = accountant
-        self.last_cost: PrivacyCost | None = None  # the cost of this session's last charge (its kind)
+        self.last_cost: PrivacyCost | None = None  # the cost of this session's last charged query (its kind)
 
     def total(self) -> PrivacyCost:
         """The analyst's whole budget."""
@@ -76,6 +76,7 @@ class Charger:
             + (["partition_selection"] if plan.selection else [])
         self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(mechanisms) or "laplace",
                      query_params(plan), plan.cost)
+        self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
@@ -86,7 +87,6 @@ class Charger:
         self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
                            mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
                            accountant=self.accountant)
-        self.last_cost = cost
 
 
 def more_text(more: int) -> str:
