@@ -104,9 +104,11 @@ _Cached = tuple[int, int, Composition]
 # is admitted without composing anything; they are facts about multisets and never go stale.
 _KnownKey = tuple[str, str, Fraction, Fraction]
 _MAX_KINDS = 32
-# A search for how many more charges of a kind fit stops here: its cost grows with the count, and
-# a certificate for this many already admits that many charges without composing anything.
+# How many more charges of a kind fit is shown up to MORE_LIMIT ("at least 1000"); a search stops
+# at twice that (its cost grows with the count), so a capped certificate is searched again only
+# after MORE_LIMIT charges, and a count below MORE_LIMIT is always exact.
 MORE_LIMIT = 1000
+_SEARCH_LIMIT = 2 * MORE_LIMIT
 
 
 def _num(value: Fraction) -> str:
@@ -164,7 +166,8 @@ class Ledger:
         self._store = store if store is not None else SqliteStore(path)
         # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
         self._cache: dict[tuple[str, str], _Cached] = {}
-        self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], Composition]] = {}
+        # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
+        self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
 
     @property
     def path(self) -> Path | None:
@@ -279,19 +282,22 @@ class Ledger:
         def count() -> int:
             history = self._composition(analyst, chosen, in_charge=False)
             kind = chosen.empty().add(losses)
-            known = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(frozenset(kind.tally.items()))
+            known, capped = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(
+                frozenset(kind.tally.items()), (None, False))
             if known is not None and known.covers(history):
                 # Exact when the history grew only by this kind since the search (the usual case).
                 left = {key: known.tally.get(key, 0) - history.tally.get(key, 0) for key in known.tally}
                 if all(left[key] % n == 0 for key, n in kind.tally.items()) and \
                         all(v == 0 for key, v in left.items() if key not in kind.tally):
                     per = {left[key] // n for key, n in kind.tally.items()}
-                    if len(per) == 1:
-                        return per.pop()
-            j = history.headroom(losses, budget, MORE_LIMIT)
+                    fit = per.pop() if len(per) == 1 else None
+                    # A capped search's count is a floor: good enough for "at least MORE_LIMIT" only.
+                    if fit is not None and (not capped or fit >= MORE_LIMIT):
+                        return min(fit, MORE_LIMIT)
+            j = history.headroom(losses, budget, _SEARCH_LIMIT)
             if j:
-                self._remember(analyst, chosen, budget, kind, history.add(losses, j))
-            return j
+                self._remember(analyst, chosen, budget, kind, history.add(losses, j), j == _SEARCH_LIMIT)
+            return min(j, MORE_LIMIT)
 
         return self._read(count)
 
@@ -300,21 +306,22 @@ class Ledger:
         """Whether history + losses fits ``budget`` (call under the lock): covered by a known-fitting
         multiset, or else the largest number of such charges that fit is searched once and kept."""
         after = history.add(losses)
-        if any(known.covers(after) for known in self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).values()):
+        known = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).values()
+        if any(fitting.covers(after) for fitting, _ in known):
             return True
         if chosen.name == "basic" or not after.count:
             return after.fits(budget)
-        j = history.headroom(losses, budget, MORE_LIMIT)
+        j = history.headroom(losses, budget, _SEARCH_LIMIT)
         if j:
-            self._remember(analyst, chosen, budget, chosen.empty().add(losses), history.add(losses, j))
+            self._remember(analyst, chosen, budget, chosen.empty().add(losses), history.add(losses, j), j == _SEARCH_LIMIT)
         return j > 0
 
     def _remember(self, analyst: str, chosen: Accountant, budget: PrivacyCost, kind: Composition,
-                  fitting: Composition) -> None:
+                  fitting: Composition, capped: bool) -> None:
         kinds = self._known.setdefault((analyst, chosen.name, budget.epsilon, budget.delta), {})
         if len(kinds) >= _MAX_KINDS:
             kinds.clear()
-        kinds[frozenset(kind.tally.items())] = fitting
+        kinds[frozenset(kind.tally.items())] = (fitting, capped)
 
     def entries(self, analyst: str | None = None) -> list[LedgerEntry]:
         """Every recorded charge (of one analyst, or of all), in charge order."""

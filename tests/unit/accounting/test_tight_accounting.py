@@ -167,7 +167,7 @@ def test_negative_control_a_certificate_ignoring_the_budget_overspends(tmp_path:
     with open_ledger(tmp_path / "l.db") as led:
         for _ in range(10):
             _charge(led, count)
-        broken = next(iter(led._known.values()))
+        broken = next(iter(led._known.values()))  # (the known-fitting multiset, capped) per kind
         monkeypatch.setattr(ledger_module.Ledger, "_remember", lambda *a, **k: None)
         led._known = {("alice", "pld", small.epsilon, small.delta): broken}  # the big budget's certificates
         _charge(led, count, budget=small)  # accepted: the broken cache overspends, which the test above catches
@@ -203,3 +203,15 @@ def test_an_old_ledger_file_is_read_and_extended(tmp_path: Path) -> None:
         assert n == expected and len(led.entries("alice")) == 200 + n
     with sqlite3.connect(path) as raw:
         assert raw.execute("SELECT COUNT(*) FROM charges").fetchone() == (200 + n,)
+
+
+def test_a_count_above_the_limit_reads_at_least_and_below_it_is_exact(tmp_path: Path) -> None:
+    from dpsql.accounting.ledger import MORE_LIMIT
+
+    count = PrivacyCost.of(laplace(Fraction(1, 1000)))  # about 56,000 fit within (1, 1e-6)
+    small = PrivacyCost.of(laplace(Fraction(1, 100)))
+    with open_ledger(tmp_path / "l.db") as led:
+        _charge(led, count)
+        assert led.more("alice", count, BUDGET, "pld") == MORE_LIMIT  # shown as "at least 1000"
+        exact = accountant("pld").empty().add([laplace(Fraction(1, 1000))]).headroom([laplace(Fraction(1, 100))], BUDGET)
+        assert exact < MORE_LIMIT and led.more("alice", small, BUDGET, "pld") == exact
