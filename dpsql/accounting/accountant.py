@@ -10,7 +10,8 @@ Three accountants compose the same ledger entries (pure: no engine, no storage):
   (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020). Rhos and deltas add; the history is
   (rho + 2 sqrt(rho ln(1 / d)), sum(delta) + d)-DP for d = D - sum(delta).
 - ``pld``: numerical composition of privacy-loss distributions with Google's dp-accounting
-  (pessimistic discretisation, the library's default: it may over-state, never under-state).
+  (pessimistic discretisation, the library's default: it may over-state, never under-state),
+  capped by the zCDP bound of the same terms (tighter where every loss is far below the grid).
   Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
   Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
   sparse vector, A_samp, the Median Mechanism layer) as the (epsilon, delta) PLD, which dominates
@@ -319,11 +320,14 @@ class PldComposition(Composition):
 
     def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
                  tally: Mapping[LossKey, int] | None = None, reps: Mapping[LossKey, PrivacyLoss] | None = None,
-                 big: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))) -> None:
+                 big: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)), zcdp: ZcdpComposition | None = None) -> None:
         super().__init__(epsilon, delta, count, tally, reps)
         # Terms with epsilon > BIG_EPSILON stay out of the PLD (their distributions overflow floats)
         # and are added by basic composition: (e1, d1) then (e2, d2) is (e1 + e2, d1 + d2)-DP.
         self.big = big
+        # The zCDP bound of the same terms, a second cap: where every loss is far below the PLD's
+        # 1e-4 grid (Gaussian noise of large sigma), rounding each one up over-states more than zCDP.
+        self.zcdp = zcdp if zcdp is not None else ZcdpComposition()
         self._pld: Any = None
         self._composed = False
 
@@ -332,7 +336,8 @@ class PldComposition(Composition):
         big = [x for x in losses if x.epsilon > BIG_EPSILON]
         big_sum = (self.big[0] + times * sum((x.epsilon for x in big), Fraction(0)),
                    self.big[1] + times * sum((x.delta for x in big), Fraction(0)))
-        return PldComposition(epsilon, delta, count, tally, reps, big_sum)
+        zcdp = self.zcdp._extended(epsilon, delta, count, tally, reps, losses, times)
+        return PldComposition(epsilon, delta, count, tally, reps, big_sum, zcdp)
 
     @property
     def pld(self) -> Any:
@@ -349,6 +354,13 @@ class PldComposition(Composition):
         return self._pld
 
     def _tight_fits(self, budget: PrivacyCost) -> bool:
+        return self.zcdp._tight_fits(budget) or self._pld_fits(budget)  # both bounds hold: either suffices
+
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        candidates = [e for e in (self._pld_epsilon(delta), self.zcdp._tight_epsilon(delta)) if e is not None]
+        return min(candidates) if candidates else None
+
+    def _pld_fits(self, budget: PrivacyCost) -> bool:
         # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the
         # library computes delta(E) with numpy, epsilon(D) in a Python loop. E is rounded down and
         # delta(E) up, so rounding can only refuse.
@@ -360,7 +372,7 @@ class PldComposition(Composition):
         delta = float(self.pld.get_delta_for_epsilon(_float_down(left)))
         return delta * (1 + _MARGIN) + 1e-18 + _float_up(self.big[1]) <= budget.delta
 
-    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+    def _pld_epsilon(self, delta: Fraction) -> Fraction | None:
         left = delta - self.big[1]
         if left < 0:
             return None

@@ -215,3 +215,14 @@ def test_a_count_above_the_limit_reads_at_least_and_below_it_is_exact(tmp_path: 
         assert led.more("alice", count, BUDGET, "pld") == MORE_LIMIT  # shown as "at least 1000"
         exact = accountant("pld").empty().add([laplace(Fraction(1, 1000))]).headroom([laplace(Fraction(1, 100))], BUDGET)
         assert exact < MORE_LIMIT and led.more("alice", small, BUDGET, "pld") == exact
+
+
+def test_pld_is_capped_by_the_zcdp_bound_where_the_grid_over_states() -> None:
+    """Gaussian noise of large sigma: each loss is far below the PLD's 1e-4 grid, so rounding every
+    one up over-states; the zCDP bound of the same terms holds too, and the smaller one is used."""
+    big_sigma = gauss(Fraction(1, 1000), Fraction(1, 10**9))
+    history = accountant("pld").empty().add([big_sigma], 5000)
+    zcdp = accountant("zcdp").empty().add([big_sigma], 5000).epsilon_at(DELTA)
+    pld_alone = history._pld_epsilon(DELTA)
+    assert zcdp is not None and pld_alone is not None and zcdp < pld_alone  # the grid's over-statement
+    assert history.epsilon_at(DELTA) == zcdp
