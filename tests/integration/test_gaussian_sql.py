@@ -1,17 +1,13 @@
 """Through SQL: discrete Gaussian noise (OPTIONS and the policy default), accuracy-first ci95,
-EXPLAIN's view of the budget, and an (epsilon, delta) audit of the Gaussian COUNT with a
-negative control (a mechanism with too little noise is caught by the same audit)."""
+and EXPLAIN's view of the budget. The (epsilon, delta) audit is tests/statistical/test_gaussian_sql_audit.py."""
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 
 import pytest
-from scipy.stats import beta
 
-from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.planner.accuracy import width
 
 W = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS"
@@ -67,35 +63,3 @@ def test_explain_shows_the_total_after_the_query_and_how_many_fit(connect, polic
     con.execute("SELECT COUNT(*) FROM people").fetchone()
     assert con.queries_left == fit - 1
     assert any(f"; {fit - 1} such queries fit now" in x for x in explain(con, "SELECT COUNT(*) FROM people"))
-
-
-def _audit(connect, policy_file, people_frame, n: int) -> float:  # type: ignore[no-untyped-def]
-    """A lower confidence bound (99.9%) on the epsilon the Gaussian COUNT really spends at delta, from
-    n answers on two neighbouring tables (one person removed) and the event "answer >= threshold"."""
-    unit = people_frame["person_id"].value_counts()
-    person = unit[unit >= 3].index[0]
-    neighbour = people_frame[people_frame["person_id"] != person]
-    policy = policy_file(epsilon=1e6, delta=0.5)
-    sql = f"{W} (noise = 'gaussian', epsilon = 1, delta = 1e-5) COUNT(*) FROM people"
-    d = connect(policy, tables={"people": people_frame}, random_seed=5)
-    d2 = connect(policy, tables={"people": neighbour}, random_seed=6)
-    exact = len(people_frame)  # max_rows keeps everyone's rows when none has more than 3
-    big = [d.execute(sql).fetchone()[0] for _ in range(n)]
-    small = [d2.execute(sql).fetchone()[0] for _ in range(n)]
-    threshold = exact
-    k1, k2 = sum(x >= threshold for x in big), sum(x >= threshold for x in small)
-    p1_low = beta.ppf(0.0005, k1, n - k1 + 1) if k1 else 0.0
-    p2_high = beta.ppf(0.9995, k2 + 1, n - k2) if k2 < n else 1.0
-    return math.log(max(p1_low - 1e-5, 1e-300) / p2_high) if p2_high > 0 else math.inf
-
-
-@pytest.mark.slow  # a thousand answers through SQL
-def test_the_gaussian_count_passes_an_epsilon_delta_audit_and_a_broken_one_does_not(
-        connect, policy_file, people_frame, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    if people_frame["person_id"].value_counts().max() > 3:
-        pytest.skip("the audit's exact count assumes no person has more than max_rows rows")
-    assert _audit(connect, policy_file, people_frame, 500) <= 1.0
-    # Negative control: sigma 10x too small (what a unit slip in the calibration would do).
-    real = GaussianSpec.sigma2
-    monkeypatch.setattr(GaussianSpec, "sigma2", property(lambda self: real.fget(self) / 100))  # type: ignore[attr-defined]
-    assert _audit(connect, policy_file, people_frame, 500) > 1.0
