@@ -1,1 +1,0 @@
-SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (noise = 'gaussian', delta = 1e-7) COUNT(*), SUM(age), AVG(income) FROM people
