@@ -209,27 +209,11 @@ class Ledger:
             params_json = json.dumps(dict(params), sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as err:
             raise LedgerError("the mechanism parameters are not JSON-serialisable") from err
-        eps, delta = cost.epsilon, cost.delta
-        store = self._store
-
-        if accountant != "basic":
-            return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
-                                         _accountant(accountant))
-
-        def check_and_insert() -> LedgerEntry:
-            # The store's transaction serialises this analyst's charges and verified the storage.
-            spent_eps, spent_delta = _total(store.totals(analyst))
-            if spent_eps + eps > budget.epsilon or spent_delta + delta > budget.delta:
-                left = budget - PrivacyCost(spent_eps, min(spent_delta, budget.delta))
-                raise _exhausted(cost, left)
-            return self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
-
-        def charged() -> LedgerEntry:
-            with store.charging(analyst):
-                entry = check_and_insert()
-            return entry  # only once the transaction has committed
-
-        return self._locked(charged, "the budget ledger could not be updated; the query was not run")
+        # Every accountant, basic included, charges through the cached composition: the check
+        # reads the analyst's row count and largest id (and only the rows not yet composed),
+        # never the whole history; basic composition of the multiset is still exact (Fractions).
+        return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
+                                     _accountant(accountant))
 
     def spent(self, analyst: str, budget: PrivacyCost | None = None, accountant: str = "basic") -> PrivacyCost:
         """What ``analyst`` has spent so far: the exact totals under basic composition; under
