@@ -91,6 +91,13 @@ class Session:
         return self._executor.charger.remaining()
 
     @property
+    def queries_left(self) -> int | None:
+        """How many more queries like this session's last charged one fit the remaining budget under
+        the policy's accountant (computed from the ledger's costs and the budget: public facts);
+        None before the first charge."""
+        return self._executor.charger.more()
+
+    @property
     def default_query_budget(self) -> PrivacyCost:
         """The (epsilon, delta) a query spends when it names none (SET dpsql.epsilon changes it)."""
         return self._default

@@ -10,7 +10,8 @@ Three accountants compose the same ledger entries (pure: no engine, no storage):
   (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020). Rhos and deltas add; the history is
   (rho + 2 sqrt(rho ln(1 / d)), sum(delta) + d)-DP for d = D - sum(delta).
 - ``pld``: numerical composition of privacy-loss distributions with Google's dp-accounting
-  (pessimistic discretisation, the library's default: it may over-state, never under-state).
+  (pessimistic discretisation, the library's default: it may over-state, never under-state),
+  capped by the zCDP bound of the same terms (tighter where every loss is far below the grid).
   Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
   Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
   sparse vector, A_samp, the Median Mechanism layer) as the (epsilon, delta) PLD, which dominates
@@ -27,7 +28,6 @@ from __future__ import annotations
 import functools
 import math
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -104,22 +104,55 @@ def _loss(record: Any) -> PrivacyLoss:
     return loss
 
 
-class Composition(ABC):
-    """The composed losses of one history (immutable: ``add`` returns a new composition)."""
+LossKey = tuple[object, ...]
 
-    def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0) -> None:
+
+def _key(loss: PrivacyLoss) -> LossKey:
+    """What determines a term's composition (terms with equal keys are self-composed at once)."""
+    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2, loss.rho)
+
+
+class Composition(ABC):
+    """The composed losses of one history: a multiset of terms (immutable: ``add`` returns a new
+    composition). What an accountant says of it depends on the multiset alone, never on the
+    order terms were added in, so a history rebuilt from grouped rows, extended one charge at a
+    time, or extended by ``times`` copies at once is judged identically."""
+
+    def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
+                 tally: Mapping[LossKey, int] | None = None, reps: Mapping[LossKey, PrivacyLoss] | None = None) -> None:
         self.basic_epsilon = epsilon  # the exact basic-composition sums, a cap for every accountant
         self.basic_delta = delta
         self.count = count  # terms composed
+        self.tally: Mapping[LossKey, int] = tally or {}  # term key -> how many times (never mutated)
+        self._reps: Mapping[LossKey, PrivacyLoss] = reps or {}  # one term per key
         self._epsilons: dict[Fraction, Fraction | None] = {}  # epsilon_at, memoised (the object never changes)
 
+    def add(self, losses: Sequence[PrivacyLoss], times: int = 1) -> Composition:
+        """This history followed by ``times`` copies of ``losses``."""
+        if times < 0:
+            raise ValueError("times must be >= 0")
+        tally, reps = dict(self.tally), dict(self._reps)
+        for loss in losses:
+            key = _key(loss)
+            tally[key] = tally.get(key, 0) + times
+            reps.setdefault(key, loss)
+        epsilon = self.basic_epsilon + times * sum((x.epsilon for x in losses), Fraction(0))
+        delta = self.basic_delta + times * sum((x.delta for x in losses), Fraction(0))
+        return self._extended(epsilon, delta, self.count + times * len(losses), tally, reps, losses, times)
+
     @abstractmethod
-    def add(self, losses: Sequence[PrivacyLoss]) -> Composition:
-        """This history followed by ``losses``."""
+    def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
+                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> Composition:
+        """The subclass's composition of the extended multiset."""
 
     @abstractmethod
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
         """The accountant's own epsilon at ``delta`` (None: unbounded)."""
+
+    def covers(self, other: Composition) -> bool:
+        """Whether ``other``'s terms are a sub-multiset of these (then, if these fit a budget,
+        ``other``'s do: dropping releases never costs privacy)."""
+        return all(self.tally.get(key, 0) >= n for key, n in other.tally.items())
 
     def epsilon_at(self, delta: Fraction) -> Fraction | None:
         """The epsilon spent at ``delta`` (the history is (epsilon, delta)-DP); None when no finite
@@ -142,6 +175,37 @@ class Composition(ABC):
         spent = self._tight_epsilon(budget.delta) if self.count else Fraction(0)
         return spent is not None and spent <= budget.epsilon
 
+    def headroom(self, losses: Sequence[PrivacyLoss], budget: PrivacyCost, limit: int = 10**9) -> int:
+        """The largest j <= ``limit`` with this history plus j copies of ``losses`` within
+        ``budget`` (``fits`` is monotone in j: more releases never cost less). Galloping from
+        what basic composition already allows, then bisection: about 2 log2(j) compositions."""
+        epsilon = sum((x.epsilon for x in losses), Fraction(0))
+        delta = sum((x.delta for x in losses), Fraction(0))
+        if not losses or (epsilon == 0 and delta == 0 and self.fits(budget)):
+            return limit if self.fits(budget) else 0
+        lo = limit  # basic composition's own count is a floor: those copies fit by the cap
+        if epsilon:
+            lo = min(lo, max(0, math.floor((budget.epsilon - self.basic_epsilon) / epsilon)))
+        if delta:
+            lo = min(lo, max(0, math.floor((budget.delta - self.basic_delta) / delta)))
+        if self.basic_epsilon > budget.epsilon or self.basic_delta > budget.delta:
+            lo = 0
+        if lo == 0:
+            if not self.add(losses).fits(budget):
+                return 0
+            lo = 1
+        hi = lo * 2
+        while hi <= limit and self.add(losses, hi).fits(budget):
+            lo, hi = hi, hi * 2
+        if hi > limit:
+            hi = limit + 1
+            if self.add(losses, limit).fits(budget):
+                return limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if self.add(losses, mid).fits(budget) else (lo, mid)
+        return lo
+
     def spent(self, budget: PrivacyCost) -> PrivacyCost:
         """What the history spent, as read against ``budget``: epsilon at the budget's delta and
         the deltas the terms consume outright (basic composition when no finite epsilon holds)."""
@@ -150,16 +214,17 @@ class Composition(ABC):
             return PrivacyCost(self.basic_epsilon, min(self.basic_delta, Fraction(999_999, 1_000_000)))
         return PrivacyCost(epsilon, min(self.basic_delta, budget.delta))
 
-    def _sums(self, losses: Sequence[PrivacyLoss]) -> tuple[Fraction, Fraction, int]:
-        return (self.basic_epsilon + sum((x.epsilon for x in losses), Fraction(0)),
-                self.basic_delta + sum((x.delta for x in losses), Fraction(0)), self.count + len(losses))
+    def _terms(self) -> list[tuple[PrivacyLoss, int]]:
+        """(term, times) of each key, in a canonical order (the key's repr)."""
+        return [(self._reps[key], self.tally[key]) for key in sorted(self.tally, key=repr) if self.tally[key]]
 
 
 class BasicComposition(Composition):
     """Epsilons and deltas add up, exactly."""
 
-    def add(self, losses: Sequence[PrivacyLoss]) -> BasicComposition:
-        return BasicComposition(*self._sums(losses))
+    def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
+                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> BasicComposition:
+        return BasicComposition(epsilon, delta, count, tally, reps)
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
         return None  # the basic cap is the whole answer
@@ -179,16 +244,19 @@ class ZcdpComposition(Composition):
     """Rhos add; deltas of approximate terms add (delta-approximate zCDP)."""
 
     def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
+                 tally: Mapping[LossKey, int] | None = None, reps: Mapping[LossKey, PrivacyLoss] | None = None,
                  rho: Fraction = Fraction(0), approx_delta: Fraction = Fraction(0)) -> None:
-        super().__init__(epsilon, delta, count)
+        super().__init__(epsilon, delta, count, tally, reps)
         self.rho = rho
         self.approx_delta = approx_delta
 
-    def add(self, losses: Sequence[PrivacyLoss]) -> ZcdpComposition:
-        rho = self.rho + sum((zcdp_rho(x) for x in losses), Fraction(0))
+    def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
+                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> ZcdpComposition:
+        rho = self.rho + times * sum((zcdp_rho(x) for x in losses), Fraction(0))
         # A zCDP or Gaussian term is rho-zCDP outright; an (epsilon, delta) term also consumes its delta.
-        approx = self.approx_delta + sum((x.delta for x in losses if x.family in ("approx_dp", "discrete_laplace")), Fraction(0))
-        return ZcdpComposition(*self._sums(losses), rho=rho, approx_delta=approx)
+        approx = self.approx_delta + times * sum((x.delta for x in losses if x.family in ("approx_dp", "discrete_laplace")),
+                                                 Fraction(0))
+        return ZcdpComposition(epsilon, delta, count, tally, reps, rho=rho, approx_delta=approx)
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
         left = delta - self.approx_delta
@@ -216,7 +284,7 @@ def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction) -> Any:
 def pld_of(loss: PrivacyLoss) -> Any:
     """The pessimistic privacy-loss distribution of one term (a dp-accounting object, shared:
     composing never modifies it)."""
-    return _pld_of(_key(loss))
+    return _pld_of(_key(loss)[:6])
 
 
 @functools.lru_cache(maxsize=256)
@@ -239,39 +307,60 @@ def _pld_of(key: tuple[Any, ...]) -> Any:
     return _pure_or_approx_pld(loss.epsilon, loss.delta)
 
 
-def _key(loss: PrivacyLoss) -> tuple[object, ...]:
-    """What determines a term's PLD (terms with equal keys are self-composed at once)."""
-    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2)
+@functools.lru_cache(maxsize=8)  # a composed PLD can take megabytes: keep a few
+def _self_composed(key: tuple[Any, ...], times: int) -> Any:
+    """``times`` copies of one term's PLD (memoised: a headroom search asks for the same ones)."""
+    single = _pld_of(key)
+    return single if times == 1 else single.self_compose(times)
 
 
 class PldComposition(Composition):
-    """A composed dp-accounting PrivacyLossDistribution (None: nothing composed yet)."""
+    """Composed by dp-accounting's privacy-loss distributions, computed when first asked for
+    (charges certified by a known-fitting superset never compose anything)."""
 
     def __init__(self, epsilon: Fraction = Fraction(0), delta: Fraction = Fraction(0), count: int = 0,
-                 pld: Any = None, big: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))) -> None:
-        super().__init__(epsilon, delta, count)
-        self.pld = pld
+                 tally: Mapping[LossKey, int] | None = None, reps: Mapping[LossKey, PrivacyLoss] | None = None,
+                 big: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)), zcdp: ZcdpComposition | None = None) -> None:
+        super().__init__(epsilon, delta, count, tally, reps)
         # Terms with epsilon > BIG_EPSILON stay out of the PLD (their distributions overflow floats)
         # and are added by basic composition: (e1, d1) then (e2, d2) is (e1 + e2, d1 + d2)-DP.
         self.big = big
+        # The zCDP bound of the same terms, a second cap: where every loss is far below the PLD's
+        # 1e-4 grid (Gaussian noise of large sigma), rounding each one up over-states more than zCDP.
+        self.zcdp = zcdp if zcdp is not None else ZcdpComposition()
+        self._pld: Any = None
+        self._composed = False
 
-    def add(self, losses: Sequence[PrivacyLoss]) -> PldComposition:
-        composed = self.pld
+    def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
+                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> PldComposition:
         big = [x for x in losses if x.epsilon > BIG_EPSILON]
-        big_sum = (self.big[0] + sum((x.epsilon for x in big), Fraction(0)), self.big[1] + sum((x.delta for x in big), Fraction(0)))
-        small = [x for x in losses if x.epsilon <= BIG_EPSILON]
-        groups = Counter(_key(x) for x in small)
-        first: dict[tuple[object, ...], PrivacyLoss] = {}
-        for loss in small:
-            first.setdefault(_key(loss), loss)
-        for key, times in groups.items():
-            part = pld_of(first[key])
-            if times > 1:
-                part = part.self_compose(times)
-            composed = part if composed is None else composed.compose(part)
-        return PldComposition(*self._sums(losses), pld=composed, big=big_sum)
+        big_sum = (self.big[0] + times * sum((x.epsilon for x in big), Fraction(0)),
+                   self.big[1] + times * sum((x.delta for x in big), Fraction(0)))
+        zcdp = self.zcdp._extended(epsilon, delta, count, tally, reps, losses, times)
+        return PldComposition(epsilon, delta, count, tally, reps, big_sum, zcdp)
+
+    @property
+    def pld(self) -> Any:
+        """The composed PrivacyLossDistribution of the terms up to BIG_EPSILON (None: none): the
+        self-composition of each distinct term, composed in a canonical order."""
+        if not self._composed:
+            composed = None
+            for loss, times in self._terms():
+                if loss.epsilon > BIG_EPSILON:
+                    continue
+                part = _self_composed(_key(loss)[:6], times)
+                composed = part if composed is None else composed.compose(part)
+            self._pld, self._composed = composed, True
+        return self._pld
 
     def _tight_fits(self, budget: PrivacyCost) -> bool:
+        return self.zcdp._tight_fits(budget) or self._pld_fits(budget)  # both bounds hold: either suffices
+
+    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+        candidates = [e for e in (self._pld_epsilon(delta), self.zcdp._tight_epsilon(delta)) if e is not None]
+        return min(candidates) if candidates else None
+
+    def _pld_fits(self, budget: PrivacyCost) -> bool:
         # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the
         # library computes delta(E) with numpy, epsilon(D) in a Python loop. E is rounded down and
         # delta(E) up, so rounding can only refuse.
@@ -283,7 +372,7 @@ class PldComposition(Composition):
         delta = float(self.pld.get_delta_for_epsilon(_float_down(left)))
         return delta * (1 + _MARGIN) + 1e-18 + _float_up(self.big[1]) <= budget.delta
 
-    def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
+    def _pld_epsilon(self, delta: Fraction) -> Fraction | None:
         left = delta - self.big[1]
         if left < 0:
             return None
@@ -309,6 +398,13 @@ class Accountant:
     def compose(self, histories: Iterable[Sequence[PrivacyLoss]]) -> Composition:
         """All the terms of ``histories`` (one sequence per ledger entry), composed."""
         return self.empty().add([loss for entry in histories for loss in entry])
+
+    def compose_counted(self, groups: Iterable[tuple[Sequence[PrivacyLoss], int]]) -> Composition:
+        """Each group's terms ``times`` times (ledger rows grouped by identical content)."""
+        composition = self.empty()
+        for losses, times in groups:
+            composition = composition.add(losses, times)
+        return composition
 
 
 def accountant(name: str) -> Accountant:

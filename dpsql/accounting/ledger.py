@@ -27,6 +27,7 @@ from dpsql.accounting.sqlite_ledger import SqliteStore
 from dpsql.accounting.store import (
     SCHEMA_VERSION,
     LedgerStore,
+    GroupRow,
     HistoryRow,
     TotalRow,
     is_postgres_url,
@@ -81,6 +82,14 @@ def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
 
+def _group_losses(rows: Iterable[GroupRow]) -> list[tuple[tuple[PrivacyLoss, ...], int]]:
+    """Each group's loss terms and how many charges it holds (unreadable params fail closed)."""
+    try:
+        return [(_row_losses(params, *fractions), count) for params, *fractions, count in rows]  # type: ignore[misc]
+    except (ValueError, TypeError) as err:
+        raise LedgerError("the budget ledger holds invalid parameters") from err
+
+
 @functools.lru_cache(maxsize=1024)
 def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> tuple[PrivacyLoss, ...]:
     """One row's terms; repeated queries repeat their rows' text, so a rebuild parses each once."""
@@ -89,6 +98,17 @@ def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_d
 
 # A cached composition: (charges composed, largest id composed, the composition).
 _Cached = tuple[int, int, Composition]
+# Known-fitting multisets, per (analyst, accountant, budget epsilon, budget delta): for each kind
+# of charge (its terms' tally), the history it was computed on plus as many copies of the kind as
+# fit. Any history these cover fits too (a sub-multiset of a fitting one), so a charge they cover
+# is admitted without composing anything; they are facts about multisets and never go stale.
+_KnownKey = tuple[str, str, Fraction, Fraction]
+_MAX_KINDS = 32
+# How many more charges of a kind fit is shown up to MORE_LIMIT ("at least 1000"); a search stops
+# at twice that (its cost grows with the count), so a capped certificate is searched again only
+# after MORE_LIMIT charges, and a count below MORE_LIMIT is always exact.
+MORE_LIMIT = 1000
+_SEARCH_LIMIT = 2 * MORE_LIMIT
 
 
 def _num(value: Fraction) -> str:
@@ -146,6 +166,8 @@ class Ledger:
         self._store = store if store is not None else SqliteStore(path)
         # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
         self._cache: dict[tuple[str, str], _Cached] = {}
+        # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
+        self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
 
     @property
     def path(self) -> Path | None:
@@ -187,27 +209,11 @@ class Ledger:
             params_json = json.dumps(dict(params), sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as err:
             raise LedgerError("the mechanism parameters are not JSON-serialisable") from err
-        eps, delta = cost.epsilon, cost.delta
-        store = self._store
-
-        if accountant != "basic":
-            return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
-                                         _accountant(accountant))
-
-        def check_and_insert() -> LedgerEntry:
-            # The store's transaction serialises this analyst's charges and verified the storage.
-            spent_eps, spent_delta = _total(store.totals(analyst))
-            if spent_eps + eps > budget.epsilon or spent_delta + delta > budget.delta:
-                left = budget - PrivacyCost(spent_eps, min(spent_delta, budget.delta))
-                raise _exhausted(cost, left)
-            return self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
-
-        def charged() -> LedgerEntry:
-            with store.charging(analyst):
-                entry = check_and_insert()
-            return entry  # only once the transaction has committed
-
-        return self._locked(charged, "the budget ledger could not be updated; the query was not run")
+        # Every accountant, basic included, charges through the cached composition: the check
+        # reads the analyst's row count and largest id (and only the rows not yet composed),
+        # never the whole history; basic composition of the multiset is still exact (Fractions).
+        return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
+                                     _accountant(accountant))
 
     def spent(self, analyst: str, budget: PrivacyCost | None = None, accountant: str = "basic") -> PrivacyCost:
         """What ``analyst`` has spent so far: the exact totals under basic composition; under
@@ -223,6 +229,14 @@ class Ledger:
         chosen = _accountant(accountant)
         return self._read(lambda: self._composition(analyst, chosen, in_charge=False)).spent(budget)
 
+    def spent_after(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
+        """What ``analyst`` would have spent after one more charge of ``cost`` (EXPLAIN's view; a read)."""
+        if accountant == "basic":
+            return self.spent(analyst) + PrivacyCost(cost.epsilon, cost.delta)
+        chosen = _accountant(accountant)
+        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        return self._read(lambda: self._composition(analyst, chosen, in_charge=False).add(losses)).spent(budget)
+
     def remaining(self, analyst: str, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
         """What is left of ``budget`` for ``analyst`` under ``accountant``, never negative."""
         return budget - self.spent(analyst, budget, accountant)
@@ -232,8 +246,66 @@ class Ledger:
         if accountant == "basic":
             return cost.fits_in(self.remaining(analyst, budget))
         chosen = _accountant(accountant)
-        history = self._read(lambda: self._composition(analyst, chosen, in_charge=False))
-        return history.add(losses_of({"losses": [x.record() for x in cost.losses]}, cost)).fits(budget)
+        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        return self._read(lambda: self._fits(analyst, chosen, self._composition(analyst, chosen, in_charge=False),
+                                             losses, budget))
+
+    def more(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> int:
+        """How many more charges of ``cost`` (its terms, as a query charges them) would fit now under
+        ``accountant``, counted up to MORE_LIMIT (1000: "1000" reads "at least 1000"): public facts
+        only (the ledger's costs and the budget). A read: charges re-check."""
+        if cost.epsilon == 0 and cost.delta == 0:
+            raise ValueError("a cost of zero fits without limit")
+        if accountant == "basic":
+            left = self.remaining(analyst, budget)
+            counts = [left.epsilon // cost.epsilon if cost.epsilon else None, left.delta // cost.delta if cost.delta else None]
+            return min(MORE_LIMIT, int(min(c for c in counts if c is not None)))
+        chosen = _accountant(accountant)
+        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+
+        def count() -> int:
+            history = self._composition(analyst, chosen, in_charge=False)
+            kind = chosen.empty().add(losses)
+            known, capped = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(
+                frozenset(kind.tally.items()), (None, False))
+            if known is not None and known.covers(history):
+                # Exact when the history grew only by this kind since the search (the usual case).
+                left = {key: known.tally.get(key, 0) - history.tally.get(key, 0) for key in known.tally}
+                if all(left[key] % n == 0 for key, n in kind.tally.items()) and \
+                        all(v == 0 for key, v in left.items() if key not in kind.tally):
+                    per = {left[key] // n for key, n in kind.tally.items()}
+                    fit = per.pop() if len(per) == 1 else None
+                    # A capped search's count is a floor: good enough for "at least MORE_LIMIT" only.
+                    if fit is not None and (not capped or fit >= MORE_LIMIT):
+                        return min(fit, MORE_LIMIT)
+            j = history.headroom(losses, budget, _SEARCH_LIMIT)
+            if j:
+                self._remember(analyst, chosen, budget, kind, history.add(losses, j), j == _SEARCH_LIMIT)
+            return min(j, MORE_LIMIT)
+
+        return self._read(count)
+
+    def _fits(self, analyst: str, chosen: Accountant, history: Composition, losses: tuple[PrivacyLoss, ...],
+              budget: PrivacyCost) -> bool:
+        """Whether history + losses fits ``budget`` (call under the lock): covered by a known-fitting
+        multiset, or else the largest number of such charges that fit is searched once and kept."""
+        after = history.add(losses)
+        known = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).values()
+        if any(fitting.covers(after) for fitting, _ in known):
+            return True
+        if chosen.name == "basic" or not after.count:
+            return after.fits(budget)
+        j = history.headroom(losses, budget, _SEARCH_LIMIT)
+        if j:
+            self._remember(analyst, chosen, budget, chosen.empty().add(losses), history.add(losses, j), j == _SEARCH_LIMIT)
+        return j > 0
+
+    def _remember(self, analyst: str, chosen: Accountant, budget: PrivacyCost, kind: Composition,
+                  fitting: Composition, capped: bool) -> None:
+        kinds = self._known.setdefault((analyst, chosen.name, budget.epsilon, budget.delta), {})
+        if len(kinds) >= _MAX_KINDS:
+            kinds.clear()
+        kinds[frozenset(kind.tally.items())] = (fitting, capped)
 
     def entries(self, analyst: str | None = None) -> list[LedgerEntry]:
         """Every recorded charge (of one analyst, or of all), in charge order."""
@@ -253,7 +325,7 @@ class Ledger:
             with store.charging(analyst):
                 history = self._composition(analyst, chosen, in_charge=True)
                 after = history.add(new_losses)
-                if not after.fits(budget):
+                if not self._fits(analyst, chosen, history, new_losses, budget):
                     raise _exhausted(cost, budget - history.spent(budget))
                 count, max_id = self._cache[(analyst, chosen.name)][:2]
                 entry = self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
@@ -285,9 +357,11 @@ class Ledger:
             if seen == (count, max_id):
                 composition = cached[2].add([x for entry in _history_losses(rows) for x in entry])
         if composition is None:
-            rows = store.history(analyst, 0)
-            seen = (len(rows), rows[-1][0] if rows else 0)
-            composition = chosen.compose(_history_losses(rows))
+            # Identical charges grouped (the composition depends on the multiset alone); read in the
+            # same transaction as the summary when charging, so the two agree.
+            groups = store.history_groups(analyst)
+            seen = (sum(n for *_, n in groups), max_id)
+            composition = chosen.compose_counted(_group_losses(groups))
         if seen == (count, max_id):
             self._cache[key] = (count, max_id, composition)
         elif in_charge:

@@ -31,6 +31,7 @@ from dpsql.accounting.store import (
     CHARGE_FIELDS,
     SCHEMA_VERSION,
     ChargeRow,
+    GroupRow,
     HistoryRow,
     LedgerStore,
     TotalRow,
@@ -74,6 +75,11 @@ _SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM dpsql_charges WHERE analy
 _HISTORY = (
     "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM dpsql_charges "
     "WHERE analyst = %s AND id > %s ORDER BY id"
+)
+# Identical charges (a repeated query) grouped: a cold rebuild composes each group once.
+_GROUPS = (
+    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM dpsql_charges WHERE analyst = %s "
+    "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
 _GONE = "the budget ledger database is not the one opened (dropped or replaced); the query was not run"
 
@@ -145,6 +151,9 @@ class PostgresStore(LedgerStore):
 
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         return self._connection().execute(_HISTORY, (analyst, after_id)).fetchall()
+
+    def history_groups(self, analyst: str) -> list[GroupRow]:
+        return [(*row[:5], int(row[5])) for row in self._connection().execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
         result = self._connection().execute(_INSERT, row).fetchone()

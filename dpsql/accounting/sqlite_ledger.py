@@ -21,6 +21,7 @@ from dpsql.accounting.store import (
     CHARGE_FIELDS,
     SCHEMA_VERSION,
     ChargeRow,
+    GroupRow,
     HistoryRow,
     LedgerStore,
     TotalRow,
@@ -52,6 +53,11 @@ _SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM charges WHERE analyst = ?
 _HISTORY = (
     "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM charges "
     "WHERE analyst = ? AND id > ? ORDER BY id"
+)
+# Identical charges (a repeated query) grouped: a cold rebuild composes each group once.
+_GROUPS = (
+    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
+    "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
 _GONE = "the budget ledger file was removed or replaced since it was opened; the query was not run"
 
@@ -133,6 +139,9 @@ class SqliteStore(LedgerStore):
 
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
+
+    def history_groups(self, analyst: str) -> list[GroupRow]:
+        return [(*row[:5], int(row[5])) for row in self._conn.execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
         row_id = self._conn.execute(_INSERT, row).lastrowid

@@ -29,6 +29,8 @@ TotalRow = tuple[str, str, str, str, int]
 ChargeRow = tuple[object, ...]
 # (id, params, eps_num, eps_den, delta_num, delta_den): what an accountant re-reads of a charge.
 HistoryRow = tuple[int, str, str, str, str, str]
+# (params, eps_num, eps_den, delta_num, delta_den, count): identical charges of one analyst.
+GroupRow = tuple[str, str, str, str, str, int]
 
 
 class LedgerStore(ABC):
@@ -65,6 +67,15 @@ class LedgerStore(ABC):
     @abstractmethod
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         """The analyst's charges with id > ``after_id``, in id order, as the accountant reads them."""
+
+    def history_groups(self, analyst: str) -> list[GroupRow]:
+        """The analyst's charges grouped by identical (params, cost), with how many of each: what
+        an accountant re-reads to rebuild a composition (the multiset is all it depends on)."""
+        groups: dict[tuple[str, str, str, str, str], int] = {}
+        for _, *content in self.history(analyst, 0):
+            key = tuple(content)
+            groups[key] = groups.get(key, 0) + 1  # type: ignore[index]
+        return [(*key, n) for key, n in groups.items()]
 
     @abstractmethod
     def insert(self, row: tuple[object, ...]) -> int:

@@ -22,7 +22,7 @@ from dpsql.ir.plan import median_grid
 from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 MAX_QUANTILE_DENOMINATOR = 10**15
-QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks"})
+QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95"})
 QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
                        "exponential": "exponential", "em": "exponential"}
 MAX_MODE_BLOCKS = 1_000_000
@@ -35,6 +35,9 @@ class RobustOptions:
     quantile_mechanism: str | None = None
     median_bound: Fraction | None = None
     mode_blocks: int | None = None
+    noise: str | None = None  # 'laplace' | 'gaussian' for COUNT/SUM/AVG (None: the policy's default)
+    ci95: Fraction | None = None  # a 95% half-width asked for instead of an epsilon
+    ci95_node: exp.Expr | None = None  # where it was written (for a refusal's caret)
 
 
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
@@ -60,6 +63,8 @@ class _Binder:
         if not self.aggregates and not self.keys:
             raise self.ctx.refuse("DP105", "a query over a private table must aggregate", select.expressions[0],
                                   "wrap columns in COUNT, SUM or AVG, or GROUP BY them")
+        if self.robust.ci95 is not None:
+            self._check_accuracy_first(outputs)
         having = select.args.get("having")
         having_expr = self._replace(having.this, outputs) if having else None
         order = self._order(select, outputs)
@@ -79,7 +84,28 @@ class _Binder:
             explicit_budget=explicit,
             quantile_mechanism=self.robust.quantile_mechanism,
             mode_blocks=self.robust.mode_blocks,
+            noise=self.robust.noise or self.ctx.policy.budget.noise,
+            ci95=self.robust.ci95,
         )
+
+    def _check_accuracy_first(self, outputs: tuple[OutputColumn, ...]) -> None:
+        """OPTIONS (ci95 = h) needs every noisy output to be one COUNT or SUM, whose half-width is a
+        public function of epsilon. AVG divides by a noisy count (its interval depends on the data's
+        count), robust aggregates' errors depend on the data's spread, and arithmetic on aggregates
+        changes the interval: all refused (DP145), with the option under the caret."""
+        node = self.robust.ci95_node
+        for call in self.aggregates:
+            if call.kind not in ("count_rows", "count", "count_units", "sum"):
+                raise self.ctx.refuse("DP145", f"ci95 cannot be derived for {call.label}: its interval depends on the data "
+                                      f"({'a noisy count divides it' if call.kind == 'avg' else 'its error depends on the values'})",
+                                      node, "name an epsilon instead (EXPLAIN shows the interval it gives), or ask ci95 of "
+                                      "COUNT and SUM only (AVG = SUM / COUNT after the query)")
+        for output in outputs:
+            bare = output.expr.unnest()  # parentheses around one aggregate change nothing
+            if output.aggregates and (len(output.aggregates) > 1 or bare.find(exp.Column) != bare):
+                raise self.ctx.refuse("DP145", f"ci95 cannot be derived for the output {output.name}: arithmetic on "
+                                      "aggregates changes the interval", node,
+                                      "select the bare COUNT or SUM and compute the expression after the query, or name an epsilon")
 
     def _group_keys(self, select: exp.Select) -> list[Column]:
         group = select.args.get("group")
@@ -400,16 +426,40 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
                                      hint=f"options: {', '.join(sorted(QUERY_OPTIONS))}")
         if name == "quantile_mechanism":
             robust[name] = _mechanism_option(item.expression, ctx)
+        elif name == "noise":
+            robust[name] = _noise_option(item.expression, ctx)
+        elif name == "ci95":
+            robust[name] = _ci95_option(item.expression, ctx)
+            robust["ci95_node"] = item
         elif name in ("median_bound", "mode_blocks"):
             robust[name] = _robust_number(item.expression, name, ctx)
         else:
             values[name] = option_number(item.expression, name, ctx)
     options = RobustOptions(**robust)  # type: ignore[arg-type]
+    if options.ci95 is not None and "epsilon" in {item.this.name.lower() for item in hint.expressions}:
+        raise InvalidOptionError("give ci95 or epsilon, not both: ci95 = h derives the epsilon from the interval",
+                                 code="DP144", span=ctx.span(options.ci95_node) if options.ci95_node is not None else None, sql=ctx.sql, hint="drop one of them")
     if options.median_bound is not None and options.quantile_mechanism in ("smed", "exponential"):
         raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
     return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+
+
+def _noise_option(node: exp.Expr, ctx: AnalysisContext) -> str:
+    text = node.name.lower() if isinstance(node, (exp.Literal, exp.Column, exp.Identifier, exp.Var)) else ""
+    if text not in ("laplace", "gaussian"):
+        raise InvalidOptionError("noise must be 'laplace' or 'gaussian'", code="DP143", span=ctx.span(node), sql=ctx.sql,
+                                 hint="e.g. noise = 'gaussian' (COUNT, SUM and AVG; needs delta > 0)")
+    return text
+
+
+def _ci95_option(node: exp.Expr, ctx: AnalysisContext) -> Fraction:
+    value = option_number(node, "ci95", ctx)
+    if value <= 0:
+        raise InvalidOptionError("ci95 must be greater than 0", code="DP144", span=ctx.span(node), sql=ctx.sql,
+                                 hint="the 95% half-width every noisy cell should have, in the aggregate's units, e.g. ci95 = 50")
+    return value
 
 
 def _mechanism_option(node: exp.Expr, ctx: AnalysisContext) -> str:

@@ -18,7 +18,8 @@ from sqlglot import exp
 from dpsql.backend.sqlgen import number
 from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
 from dpsql.ir.query import ColumnRef, refs
-from dpsql.mechanisms.laplace import LaplaceSpec, half_width
+from dpsql.mechanisms.gaussian import GaussianSpec
+from dpsql.mechanisms.laplace import LaplaceSpec
 
 NOISY = "__dpsql_noisy"
 MAX_CORNER_RELEASES = 4
@@ -97,9 +98,9 @@ def release_width(plan: Plan, index: int, parts: int) -> Fraction:
 
 
 @functools.lru_cache(maxsize=4096)
-def _width(spec: LaplaceSpec, parts: int) -> int:
+def _width(spec: LaplaceSpec | GaussianSpec, parts: int) -> int:
     # Depends on the public spec only; cached because every answer reports it.
-    return half_width(spec, 1 - 0.05 / parts)
+    return spec.half_width(1 - 0.05 / parts)
 
 
 def _safe(expr: exp.Expr) -> exp.Expr:

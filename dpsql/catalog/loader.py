@@ -155,10 +155,13 @@ def _number(value: Any, key: str, where: _Where) -> Fraction:
 def _budget(raw: Any, where: _Where, base: Path) -> Budget:
     if not isinstance(raw, dict):
         raise where.error("budget", "must be a table")
-    _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger"}, "budget.", where)
+    _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger", "noise"}, "budget.", where)
     chosen = raw.get("accountant", DEFAULT_ACCOUNTANT)
     if chosen not in ACCOUNTANTS:
         raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in ACCOUNTANTS)}")
+    noise = raw.get("noise", "laplace")
+    if noise not in ("laplace", "gaussian"):
+        raise where.error("budget.noise", "must be 'laplace' or 'gaussian'")
     for key in BUDGET_KEYS:
         if key not in raw:
             raise where.error(f"budget.{key}", "missing", "declare all of epsilon, delta, default_query_epsilon, default_query_delta")
@@ -174,6 +177,7 @@ def _budget(raw: Any, where: _Where, base: Path) -> Budget:
         default_query=PrivacyCost(values["default_query_epsilon"], values["default_query_delta"]),
         accountant=chosen,
         ledger=_ledger(raw.get("ledger"), base, where),
+        noise=noise,
     )
 
 

@@ -183,6 +183,9 @@ class Budget:
     # `ledger = "path"`: the data owner fixes where charges are recorded (a SQLite file, resolved
     # against the policy's directory, or a postgresql:// URL); no front end may choose another.
     ledger: str | None = None
+    # `noise = "gaussian"`: COUNT/SUM/AVG releases use discrete Gaussian noise unless a query's
+    # OPTIONS (noise = 'laplace') says otherwise; "laplace" (the default) keeps discrete Laplace.
+    noise: str = "laplace"
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,6 +181,13 @@ class Connection:
         remaining = self.session.remaining
         return float(remaining.epsilon), float(remaining.delta)
 
+    @property
+    def queries_left(self) -> int | None:
+        """How many more queries like the last one charged on this connection fit the remaining
+        budget under the policy's accountant; None before the first charge."""
+        self._check()
+        return self.session.queries_left
+
     def ledger(self) -> list[LedgerEntry]:
         """This analyst's ledger entries, oldest first."""
         self._check()

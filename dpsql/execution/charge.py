@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import Ledger
+from dpsql.accounting.ledger import MORE_LIMIT, Ledger
 from dpsql.errors import BudgetExhaustedError
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
@@ -31,6 +31,11 @@ class Charger:
         self._session = session
         self._budget = budget
         self.accountant = accountant
+        self.last_cost: PrivacyCost | None = None  # the cost of this session's last charged query (its kind)
+
+    def total(self) -> PrivacyCost:
+        """The analyst's whole budget."""
+        return self._budget()
 
     def remaining(self) -> PrivacyCost:
         """What the analyst may still spend under the accountant (epsilon at the budget's delta;
@@ -40,6 +45,18 @@ class Charger:
     def spent(self) -> PrivacyCost:
         """What the analyst has spent under the accountant (epsilon at the budget's delta)."""
         return self.ledger.spent(self._analyst, self._budget(), self.accountant)
+
+    def spent_after(self, cost: PrivacyCost) -> PrivacyCost:
+        """What the analyst would have spent after ``cost`` under the accountant (EXPLAIN; a read)."""
+        return self.ledger.spent_after(self._analyst, cost, self._budget(), self.accountant)
+
+    def more(self, cost: PrivacyCost | None = None) -> int | None:
+        """How many more charges like ``cost`` (default: this session's last) fit now, from the
+        ledger's costs and the budget alone; None when there is no such cost (or it is free)."""
+        cost = self.last_cost if cost is None else cost
+        if cost is None or (cost.epsilon == 0 and cost.delta == 0):
+            return None
+        return self.ledger.more(self._analyst, cost, self._budget(), self.accountant)
 
     def check(self, cost: PrivacyCost) -> None:
         """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
@@ -57,6 +74,7 @@ class Charger:
         plan = compiled.plan
         self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(_mechanisms(plan)) or "laplace",
                      query_params(plan), plan.cost)
+        self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
     def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:
         """Charge every release of a post-processing query in ONE ledger entry (their summed cost,
@@ -77,8 +95,13 @@ class Charger:
 
 
 def _mechanisms(plan: Plan) -> list[str]:
-    return (["laplace"] if plan.releases else []) + [r.mechanism for r in plan.robust] \
+    return ([registry.mechanism_for(plan.releases[0].spec).name] if plan.releases else []) + [r.mechanism for r in plan.robust] \
         + (["partition_selection"] if plan.selection else [])
+
+
+def more_text(more: int) -> str:
+    """How many more queries fit, as shown: the count stops at MORE_LIMIT ("at least 1000")."""
+    return f"at least {more}" if more >= MORE_LIMIT else str(more)
 
 
 def query_params(plan: Plan) -> dict[str, Any]:

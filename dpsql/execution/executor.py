@@ -17,7 +17,7 @@ from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble, assemble_simple
-from dpsql.execution.charge import Charger
+from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.compiled_post import CompiledPost
@@ -25,6 +25,7 @@ from dpsql.execution.median_layer import MedianMechanismLayers
 from dpsql.execution.post_run import describe_post, run_post
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
 from dpsql.ir.query import ColumnRef, PublicQuery
+from dpsql.mechanisms.base import fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.result import NoisyResult, ResultColumn
 
@@ -61,7 +62,23 @@ class Executor:
         """EXPLAIN of a private query on this session's engine, with the layer's lines."""
         lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
+        # The budget's view right under the query's own cost (the plan's "Cost:" line).
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
+        lines[at:at] = self.budget_lines(self.cost_of(compiled))
         return lines + [f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}"]
+
+    def budget_lines(self, cost: PrivacyCost) -> list[str]:
+        """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
+        accountant (epsilon at the budget's delta), and how many such queries fit now. A read of the
+        ledger's costs and the budget: public facts, nothing is spent."""
+        charger, total = self.charger, self.charger.total()
+        after = charger.spent_after(cost)
+        line = (f"Budget after this query ({charger.accountant} accountant): epsilon {fmt(after.epsilon)} spent at delta "
+                f"{float(total.delta):.3g}, of epsilon {fmt(total.epsilon)}")
+        more = charger.more(cost)
+        if more == 0:
+            return [line + "; it does not fit: the query would be refused"]
+        return [line + ("" if more is None else f"; {more_text(more)} such queries fit now")]
 
     def describe_public(self, query: PublicQuery) -> tuple[ResultColumn, ...]:
         result = self.calls.describe_public(query.tree, query.tables)

@@ -63,12 +63,13 @@ def _plan_info(compiled: CompiledQuery) -> list[NoiseInfo | None]:
         scales = [float(r.spec.scale * r.unit) for r in releases]
         kinds = {plan.estimates[a].kind for a in output.aggregates}
         single = len(deps) == 1 and output.expr.find(exp.Column) == output.expr
+        noise = registry.mechanism_for(releases[0].spec).name  # one noise family per query
         infos.append(NoiseInfo(
-            mechanism="laplace" if single else "laplace (" + ", ".join(sorted(kinds)) + ", post-processed)",
+            mechanism=noise if single else f"{noise} (" + ", ".join(sorted(kinds)) + ", post-processed)",
             scale=scales[0] if len(scales) == 1 else tuple(scales),
             ci95=float(release_width(plan, deps[0], 1)) if single else None,
             epsilon=float(sum(r.spec.epsilon for r in releases)),
-            delta=0.0,
+            delta=float(sum(getattr(r.spec, "delta", 0) for r in releases)),
         ))
     return infos
 

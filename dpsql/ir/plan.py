@@ -21,6 +21,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
+from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
@@ -71,7 +72,7 @@ class Release:
     """One noisy release: a raw aggregate, its mechanism spec, and what its units mean."""
 
     raw: RawAggregate
-    spec: LaplaceSpec
+    spec: LaplaceSpec | GaussianSpec  # noise = 'laplace' (the default) or 'gaussian'
 
     @property
     def unit(self) -> Fraction:

@@ -153,6 +153,8 @@ class BoundQuery:
     explicit_budget: bool
     quantile_mechanism: str | None = None  # OPTIONS (quantile_mechanism = 'smed' | 'ptr_laplace' | 'exponential')
     mode_blocks: int | None = None  # OPTIONS (mode_blocks = B): subsamples of MODE (public)
+    noise: str = "laplace"  # COUNT/SUM/AVG noise: OPTIONS (noise = ...) or the policy's [budget] noise
+    ci95: Fraction | None = None  # OPTIONS (ci95 = h): the planner derives epsilon from this half-width
 
 
 @dataclass(frozen=True, slots=True)

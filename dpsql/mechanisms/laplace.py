@@ -33,6 +33,10 @@ class LaplaceSpec:
         """The noise scale b = sensitivity / epsilon, in grid units."""
         return Fraction(self.sensitivity) / self.epsilon
 
+    def half_width(self, confidence: float = 0.95) -> int:
+        """The half-width k, in grid units, with P(|noise| > k) <= 1 - confidence."""
+        return discrete_laplace_ci(self.scale, confidence)
+
 
 def cost(spec: LaplaceSpec) -> PrivacyCost:
     """What releasing with `spec` costs: (epsilon, 0), whatever the data."""

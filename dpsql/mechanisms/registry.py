@@ -11,6 +11,7 @@ from typing import Any
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
 from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
+from dpsql.mechanisms.gaussian import Gaussian
 from dpsql.mechanisms.laplace import Laplace
 from dpsql.mechanisms.noisy_max import NoisyMaxMode
 from dpsql.mechanisms.partition import PartitionSelection
@@ -22,6 +23,7 @@ from dpsql.mechanisms.variance import Variance
 
 MECHANISMS: tuple[Mechanism, ...] = (
     Laplace(),
+    Gaussian(),
     PartitionSelection(),
     SMed(),
     PTRLaplace(),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
@@ -25,9 +26,11 @@ from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Estimate, Plan, RawAggregate, Release, square_units
 from dpsql.ir.query import VARIANCE_KINDS, AggregateCall, BoundQuery
 from dpsql.mechanisms import registry
+from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.variance import VarianceSpec
+from dpsql.planner import accuracy
 from dpsql.planner.robust_aggregates import RobustPlanner, needs_delta, person_groups
 
 
@@ -43,11 +46,30 @@ def plan_query(query: BoundQuery) -> Plan:
     shares = len(raws) + len(robust_calls) + (1 if needs_selection else 0)
     if shares == 0:  # GROUP BY public keys only, no aggregate: the keys are public, nothing is released
         return Plan(query, bounding, (), tuple(estimates), None, PrivacyCost.zero(), ("only public keys are released: no cost",))  # type: ignore[arg-type]
+    # STDDEV/VARIANCE estimates and intervals are derived for Laplace releases: such a query keeps
+    # Laplace noise even when Gaussian is asked for (the plan says so in a note).
+    variance = any(e is not None and e.kind == "variance" for e in estimates)
+    gaussian = query.noise == "gaussian" and bool(raws) and not variance
+    if gaussian and query.budget.delta <= 0:
+        raise InvalidOptionError("noise = 'gaussian' needs delta > 0: the Gaussian mechanism is (epsilon, delta)-DP",
+                                 code="DP143", sql=query.sql, hint="set delta in OPTIONS (e.g. delta = 1e-8), or use noise = 'laplace'")
+    delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0) \
+        + (len(raws) if gaussian else 0)
     share = query.budget.epsilon / shares
-    releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=share)) for raw, sens in raws]
+    epsilons = [share] * len(raws)
+    if query.ci95 is not None:
+        epsilons = _accuracy_first(query, raws, delta_users)
+        share = max(epsilons)  # partition selection, if any, gets as much as the largest release
+        query = replace(query, budget=PrivacyCost(sum(epsilons, Fraction(0)) + (share if needs_selection else 0), query.budget.delta),
+                        explicit_budget=True)
+    if gaussian:
+        release_delta = query.budget.delta / delta_users
+        releases = [Release(raw=raw, spec=GaussianSpec(sensitivity=sens, epsilon=eps, delta=release_delta))
+                    for (raw, sens), eps in zip(raws, epsilons)]
+    else:
+        releases = [Release(raw=raw, spec=LaplaceSpec(sensitivity=sens, epsilon=eps)) for (raw, sens), eps in zip(raws, epsilons)]
     estimates = [_variance_spec(e, query.aggregates[i], releases) if e is not None and e.kind == "variance" else e
                  for i, e in enumerate(estimates)]
-    delta_users = sum(needs_delta(query.aggregates[i], query) for i in robust_calls) + (1 if needs_selection else 0)
     if delta_users and query.budget.delta <= 0:
         raise InvalidOptionError(
             "GROUP BY a column without a public domain needs delta > 0 for partition selection" if needs_selection else
@@ -70,6 +92,24 @@ def plan_query(query: BoundQuery) -> Plan:
     cost = sum((registry.cost(spec) for spec in specs), PrivacyCost.zero())
     return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost, _notes(query, bounding),  # type: ignore[arg-type]
                 planner.finish(), tuple(robust))
+
+
+def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], delta_users: int) -> list[Fraction]:
+    """Each release's smallest epsilon giving it a 95% half-width <= ci95 (public facts only:
+    sensitivities and units from the policy; the binder refused what has none). The query's
+    epsilon is their sum: the smallest total that gives every cell the interval."""
+    assert query.ci95 is not None
+    delta_share = query.budget.delta / delta_users if delta_users else Fraction(0)
+    needed: list[Fraction] = []
+    for raw, sens in raws:
+        unit = raw.grid if raw.kind == "sum_grid" else Fraction(1)
+        epsilon = accuracy.epsilon_for(query.noise, sens, query.ci95 / unit, delta_share)
+        if epsilon is None:
+            raise InvalidOptionError(f"no epsilon gives a 95% half-width of {float(query.ci95):g}: it is below what "
+                                     "integer noise on this aggregate's grid can reach", code="DP144", sql=query.sql,
+                                     hint="ask for a wider ci95, or name an epsilon instead")
+        needed.append(max(epsilon, Fraction(1, 10**6)))  # no noise needed (sensitivity 0): a token share
+    return needed
 
 
 def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: list[tuple[RawAggregate, Fraction]]) -> Estimate:
@@ -135,5 +175,7 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
                          f"(each {bounding.unit} counts in at most {bounding.max_groups} key(s))")
     if any(call.robust and needs_delta(call, query) for call in query.aggregates):
         notes.append("MEDIAN/QUANTILE, IQR and MODE may answer NULL (⊥: not stable enough); their budget is charged either way")
+    if query.noise == "gaussian" and any(call.kind in VARIANCE_KINDS for call in query.aggregates):
+        notes.append("STDDEV/VARIANCE are derived from Laplace releases: this query uses Laplace noise, not Gaussian")
     return tuple(notes)
 

@@ -61,14 +61,16 @@ class Toolbar:
         self.session = session
         self.state = state
         self.remaining = session.remaining
+        self.queries_left: int | None = None
 
     def refresh(self) -> None:
         """Re-read the remaining budget (the ledger may be shared with other sessions)."""
         self.remaining = self.session.remaining
+        self.queries_left = self.session.queries_left
 
     def __call__(self) -> str:
         return toolbar_text(self.session.analyst, self.remaining, self.session.total_budget, self.state.last_cost,
-                            self.state.timing)
+                            self.state.timing, self.queries_left)
 
 
 class Repl:

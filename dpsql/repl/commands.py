@@ -6,6 +6,8 @@ costs), so it is testable without IO. `\d` reads the policy only, never the data
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -111,7 +113,7 @@ def _note(table: Table, column: Column) -> str:
 
 # --- \budget and \history --------------------------------------------------------------------
 def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining: PrivacyCost,
-                entries: Sequence[LedgerEntry], accountant: str | None = None) -> str:
+                entries: Sequence[LedgerEntry], accountant: str | None = None, queries_left: int | None = None) -> str:
     """Remaining and spent budget, and a bar chart of epsilon spent per query (newest last)."""
     rows = [[name, number(c.epsilon), number(c.delta)] for name, c in
             (("total", total), ("spent", spent), ("remaining", remaining))]
@@ -120,6 +122,8 @@ def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining:
         # Composed spending is less than the sum of the per-query epsilons listed below.
         lines.append(f"spent: the {accountant} accountant's epsilon at delta {number(total.delta)} over all charges "
                      "(each query's own epsilon sets its noise)")
+    if queries_left is not None:
+        lines.append(f"{more_text(queries_left)} more queries like the last one fit")
     share = float(spent.epsilon / total.epsilon) if total.epsilon else 1.0
     lines.append(f"epsilon spent [{_bar(share, 1.0, BAR_WIDTH, '░')}] {share:.1%}")
     if not entries:
@@ -193,7 +197,7 @@ def _describe(session: Session, state: ReplState, arg: str) -> Output:
 
 def _budget(session: Session, state: ReplState, arg: str) -> Output:
     return Output(budget_text(session.analyst, session.total_budget, session.spent, session.remaining,
-                              session.ledger_entries(), session.policy.budget.accountant))
+                              session.ledger_entries(), session.policy.budget.accountant, session.queries_left))
 
 
 def _history(session: Session, state: ReplState, arg: str) -> Output:

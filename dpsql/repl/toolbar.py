@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.repl.commands import number
 
 
 def toolbar_text(analyst: str, remaining: PrivacyCost, total: PrivacyCost, last_cost: PrivacyCost | None,
-                 timing: bool = False) -> str:
+                 timing: bool = False, queries_left: int | None = None) -> str:
     r"""One line of public facts for the bottom of the screen.
 
     Example:
@@ -20,7 +22,8 @@ def toolbar_text(analyst: str, remaining: PrivacyCost, total: PrivacyCost, last_
         f"delta {number(remaining.delta)} of {number(total.delta)}",
     ]
     if last_cost is not None:
-        parts.append(f"last query epsilon {number(last_cost.epsilon)}, delta {number(last_cost.delta)}")
+        parts.append(f"last query epsilon {number(last_cost.epsilon)}, delta {number(last_cost.delta)}"
+                     + (f", {more_text(queries_left)} more like it fit" if queries_left is not None else ""))
     if timing:
         parts.append("timing on")
     parts.append("\\help  \\q ")

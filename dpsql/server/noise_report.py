@@ -7,6 +7,8 @@ is read, nothing is charged.
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
@@ -28,7 +30,7 @@ def _interval(widths: Sequence[float]) -> str:
     return f"± {format_value(float(low))} to {format_value(float(high))}"
 
 
-def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
+def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int | None = None) -> str | None:
     """The notice sent after a private answer: each noisy column's ± 95% interval, the cost, the
     remaining budget, and why a ⊥ cell was not released. None for anything but a private query."""
     if result.kind != "query":
@@ -51,7 +53,8 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost) -> str | None:
     lines = []
     if intervals:
         lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
-    lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}")
+    lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}"
+                 + (f"; {more_text(queries_left)} more queries like this fit" if queries_left is not None else ""))
     lines.extend(reasons)
     lines.extend(f"dpsql: {note}" for note in utility_notes(result))
     return "\n".join(lines)

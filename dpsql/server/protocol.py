@@ -384,7 +384,8 @@ class PgConnection:
             return _answer(result, False)
         self._last = session_views.LastStatement(sql, result)
         answer = _answer(result, self._ci_columns)
-        return Answer(answer.columns, answer.rows, answer.tag, noise_report.notice_text(result, self.session.remaining))
+        return Answer(answer.columns, answer.rows, answer.tag, noise_report.notice_text(
+            result, self.session.remaining, self.session.queries_left))
 
     @property
     def _ci_columns(self) -> bool:

@@ -8,6 +8,8 @@ only this connection's rows, under the same static bounds as catalog probes (cat
 
 from __future__ import annotations
 
+from dpsql.execution.charge import more_text
+
 import datetime
 from dataclasses import dataclass
 from decimal import Decimal
@@ -42,7 +44,7 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
     "budget": (
         ("total_epsilon", "DOUBLE"), ("total_delta", "DOUBLE"), ("spent_epsilon", "DOUBLE"), ("spent_delta", "DOUBLE"),
         ("remaining_epsilon", "DOUBLE"), ("remaining_delta", "DOUBLE"), ("query_epsilon", "DOUBLE"),
-        ("query_delta", "DOUBLE"),
+        ("query_delta", "DOUBLE"), ("queries_left", "BIGINT"),
     ),
 }  # fmt: skip
 
@@ -95,10 +97,11 @@ def ledger_rows(session: Session) -> list[tuple[Any, ...]]:
 
 
 def budget_rows(session: Session) -> list[tuple[Any, ...]]:
-    """One row: the analyst's whole, spent and remaining budget and the default cost of a query."""
+    """One row: the analyst's whole, spent and remaining budget (the accountant's view), the default
+    cost of a query, and how many more queries like the session's last charged one fit (NULL before one)."""
     total, spent, remaining, query = session.total_budget, session.spent, session.remaining, session.default_query_budget
-    return [tuple(float(v) for v in (total.epsilon, total.delta, spent.epsilon, spent.delta, remaining.epsilon,
-                                     remaining.delta, query.epsilon, query.delta))]  # fmt: skip
+    return [(*(float(v) for v in (total.epsilon, total.delta, spent.epsilon, spent.delta, remaining.epsilon,
+                                  remaining.delta, query.epsilon, query.delta)), session.queries_left)]  # fmt: skip
 
 
 def query(tree: exp.Expr, session: Session, last: LastStatement | None, limits: ServerSettings,
@@ -128,7 +131,9 @@ def show(name: str, session: Session, ci_columns: bool) -> str:
     if key == "delta":
         return f"{float(session.default_query_budget.delta):g}"
     if key in ("budget", "remaining"):
-        return f"remaining {budget_text(session.remaining)} (of {budget_text(session.total_budget)})"
+        left = session.queries_left
+        return (f"remaining {budget_text(session.remaining)} (of {budget_text(session.total_budget)})"
+                + (f"; {more_text(left)} more queries like the last fit" if left is not None else ""))
     if key == "ci_columns":
         return "on" if ci_columns else "off"
     raise CatalogQueryError(f'unrecognized configuration parameter "{name}"', code="DP400",

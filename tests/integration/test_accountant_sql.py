@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from dpsql.accounting.accountant import accountant, losses_of
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.errors import BudgetExhaustedError
+from tests.unit.accounting.test_accountant import exact_epsilon_discrete_laplace
 
 SQL = "SELECT COUNT(*) FROM people"
 
@@ -44,6 +46,10 @@ def test_a_budget_of_1_and_1e_6_answers_what_the_accountant_allows(connect, poli
         assert answered == 100 and con.budget == (0.0, 1e-6)
     else:
         assert answered > 300  # the exact privacy profile allows 564 (see test_accountant); basic composition 100
+        # Within 1% of what the exact privacy profile of k discrete Laplace releases (sensitivity 3,
+        # scale 300) allows at (1, 1e-6), and never more: the pessimistic PLD only gives up a little.
+        assert exact_epsilon_discrete_laplace(3, 300, answered, 1e-6) <= 1
+        assert exact_epsilon_discrete_laplace(3, 300, math.ceil(answered / 0.99), 1e-6) > 1
         remaining_epsilon, remaining_delta = con.budget
         assert 0 <= remaining_epsilon < 0.01 and remaining_delta == 1e-6
     assert len(con.ledger()) == answered

@@ -35,6 +35,9 @@ def test_psycopg_gets_one_notice_per_private_answer(pg_server: PgServer) -> None
     # The remaining budget falls by what the second answer adds to the composition: more than
     # nothing, at most its epsilon 0.1 (the default accountant composes tighter than a sum).
     assert 0 < _remaining_epsilon(notices[0]) - _remaining_epsilon(notices[1]) <= 0.1 + 1e-9
+    # And how many more such queries fit, from the ledger's costs and the budget: one fewer.
+    left = [int(re.search(r"; (\d+) more queries like this fit", n).group(1)) for n in notices]  # type: ignore[union-attr]
+    assert left[0] - left[1] == 1
 
 
 def test_notice_says_why_a_cell_is_not_released(pg_server: PgServer) -> None:
@@ -83,6 +86,8 @@ def test_views_of_last_query_ledger_and_budget_are_never_charged(pg_server: PgSe
         budget = con.execute("SELECT total_epsilon, spent_epsilon, remaining_epsilon FROM dpsql.budget").fetchone()
         assert budget[0] == 10 and budget[1] + budget[2] == pytest.approx(10)
         assert 0 < budget[1] <= float(spent.epsilon) + 1e-9  # the accountant's composition, at most the plain sum
+        (left,) = con.execute("SELECT queries_left FROM dpsql.budget").fetchone()
+        assert isinstance(left, int) and left > 0  # queries like this connection's last one
         assert pg_server.spent("alice") == spent  # reading the views charged nothing
 
 

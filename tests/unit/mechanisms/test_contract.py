@@ -27,6 +27,7 @@ import pytest
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing, Mechanism
+from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
@@ -52,6 +53,8 @@ class Example:
 
 EXAMPLES: dict[str, Example] = {
     "laplace": Example(LaplaceSpec(Fraction(3), Fraction(1, 2)), 1000, ("discrete Laplace", "sensitivity 3", "scale 6", "epsilon 0.5")),
+    "gaussian": Example(GaussianSpec(Fraction(3), Fraction(1, 2), DELTA), 1000,
+                        ("discrete Gaussian", "L2 sensitivity 3", "sigma", "epsilon 0.5", "delta 1e-06")),
     "partition_selection": Example(PartitionSelectionSpec(2, Fraction(1, 2), DELTA), 50,
                                    ("scale 4", "released when >=", "epsilon 0.5", "delta 1e-06")),
     "smed": Example(SMedSpec(PTRTest(Fraction(1), DELTA), Fraction(1, 2), 2), DATA,

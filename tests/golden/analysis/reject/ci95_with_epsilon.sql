@@ -1,0 +1,2 @@
+-- expect: DP144
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (ci95 = 50, epsilon = 1) COUNT(*) FROM people
