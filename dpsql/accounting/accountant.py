@@ -13,8 +13,10 @@ Three accountants compose the same ledger entries (pure: no engine, no storage):
   (pessimistic discretisation, the library's default: it may over-state, never under-state).
   Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
   Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
-  sparse vector, A_samp, the Median Mechanism layer) as the (epsilon, delta) PLD, which dominates
-  every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta) conversion.
+  sparse vector, A_samp, the Median Mechanism layer's pure mode) as the (epsilon, delta) PLD, which
+  dominates every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta)
+  conversion, or, when it records its parts (the layer's zCDP reservation: discrete Gaussians and
+  pure sparse-vector rounds), as the composition of their exact distributions.
 
 Every accountant's epsilon is also capped by basic composition (a history that satisfies both
 bounds satisfies the smaller), so a tighter accountant never refuses what ``basic`` accepts.
@@ -97,8 +99,14 @@ def _loss(record: Any) -> PrivacyLoss:
         raise ValueError("unknown loss family")
     values = {name: Fraction(str(record[name])) for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho")
               if record.get(name) is not None}
+    parts = record.get("parts")
+    if parts is not None and (family != "zcdp" or not isinstance(parts, list)):
+        raise ValueError("only a zcdp term has parts")
     loss = PrivacyLoss(family, str(record.get("mechanism", "")), values["epsilon"], values.get("delta", Fraction(0)),
-                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"))
+                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"),
+                       tuple(_loss(part) for part in parts or ()))
+    if loss.parts and (loss.rho is None or sum((zcdp_rho(p) for p in loss.parts), Fraction(0)) > loss.rho):
+        raise ValueError("the parts of a zcdp term exceed its rho")
     if loss.epsilon < 0 or not 0 <= loss.delta < 1:
         raise ValueError("invalid loss")
     return loss
@@ -257,6 +265,9 @@ class PldComposition(Composition):
 
     def add(self, losses: Sequence[PrivacyLoss]) -> PldComposition:
         composed = self.pld
+        basic = self._sums(losses)  # the terms' own (epsilon, delta) claims
+        # A zcdp term with parts is composed through its parts' exact distributions.
+        losses = [part for x in losses for part in (x.parts or (x,))]
         big = [x for x in losses if x.epsilon > BIG_EPSILON]
         big_sum = (self.big[0] + sum((x.epsilon for x in big), Fraction(0)), self.big[1] + sum((x.delta for x in big), Fraction(0)))
         small = [x for x in losses if x.epsilon <= BIG_EPSILON]
@@ -269,7 +280,7 @@ class PldComposition(Composition):
             if times > 1:
                 part = part.self_compose(times)
             composed = part if composed is None else composed.compose(part)
-        return PldComposition(*self._sums(losses), pld=composed, big=big_sum)
+        return PldComposition(basic[0], basic[1], self.count + len(losses), pld=composed, big=big_sum)
 
     def _tight_fits(self, budget: PrivacyCost) -> bool:
         # epsilon(D) <= E iff delta(E) <= D (delta(eps) is continuous and non-increasing), and the

@@ -293,8 +293,8 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     if candidates > 64:
         raise where.error(f"{prefix}.candidates", "must be at most 64")
     after_halt = spec.get("after_halt", "laplace")
-    if after_halt not in ("laplace", "refuse"):
-        raise where.error(f"{prefix}.after_halt", "must be \"laplace\" or \"refuse\"")
+    if after_halt not in ("laplace", "refuse", "renew"):
+        raise where.error(f"{prefix}.after_halt", "must be \"laplace\", \"refuse\" or \"renew\"")
     config = MedianMechanismConfig(
         domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
         candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),

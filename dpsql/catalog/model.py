@@ -108,7 +108,7 @@ class MedianMechanismConfig:
     candidates: int = 9
     expected_queries: int | None = None
     min_hard_slots: int = 100
-    after_halt: Literal["laplace", "refuse"] = "laplace"
+    after_halt: Literal["laplace", "refuse", "renew"] = "laplace"  # laplace: the ordinary per-query path
     public_seed: int | None = None
 
     @property
