@@ -101,7 +101,8 @@ def _cell_std(mode: Mode, epsilon: Fraction, delta: Fraction, sensitivity: int, 
 
 def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Fraction, sensitivity: int,
                sizes: tuple[int, ...], beta: Fraction = Fraction(1, 20), expected_queries: int | None = None,
-               strategy: Strategy | None = None, warm_start: bool = True, renewal: bool = False) -> LayerPlan:
+               strategy: Strategy | None = None, warm_start: bool = True, renewal: bool = False,
+               measurement: str | None = None) -> LayerPlan:
     """The strategy and its calibration from public inputs (`strategy` forces one: tests, benchmarks).
 
     `renewal`: a further reservation after the pmw layer halted (session chaining): the learned
@@ -122,7 +123,9 @@ def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Frac
                   "post-processing of it (no sparse vector, never halts)")
         return LayerPlan("identity", cal, _measurement_axes(columns, "histogram"), "histogram", reason)
     histogram_ci = Z95 * _cell_std(mode, epsilon, delta, sensitivity, 1, WARM_SHARE) * math.sqrt(cells / 2)
-    if histogram_ci <= target / 2 or columns == 1:
+    if measurement is not None:
+        choice = measurement  # forced (tests, benchmarks)
+    elif histogram_ci <= target / 2 or columns == 1:
         choice = "histogram"
     else:
         choice = _marginal_choice(mode, epsilon, delta, target, sensitivity, sizes)

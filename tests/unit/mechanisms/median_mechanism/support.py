@@ -11,7 +11,7 @@ import numpy as np
 
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
 from dpsql.demo.people import REGIONS
-from dpsql.mechanisms.median_mechanism.core import LayerCore, TranscriptEntry
+from dpsql.mechanisms.median_mechanism.core import LayerCore, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.median_mechanism.model import PublicModel
 from tests.conftest import make_policy_text
@@ -87,6 +87,9 @@ def replay(core: LayerCore, shapes: list[QueryShape]) -> tuple[int, PublicModel]
             continue
         if entry.kind == "easy":
             mismatches += tuple(int(v) for v in replica.answer(shape)) != entry.values
+        elif entry.kind == "measured":
+            again = measured_answer(core.domain, core.plan, core.measured, shape)
+            mismatches += again is None or tuple(int(v) for v in again[0]) != entry.values
         else:
             replica.update(shape, np.array(entry.values, dtype=np.int64))
         released[entry.key] = entry.values
