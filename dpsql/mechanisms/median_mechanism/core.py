@@ -136,6 +136,10 @@ def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.
     None when no measured marginal covers the query's columns."""
     if not measured:
         return None
+    if len(plan.axes) == 1 and len(plan.axes[0]) == len(domain.sizes):  # the histogram of X: every query
+        counts = np.bincount(shape.groups, minlength=shape.n_groups) if shape.groups is not None else [shape.cells.size]
+        values = shape.totals(measured[0].astype(np.float64))
+        return np.rint(values).astype(np.int64), max((plan.sum_ci95(int(c)) for c in counts), default=0)
     deps = set(dependence(domain, shape))
     covering = [j for j, ax in enumerate(plan.axes) if deps <= set(ax)]
     if not covering:
