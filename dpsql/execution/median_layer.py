@@ -59,7 +59,8 @@ def plan_for(config: MedianMechanismConfig, max_rows: int, renewal: bool = False
     A renewal (session chaining) keeps the learned model, so it buys no warm start."""
     return plan_layer(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
                       sensitivity=max_rows, sizes=tuple(d.size for d in config.domains), beta=config.beta,
-                      expected_queries=config.expected_queries, renewal=renewal)
+                      expected_queries=config.expected_queries, renewal=renewal,
+                      strategy=None if config.strategy == "auto" else config.strategy)
 
 
 def calibration_for(config: MedianMechanismConfig, max_rows: int) -> SVTCalibration:
@@ -211,7 +212,7 @@ class TableLayer:
     def explain(self, query: MMQuery | str) -> list[str]:
         """EXPLAIN lines for a query on this table (public state only)."""
         plan = self.plan
-        head = f"Median Mechanism layer ({self.table.name}, {self.calibration.mode} mode, strategy {plan.strategy}): "
+        head = f"Median Mechanism layer ({self.table.name}, {self.calibration.mode} mode): "
         if isinstance(query, str):
             return [head + f"not used: {query}; the plan above answers it"]
         if self.status() in ("disabled", "unaffordable"):
@@ -244,7 +245,8 @@ class TableLayer:
         if plan.strategy == "identity":
             lines.append("  Answers: the sum of the query's cells in the noisy histogram (post-processing, no data read, "
                          "never halts); +-1.96 sigma sqrt(cells) at 95%")
-            lines.append("  This query: " + ("a repeat: the released answer" if repeat else "post-processing of the histogram"))
+            lines.append("  This query: " + ("a repeat: the released answer, no data read" if repeat
+                                              else "post-processing of the histogram, no data read"))
             return lines
         tnoise = (f"threshold noise discrete Laplace scale {_fmt(cal.threshold_scale)}"
                   + (" (redrawn after each hard answer)" if cal.mode == "zcdp" else " (drawn once)")

@@ -20,7 +20,7 @@ from dpsql.errors import MedianMechanismHaltedError, MedianMechanismWarning
 from dpsql.render import render_table
 from tests.unit.mechanisms.median_mechanism.support import write_policy
 
-ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5}
+ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5, "strategy": "pmw"}
 
 
 def layer_of(con: dpsql.Connection):  # type: ignore[no-untyped-def]
@@ -58,14 +58,14 @@ def test_first_answer_reserves_the_whole_budget_once(mm) -> None:  # type: ignor
         cur.execute(sql)
         assert cur.result.cost.epsilon == 0
         info = cur.noise_info[-1]
-        assert info["mechanism"] == "median_mechanism" and info["kind"] in ("easy", "hard", "repeat")
+        assert info["mechanism"] == "median_mechanism" and info["kind"] in ("easy", "hard", "repeat", "measured")
         assert info["epsilon"] == 0 and isinstance(info["hard_slots_left"], int) and info["ci95"] > 0
     entries = con.ledger()
     assert [e.mechanism for e in entries] == ["median_mechanism"]
     entry = entries[0]
     assert entry.cost.epsilon == 2 and entry.cost.delta == 0
     assert entry.params["mode"] == "pure" and entry.params["cap"] == layer_of(con).calibration.cap
-    assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "public_seed", "cells", "columns"} <= set(entry.params)
+    assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "strategy", "measurement", "cells", "columns"} <= set(entry.params)
     after = con.budget
     # One pure epsilon-2 term, read by the default PLD accountant at delta 1e-5: at most 2, barely less.
     assert 2.0 - 1e-4 <= before[0] - after[0] <= 2.0
@@ -151,14 +151,15 @@ def test_halting_then_laplace_fallback(mm, monkeypatch: pytest.MonkeyPatch) -> N
     reads = dict(layer.core._data.reads)
     calls = []
     monkeypatch.setattr(con.session._engine, "private_arrays", lambda *a, **k: calls.append(a))
-    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
+    # A query over (almost) all cells: the measurement alone is not within A for it.
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
     assert info[0]["mechanism"] == "laplace"  # charged normally
     assert con.ledger()[-1].mechanism == "laplace"
     _rows, info = run(con, asked[0])  # a repeat is still served from the cache
     assert info[0]["kind"] == "repeat"
     assert layer.core._data.reads == reads and calls == []  # the layer never reads data after halting
-    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age < 21")[0])
-    assert "halted after" in text
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age >= 20")[0])
+    assert "halted after" in text and "per-query noise" in text and "accountant" in text
 
 
 def test_halting_then_refusal_by_policy(mm) -> None:  # type: ignore[no-untyped-def]
@@ -166,8 +167,23 @@ def test_halting_then_refusal_by_policy(mm) -> None:  # type: ignore[no-untyped-
     _exhaust(con)
     charges = len(con.ledger())
     with pytest.raises(MedianMechanismHaltedError) as info:
-        run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
+        run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
     assert info.value.code == "DP201" and len(con.ledger()) == charges
+
+
+def test_halting_then_renewal_keeps_the_learned_model(mm) -> None:  # type: ignore[no-untyped-def]
+    con = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew")
+    _exhaust(con)
+    layer = layer_of(con)
+    model, reads = layer.core.model, layer.data_reads
+    assert len(con.ledger()) == 1 and layer.halted
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age >= 19")[0])
+    assert "renews it" in text
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
+    assert info[0]["mechanism"] == "median_mechanism" and not layer.halted
+    entries = con.ledger()
+    assert [e.mechanism for e in entries] == ["median_mechanism", "median_mechanism"] and entries[1].params["renewal"]
+    assert layer.core.model is model and layer.data_reads == reads  # session chaining: the public model is kept
 
 
 def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +192,7 @@ def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no
     assert [r[:2] for r in rows] == list(itertools.product(DEPTS, REGIONS))  # empty groups too, public order
     assert info[0] is None and info[1] is None and info[2]["mechanism"] == "median_mechanism"
     rows, info = run(con, "SELECT region, COUNT(*) AS n FROM people GROUP BY region ORDER BY n DESC LIMIT 2")
-    assert len(rows) == 2 and rows[0][1] >= rows[1][1] and info[1]["kind"] in ("easy", "hard")
+    assert len(rows) == 2 and rows[0][1] >= rows[1][1] and info[1]["kind"] in ("easy", "hard", "measured")
 
 
 def test_out_of_domain_values_are_clamped_as_the_policy_says(mm, people_frame: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]
