@@ -32,6 +32,11 @@ class Charger:
         self._budget = budget
         self.accountant = accountant
 
+    @property
+    def analyst(self) -> str:
+        """The analyst this Charger charges (public)."""
+        return self._analyst
+
     def remaining(self) -> PrivacyCost:
         """What the analyst may still spend under the accountant (epsilon at the budget's delta;
         read from the ledger, shared across processes)."""

@@ -44,6 +44,7 @@ from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration
@@ -51,6 +52,13 @@ from dpsql.planner.measurable import MMQuery, measurable
 from dpsql.result import NoisyResult
 
 MASK_CACHE_BYTES = 64 * 2**20
+
+# Session chaining across sessions (after_halt = "renew"): the public model an analyst's layer
+# learned, kept in this process, keyed by (analyst, table, policy section, max_rows). The model
+# is a function of what that analyst was released, so handing it to the same analyst's next
+# session is post-processing; a session that starts from it buys no warm start.
+_LEARNED: dict[tuple[str, str, MedianMechanismConfig, int], PublicModel] = {}
+_LEARNED_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=64)
@@ -93,6 +101,13 @@ class TableLayer:
         self._masks: dict[str, np.ndarray | None] = {}
         self._warned = False
         self._domain_ready = False
+        self._chain_key = (charger.analyst, table.name, config, table.max_rows)
+        if config.after_halt == "renew" and self.plan.strategy == "pmw":
+            with _LEARNED_LOCK:
+                if self._chain_key in _LEARNED:  # continue the model of an earlier session (no warm start)
+                    self.plan = plan_for(config, table.max_rows, True)
+                    self.calibration = self.plan.calibration
+                    self.enabled = self.calibration.cap >= config.min_hard_slots
 
     # --- public state ---------------------------------------------------------------------------
     @property
@@ -199,13 +214,18 @@ class TableLayer:
         counts = np.zeros(self.domain.cells, dtype=np.int64)
         ids = np.asarray(fetched[X_ID], dtype=np.int64)
         counts[ids] = np.asarray(fetched[COUNT], dtype=np.int64)
-        return LayerCore(plan, self.domain, SecretHistogram(counts), self._rng)
+        chained = _LEARNED.get(self._chain_key) if self.config.after_halt == "renew" and plan.strategy == "pmw" else None
+        core = LayerCore(plan, self.domain, SecretHistogram(counts), self._rng, model=chained)
+        if self.config.after_halt == "renew" and plan.strategy == "pmw":
+            with _LEARNED_LOCK:
+                _LEARNED[self._chain_key] = core.model
+        return core
 
     def _ledger_params(self, plan: LayerPlan) -> dict[str, Any]:
         params = plan.calibration.ledger_params()
         params.update({"table": self.table.name, "columns": list(self.config.columns), "cells": self.domain.cells,
                        "strategy": plan.strategy, "measurement": plan.measurement,
-                       "after_halt": self.config.after_halt, "renewal": self.core is not None})
+                       "after_halt": self.config.after_halt, "renewal": self.core is not None or not plan.axes})
         return params
 
     # --- EXPLAIN ------------------------------------------------------------------------------

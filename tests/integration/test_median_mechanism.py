@@ -33,6 +33,14 @@ def run(con: dpsql.Connection, sql: str) -> tuple[list[tuple], list[dict | None]
     return cur.fetchall(), cur.noise_info
 
 
+@pytest.fixture(autouse=True)
+def no_learned_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session chaining keeps learned models per process: every test starts without any."""
+    import dpsql.execution.median_layer as median_layer
+
+    monkeypatch.setattr(median_layer, "_LEARNED", {})
+
+
 @pytest.fixture
 def mm(tmp_path: Path, connect):  # type: ignore[no-untyped-def]
     def open_(frame: pd.DataFrame | None = None, seed: int = 1, **layer: object) -> dpsql.Connection:
@@ -184,6 +192,18 @@ def test_halting_then_renewal_keeps_the_learned_model(mm) -> None:  # type: igno
     entries = con.ledger()
     assert [e.mechanism for e in entries] == ["median_mechanism", "median_mechanism"] and entries[1].params["renewal"]
     assert layer.core.model is model and layer.data_reads == reads  # session chaining: the public model is kept
+
+
+def test_a_new_session_keeps_the_learned_model(mm) -> None:  # type: ignore[no-untyped-def]
+    first = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew", seed=31)
+    run(first, "SELECT COUNT(*) FROM people WHERE age >= 40 AND dept = 'hr'")
+    learned = layer_of(first).core.model
+    assert layer_of(first).plan.axes  # the first session bought a warm start
+    second = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew", seed=32)
+    layer = layer_of(second)
+    assert layer.plan.axes == () and layer.calibration.cost.epsilon == Fraction(1, 2)  # no warm start this time
+    run(second, "SELECT COUNT(*) FROM people WHERE age >= 41 AND dept = 'hr'")
+    assert layer.core.model is learned and second.ledger()[0].params["renewal"]
 
 
 def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no-untyped-def]
