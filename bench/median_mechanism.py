@@ -1,29 +1,29 @@
 """The Median Mechanism layer: queries answered within A vs per-query noise, and latency.
 
-    python bench/median_mechanism.py                     # everything (a few minutes on 2 cores)
-    python bench/median_mechanism.py --part utility      # or --part latency
-    python bench/median_mechanism.py --queries 35000 --sizes 1000 10000 100000
+    python bench/median_mechanism.py                     # everything (tens of minutes on 2 shared cores)
+    python bench/median_mechanism.py --part utility --quick   # the |X| < 10^6, K = 6,000 rows only
+    python bench/median_mechanism.py --part latency --sizes 100000
 
 Run by hand, not a test (bench/README.md). Every number printed is measured in this run.
 
-1. Utility. On a correlated workload (drill-downs: a 2-D range on a column pair, then an equality,
-   then a range; and overlapping 2-D ranges on column pairs; 4 columns; fixed seeds) at a total
-   epsilon (default 1; delta = 1e-6 where a mechanism needs one) and a 95% accuracy target A:
-     laplace      per-query discrete Laplace, basic composition: k_L = the most queries it answers
-                  within A at 95% (exact), and on the K-query workload its share within A;
-     laplace+cache  the same over the distinct queries only (repeats served from a cache);
-     gaussian     per-query discrete Gaussian under zCDP (rho from (eps, delta)): k_G likewise;
-     mm pure / mm zcdp  the layer (LayerCore, default 9 candidates) on the workload: queries
-                  answered before it halts, share within A, median |error|, hard slots used;
-                  "k_exp": calibrated with expected_queries = K (fewer, quieter slots).
-   "answered within A" for the layer counts the queries it answered with |error| <= A; the
-   target of the issue is >= 10x k_L. Datasets: a latent-class table of 10^6 rows (one row per
-   person, 4 columns, |X| = 15,147, A = 1% of n) and the bundled demo (generate_people(100_000),
-   max_rows 3, |X| = 63,492, A = 3% of n; its layer needs epsilon 3 to get 100 hard slots).
+1. Utility at one total budget (default epsilon 0.3, delta 1e-6, n = 10^6 persons, one row each,
+   A = 5,000 at 95%), on latent-class data (10 classes, skewed Dirichlet(0.3) marginals) over
+   |X| in {480 (9 x 5 x 7 values + NULL cells; 315 regular cells), 15,147, 10^6} and correlated
+   workloads of K in {6,000, 100,000} queries (drill-downs and overlapping ranges on column pairs,
+   bench/workloads.py, fixed seeds):
+     laplace (basic)      per-query discrete Laplace of scale K/epsilon (basic composition);
+     gaussian (zCDP/PLD)  per-query discrete Gaussian, sigma = sqrt(K / 2 rho) (what the tight
+                          accountant allows for K equal releases; PLD is within a few % of it);
+     layer identity       the layer forced to one noisy histogram (every query post-processing);
+     layer pmw            the layer forced to private multiplicative weights with its warm start,
+                          calibrated with expected_queries = K;
+   "(chosen)" marks the strategy the layer picks from public facts. A layer that halts answers
+   nothing more (at one total budget nothing is left for a per-query fallback): those queries
+   count as not within A. Columns: queries within A, their share, the median |error|.
 2. Latency through SQL (Session.execute, the whole path: parse, analysis, plan, mask query on the
-   domain table, candidates, sparse vector, result) per easy and per hard answer at |X| = 1e3,
-   1e4, 1e5 (3, 4, 5 int columns of 9 declared values, 200,000 rows), next to the ordinary
-   per-query Laplace path on the same queries. Targets: easy <= 20 ms, hard <= 200 ms at 1e5.
+   domain table, model, sparse vector, result) per measured, easy and hard answer at |X| = 1e3,
+   1e4, 1e5 (3, 4, 5 int columns of 9 declared values + NULL, 200,000 rows), next to the ordinary
+   per-query path on the same queries. Targets: easy <= 20 ms, hard <= 200 ms at 1e5.
 """
 
 from __future__ import annotations
@@ -47,9 +47,7 @@ from workloads import conj_mask, workload  # bench/ is on sys.path when run as a
 
 import dpsql
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
-from dpsql.demo.people import DEPTS, REGIONS, generate_people
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sampling import discrete_gaussian_ci, discrete_laplace_ci
 from dpsql.mechanisms.sparse_vector import rho_from_epsilon_delta
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
@@ -89,16 +87,6 @@ def latent_class(sizes: list[int], n: int, seed: int) -> np.ndarray:
     return np.bincount(x, minlength=int(np.prod([s + 1 for s in sizes]))).astype(np.int64)
 
 
-def demo_histogram() -> np.ndarray:
-    frame = generate_people(100_000)
-    dept = frame["dept"].map({v: i for i, v in enumerate(DEPTS)}).to_numpy()
-    region = frame["region"].map({v: i for i, v in enumerate(REGIONS)}).to_numpy()
-    age = frame["age"].to_numpy() - 18
-    income = np.searchsorted(INCOME_EDGES[1:-1], frame["income"].to_numpy(), side="right")
-    x = ((dept * 6 + region) * 74 + age) * 11 + income
-    return np.bincount(x, minlength=13 * 6 * 74 * 11).astype(np.int64)
-
-
 def int_domain(sizes: list[int], mode: str, epsilon: Fraction, accuracy: int) -> DomainIndex:
     domains = tuple(MMColumnDomain(f"c{i}", "int", "values", values=tuple(range(s))) for i, s in enumerate(sizes))
     return DomainIndex(MedianMechanismConfig(domains=domains, epsilon=epsilon, accuracy=Fraction(accuracy), mode=mode,  # type: ignore[arg-type]
@@ -106,28 +94,6 @@ def int_domain(sizes: list[int], mode: str, epsilon: Fraction, accuracy: int) ->
 
 
 # --- part 1: utility -------------------------------------------------------------------------
-
-
-def laplace_k(epsilon: Fraction, accuracy: int, sensitivity: int) -> int:
-    lo, hi = 0, 1
-    while discrete_laplace_ci(Fraction(sensitivity * hi) / epsilon) <= accuracy:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if discrete_laplace_ci(Fraction(sensitivity * mid) / epsilon) <= accuracy else (lo, mid)
-    return lo
-
-
-def gaussian_k(rho: Fraction, accuracy: int, sensitivity: int) -> int:
-    lo, hi = 0, 1
-    def ok(k: int) -> bool:
-        return discrete_gaussian_ci(Fraction(k * sensitivity * sensitivity) / (2 * rho)) <= accuracy
-    while ok(hi):
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
 
 
 def laplace_within(scale: float, accuracy: int) -> tuple[float, float]:
