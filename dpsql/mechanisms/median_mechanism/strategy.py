@@ -82,7 +82,7 @@ def _marginal_choice(mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: f
     columns = len(sizes)
     for order in range(columns - 1, 1, -1):
         axes = list(itertools.combinations(range(columns), order))
-        if len(axes) > MAX_MARGINALS or sum(math.prod(sizes[i] for i in ax) for ax in axes) * 4 > math.prod(sizes):
+        if len(axes) > MAX_MARGINALS or sum(math.prod(sizes[i] for i in ax) for ax in axes) > math.prod(sizes):
             continue
         cells = max(math.prod(sizes[i] for i in ax) for ax in axes)
         std = _cell_std(mode, epsilon, delta, sensitivity, len(axes), WARM_SHARE)
