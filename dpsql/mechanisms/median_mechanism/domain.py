@@ -8,6 +8,7 @@ releases public keys: the product of the declared values, first key most signifi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -29,12 +30,15 @@ class QueryShape:
     n_groups: int = 1
     cells: np.ndarray = field(init=False, repr=False, compare=False)
     key: bytes = field(init=False, repr=False, compare=False)
-    weights: np.ndarray = field(init=False, repr=False, compare=False)
+
+    @functools.cached_property
+    def weights(self) -> np.ndarray:
+        """The mask as float64 (built on first use: 8 bytes per cell)."""
+        return self.mask.astype(np.float64)
 
     def __post_init__(self) -> None:
         cells = np.flatnonzero(self.mask)
         object.__setattr__(self, "cells", cells)
-        object.__setattr__(self, "weights", self.mask.astype(np.float64))
         digest = hashlib.sha256()
         digest.update(np.int64(self.n_groups).tobytes())
         digest.update(np.packbits(self.mask).tobytes())
