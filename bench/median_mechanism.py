@@ -55,7 +55,6 @@ from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 
 HERE = Path(__file__).resolve().parent
 DELTA = Fraction(1, 10**6)
-INCOME_EDGES = [0, 10000, 20000, 30000, 40000, 50000, 75000, 100000, 150000, 250000, 500001]
 
 
 def log(message: str = "") -> None:
@@ -116,7 +115,8 @@ def run_layer(counts: np.ndarray, sizes: list[int], queries: list, plan: LayerPl
     errors, kinds = [], {"easy": 0, "hard": 0, "repeat": 0, "measured": 0}
     times: dict[str, list[float]] = {k: [] for k in kinds}
     for sets in queries:
-        shape = QueryShape(conj_mask(sizes, sets))
+        # The columns the query names, as the SQL path passes them (dpsql.execution.median_layer).
+        shape = QueryShape(conj_mask(sizes, sets), columns=tuple(i for i, c in enumerate(sets) if c is not None))
         start = time.perf_counter()
         release = core.answer(shape)
         elapsed = time.perf_counter() - start

@@ -22,6 +22,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.mmsql import (
@@ -136,7 +137,10 @@ class TableLayer:
         mask = self._mask(query)
         if mask is None:
             return None
-        return self.domain.shape(mask, query.keys)
+        named = {c.name.lower() for c in query.predicate.find_all(exp.Column)} if query.predicate is not None else set()
+        named |= set(query.keys) | ({query.not_null} if query.not_null else set())
+        columns = tuple(i for i, name in enumerate(self.config.columns) if name in named)
+        return self.domain.shape(mask, query.keys, columns)
 
     def _mask(self, query: MMQuery) -> np.ndarray | None:
         text = query.text

@@ -148,7 +148,7 @@ def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.
         values = shape.totals(measured[0].astype(np.float64))
         return np.rint(values).astype(np.int64), max((plan.sum_ci95(int(c)) for c in counts), default=0)
     cube = _group_cube(domain, shape)
-    deps = set(dependence(domain, shape, cube))
+    deps = set(shape.columns) if shape.columns is not None else set(dependence(domain, shape, cube))
     covering = [j for j, ax in enumerate(plan.axes) if deps <= set(ax)]
     if not covering:
         return None
@@ -164,59 +164,6 @@ def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.
         inside = cells >= 0
         values = np.bincount(cells[inside], weights=noisy[inside], minlength=shape.n_groups)
         sizes = np.bincount(cells[inside], minlength=shape.n_groups)
-    error = max((plan.sum_ci95(int(c)) for c in sizes), default=0)
-    return np.rint(values).astype(np.int64), error
-
-
-def measurement_noise(plan: LayerPlan, rng: RandomSource) -> Callable[[], int]:
-    """Fresh noise for one measured cell, with the plan's accounted law."""
-    cal = plan.calibration
-    if cal.mode == "zcdp":
-        sigma2 = cal.warm_sigma2
-        return lambda: discrete_gaussian(sigma2, rng)
-    scale = cal.warm_scale
-    return lambda: discrete_laplace(scale, rng)
-
-
-def as_plan(plan: LayerPlan | SVTCalibration) -> LayerPlan:
-    """A bare calibration (tests, audits) is a pmw plan without a warm-start measurement."""
-    if isinstance(plan, LayerPlan):
-        return plan
-    return LayerPlan("pmw", plan, (), "none", "a fixed calibration")
-
-
-def dependence(domain: DomainIndex, shape: QueryShape) -> tuple[int, ...]:
-    """The columns a query's cells and groups depend on (public; vectorised over the cells)."""
-    ids = np.full(domain.cells, -1, dtype=np.int32)
-    ids[shape.cells] = 0 if shape.groups is None else shape.groups
-    cube = ids.reshape(domain.sizes)
-    return tuple(i for i in range(len(domain.sizes)) if bool((cube != np.take(cube, [0], axis=i)).any()))
-
-
-def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.ndarray],
-                    shape: QueryShape) -> tuple[np.ndarray, int] | None:
-    """The answer of a query that depends only on the columns of one measured marginal: the sum of
-    its noisy cells there (post-processing of the release, unbiased), and its 95% half-width.
-    None when no measured marginal covers the query's columns."""
-    if not measured:
-        return None
-    if len(plan.axes) == 1 and len(plan.axes[0]) == len(domain.sizes):  # the histogram of X: every query
-        counts = np.bincount(shape.groups, minlength=shape.n_groups) if shape.groups is not None else [shape.cells.size]
-        values = shape.totals(measured[0].astype(np.float64))
-        return np.rint(values).astype(np.int64), max((plan.sum_ci95(int(c)) for c in counts), default=0)
-    deps = set(dependence(domain, shape))
-    covering = [j for j, ax in enumerate(plan.axes) if deps <= set(ax)]
-    if not covering:
-        return None
-    j = min(covering, key=lambda k: measured[k].size)
-    ax = plan.axes[j]
-    ids = np.full(domain.cells, -1, dtype=np.int32)
-    ids[shape.cells] = 0 if shape.groups is None else shape.groups
-    index = tuple(slice(None) if i in ax else 0 for i in range(len(domain.sizes)))
-    groups = ids.reshape(domain.sizes)[index].reshape(-1)  # the group of each marginal cell (-1: not counted)
-    inside = groups >= 0
-    values = np.bincount(groups[inside], weights=measured[j][inside].astype(np.float64), minlength=shape.n_groups)
-    sizes = np.bincount(groups[inside], minlength=shape.n_groups)
     error = max((plan.sum_ci95(int(c)) for c in sizes), default=0)
     return np.rint(values).astype(np.int64), error
 

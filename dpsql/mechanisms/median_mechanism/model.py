@@ -144,7 +144,7 @@ class PublicModel:
 
     def _project(self, mask: np.ndarray, answer: float) -> None:
         """One multiplicative-weights (raking) step, in place, onto the slab of (mask, answer)."""
-        p = float(np.dot(self.w, mask))
+        p = float(np.sum(self.w, where=mask))  # no float copy of the mask
         lo = min(max((answer - self.tau_p) / self.n_hat, 0.0), 1.0)
         hi = min(max((answer + self.tau_p) / self.n_hat, 0.0), 1.0)
         target = min(max(p, lo), hi)
@@ -152,7 +152,8 @@ class PublicModel:
             return
         t = min(max(target, 1e-12), 1 - 1e-12)
         share = min(max(p, 1e-300), 1 - 1e-16)
-        self.w *= np.where(mask, t / share, (1 - t) / (1 - share))
+        np.multiply(self.w, t / share, out=self.w, where=mask)
+        np.multiply(self.w, (1 - t) / (1 - share), out=self.w, where=~mask)
 
     def memory_bytes(self) -> int:
         """Bytes held by the model: w and the packed constraint masks."""

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
-from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, dependence
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, dependence, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
 from dpsql.mechanisms.median_mechanism.model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import plan_layer
@@ -171,6 +171,26 @@ def test_warm_start_reads_once_and_measured_answers_read_nothing() -> None:
             assert secret.reads == before  # post-processing of the measurement: no data
             assert set(dependence(DOMAIN, shape)) <= set(next(ax for ax in plan.axes if set(dependence(DOMAIN, shape)) <= set(ax)))
     assert measured > 0
+
+
+def test_named_columns_give_the_same_measured_answers_as_the_mask_scan() -> None:
+    h = data(19)
+    plan = plan_layer(mode="zcdp", epsilon=Fraction(2), delta=Fraction(1, 10**6), accuracy=Fraction(600), sensitivity=1,
+                      sizes=DOMAIN.sizes, strategy="pmw", measurement="2-way marginals")
+    core = LayerCore(plan, DOMAIN, SecretHistogram(h), SeededRandomSource(19))
+    found = 0
+    for shape in random_shapes(DOMAIN, 200, seed=19, grouped=True):
+        deps = dependence(DOMAIN, shape)
+        hinted = QueryShape(shape.mask, shape.groups, shape.n_groups, columns=deps)
+        everything = QueryShape(shape.mask, shape.groups, shape.n_groups, columns=(0, 1, 2))  # a superset: never wrong
+        plain = measured_answer(DOMAIN, plan, core.measured, shape)
+        again = measured_answer(DOMAIN, plan, core.measured, hinted)
+        assert (plain is None) == (again is None)
+        if plain is not None and again is not None:
+            found += 1
+            assert np.array_equal(plain[0], again[0]) and plain[1] == again[1]
+        assert measured_answer(DOMAIN, plan, core.measured, everything) is None  # no marginal covers all three
+    assert found > 10
 
 
 def test_identity_strategy_never_reads_data_after_the_histogram() -> None:
