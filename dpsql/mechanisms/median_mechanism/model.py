@@ -27,7 +27,7 @@ from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 FLOOR = 1e-9  # total mass spread over X so that every cell stays positive (raking needs p > 0)
 IPF_ITERATIONS = 12
 # Older constraints one update revisits: about WORK cell operations per update (tens of ms).
-WORK = 24_000_000
+WORK = 12_000_000
 MIN_WINDOW = 8
 MAX_WINDOW = 256
 
