@@ -101,7 +101,7 @@ def test_explain_shows_the_layer_and_charges_nothing(mm) -> None:  # type: ignor
     con = mm()
     sql = "SELECT COUNT(*) FROM people WHERE dept = 'hr'"
     text = "\n".join(r[0] for r in run(con, "EXPLAIN " + sql)[0])
-    assert "Median Mechanism layer (people, pure mode): answers this query" in text
+    assert "Median Mechanism layer (people, pure mode): answers this query" in text and "Strategy: pmw" in text
     assert "charged on the first answer" in text and "Domain X: dept (12 values + NULL)" in text
     assert f"Hard slots: {layer_of(con).calibration.cap} of" in text
     assert con.ledger() == [] and layer_of(con).core is None
@@ -204,6 +204,23 @@ def test_a_new_session_keeps_the_learned_model(mm) -> None:  # type: ignore[no-u
     assert layer.plan.axes == () and layer.calibration.cost.epsilon == Fraction(1, 2)  # no warm start this time
     run(second, "SELECT COUNT(*) FROM people WHERE age >= 41 AND dept = 'hr'")
     assert layer.core.model is learned and second.ledger()[0].params["renewal"]
+
+
+def test_identity_strategy_through_sql(mm) -> None:  # type: ignore[no-untyped-def]
+    con = mm(strategy="auto")  # X = dept x region x age is small for epsilon 2 and A = 3,000
+    layer = layer_of(con)
+    sql = "SELECT COUNT(*) FROM people WHERE age >= 40 AND region = 'north'"
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN " + sql)[0])
+    assert layer.plan.strategy == "identity" and "Strategy: identity" in text and "never halts" in text
+    cur = con.cursor()
+    cur.execute(sql)
+    assert cur.result.cost.epsilon == 2 and cur.noise_info[0]["kind"] == "measured"
+    reads = dict(layer.core._data.reads)
+    for query in ["SELECT COUNT(*) FROM people", "SELECT dept, COUNT(*) FROM people GROUP BY dept",
+                  "SELECT COUNT(*) FROM people WHERE dept IN ('hr', 'sales') AND age < 30"]:
+        cur.execute(query)
+        assert cur.result.cost.epsilon == 0 and cur.noise_info[-1]["kind"] == "measured"
+    assert layer.core._data.reads == reads and len(con.ledger()) == 1 and not layer.halted
 
 
 def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no-untyped-def]
