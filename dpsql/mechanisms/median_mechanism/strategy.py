@@ -58,11 +58,14 @@ class LayerPlan:
         return math.sqrt(2.0) * float(self.calibration.warm_scale)
 
     def sum_ci95(self, cells: int) -> int:
-        """About the 95% half-width of the sum of `cells` measured cells (normal approximation,
-        never below the exact one-cell width times one)."""
+        """About the 95% half-width of the sum of `cells` measured cells (normal approximation for
+        Gaussian noise; for Laplace noise the one-cell quantile, conservative for sums)."""
         if cells <= 0:
             return 0
-        return math.ceil(Z95 * self.cell_std() * math.sqrt(cells))
+        # Laplace sums: ln(20)/sqrt(2) = 2.12 standard deviations is one cell's exact 95% point and
+        # an upper bound for sums of more cells (which tend to the normal 1.96).
+        z = Z95 if self.calibration.mode == "zcdp" else math.log(20) / math.sqrt(2)
+        return math.ceil(z * self.cell_std() * math.sqrt(cells))
 
 
 MAX_MARGINALS = 64
