@@ -43,7 +43,7 @@ from dpsql.execution.assemble import assemble_layer
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
-from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, measured_width
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.median_mechanism.model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
@@ -58,7 +58,7 @@ MASK_CACHE_BYTES = 64 * 2**20
 # learned, kept in this process, keyed by (analyst, table, policy section, max_rows). The model
 # is a function of what that analyst was released, so handing it to the same analyst's next
 # session is post-processing; a session that starts from it buys no warm start.
-_LEARNED: dict[tuple[str, str, MedianMechanismConfig, int], PublicModel] = {}
+_LEARNED: dict[tuple[str, str, MedianMechanismConfig, int], tuple[PublicModel, LayerPlan, list[np.ndarray]]] = {}
 _LEARNED_LOCK = threading.Lock()
 
 
@@ -211,7 +211,8 @@ class TableLayer:
         reuses it and keeps the learned public model)."""
         if previous is not None:
             self.calibration = plan.calibration
-            return LayerCore(plan, self.domain, previous._data, self._rng, model=previous.model)
+            return LayerCore(plan, self.domain, previous._data, self._rng, model=previous.model,
+                             measurement=(previous.measured_plan, previous.measured))
         bounded = self._engine.bounded(self.table)
         self.data_reads += 1
         fetched = self._engine.private_arrays(histogram_select(self.config, bounded))
@@ -219,10 +220,12 @@ class TableLayer:
         ids = np.asarray(fetched[X_ID], dtype=np.int64)
         counts[ids] = np.asarray(fetched[COUNT], dtype=np.int64)
         chained = _LEARNED.get(self._chain_key) if self.config.after_halt == "renew" and plan.strategy == "pmw" else None
-        core = LayerCore(plan, self.domain, SecretHistogram(counts), self._rng, model=chained)
+        core = LayerCore(plan, self.domain, SecretHistogram(counts), self._rng,
+                         model=chained[0] if chained is not None else None,
+                         measurement=(chained[1], chained[2]) if chained is not None else None)
         if self.config.after_halt == "renew" and plan.strategy == "pmw":
             with _LEARNED_LOCK:
-                _LEARNED[self._chain_key] = core.model
+                _LEARNED[self._chain_key] = (core.model, core.measured_plan, core.measured)  # public parts only
         return core
 
     def _ledger_params(self, plan: LayerPlan) -> dict[str, Any]:
@@ -284,8 +287,11 @@ class TableLayer:
         after = {"refuse": "refused", "renew": "a new reservation that keeps the learned model (session chaining)"}.get(
             self.config.after_halt, f"the plan above with per-query noise under the {accountant} accountant")
         lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left; after they are used: {after}")
-        lines.append("  This query: " + ("a repeat: the released answer, no data read" if repeat
-                                          else "tested by the sparse vector (easy or hard)"))
+        width = measured_width(self.domain, self.core.measured_plan if self.core is not None else plan, shape)
+        this = ("a repeat: the released answer, no data read" if repeat
+                else f"answered from the measurement (post-processing, +-{width} at 95%, no data read)"
+                if width is not None and width <= cal.accuracy else "tested by the sparse vector (easy or hard)")
+        lines.append("  This query: " + this)
         return lines
 
 

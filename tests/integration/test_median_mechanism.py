@@ -192,6 +192,7 @@ def test_halting_then_renewal_keeps_the_learned_model(mm) -> None:  # type: igno
     entries = con.ledger()
     assert [e.mechanism for e in entries] == ["median_mechanism", "median_mechanism"] and entries[1].params["renewal"]
     assert layer.core.model is model and layer.data_reads == reads  # session chaining: the public model is kept
+    assert layer.core.measured and layer.core.measured_plan.axes  # and the earlier measurement still answers
 
 
 def test_a_new_session_keeps_the_learned_model(mm) -> None:  # type: ignore[no-untyped-def]

@@ -136,6 +136,16 @@ def dependence(domain: DomainIndex, shape: QueryShape, cube: np.ndarray | None =
     return tuple(i for i in range(len(domain.sizes)) if bool((cube != np.take(cube, [0], axis=i)).any()))
 
 
+def measured_width(domain: DomainIndex, plan: LayerPlan, shape: QueryShape) -> int | None:
+    """The 95% half-width the measurement would answer this query with, or None when no measured
+    marginal covers it (public: cell counts only, no measured values)."""
+    if not plan.axes:
+        return None
+    fake = [np.zeros(int(np.prod([domain.sizes[i] for i in ax])), dtype=np.int64) for ax in plan.axes]
+    found = measured_answer(domain, plan, fake, shape)
+    return None if found is None else found[1]
+
+
 def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.ndarray],
                     shape: QueryShape) -> tuple[np.ndarray, int] | None:
     """The answer of a query that depends only on the columns of one measured marginal: the sum of
@@ -172,7 +182,8 @@ class LayerCore:
     """One Median Mechanism session over X: public model, sparse vector, repeat cache, transcript.
 
     `model` continues a model learned in an earlier (funded, halted) session: session chaining;
-    the new session then takes no warm-start measurement. `warm_start=False` and `learn=False`
+    the new session then takes no warm-start measurement, and `measurement` (the earlier plan and
+    its released marginals) keeps answering the queries it covers. `warm_start=False` and `learn=False`
     switch the learning off (the negative controls of the utility test).
     """
 
@@ -185,6 +196,7 @@ class LayerCore:
         *,
         n_hat: int | None = None,
         model: PublicModel | None = None,
+        measurement: tuple[LayerPlan, list[np.ndarray]] | None = None,
         warm_start: bool = True,
         learn: bool = True,
     ) -> None:
@@ -198,6 +210,9 @@ class LayerCore:
         self.transcript: list[TranscriptEntry] = []
         self._cache: dict[bytes, Release] = {}
         self.measured: list[np.ndarray] = []  # the released warm-start measurement (public)
+        self.measured_plan = self.plan  # the plan that released it (its marginals and noise)
+        if measurement is not None:  # a chained session keeps the earlier release
+            self.measured_plan, self.measured = measurement[0], list(measurement[1])
         tau_p = calibration.accuracy / 8
         if self.plan.strategy == "identity":
             self.measured = data.measure(domain.sizes, self.plan.axes, measurement_noise(self.plan, rng))
@@ -250,7 +265,7 @@ class LayerCore:
             return release
         # A query over the columns of a measured marginal is post-processing of the measurement:
         # released for free when its 95% half-width is within A (identity: always).
-        measured = measured_answer(self.domain, self.plan, self.measured, shape)
+        measured = measured_answer(self.domain, self.measured_plan, self.measured, shape)
         if measured is not None and (self._svt is None or measured[1] <= self.calibration.accuracy):
             release = Release(measured[0], "measured", measured[1], self.slots_left, "measured")
             self._cache[shape.key] = release

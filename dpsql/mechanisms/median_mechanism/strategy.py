@@ -116,13 +116,15 @@ def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Frac
     columns = len(sizes)
     target = float(accuracy)
     identity_ci = Z95 * _cell_std(mode, epsilon, delta, sensitivity, 1, Fraction(1)) * math.sqrt(cells)
+    forced = strategy is not None
     if strategy is None:
         strategy = "identity" if identity_ci <= target else "pmw"
     if strategy == "identity":
         cal = calibrate(mode=mode, epsilon=epsilon, delta=delta, accuracy=accuracy, sensitivity=sensitivity, beta=beta,
                         cap=0, warm_share=Fraction(999_999, 1_000_000), warm_releases=1)
-        reason = (f"|X| = {cells:,} is small for this budget: one noisy histogram answers even the query over all "
-                  f"cells within about +-{identity_ci:,.0f} <= A = {target:,.0f} at 95%, so every counting query is "
+        reason = (("set by the policy; " if forced else f"|X| = {cells:,} is small for this budget: ")
+                  + f"one noisy histogram answers even the query over all cells within about +-{identity_ci:,.0f} "
+                  + ("<=" if identity_ci <= target else ">") + f" A = {target:,.0f} at 95%; every counting query is "
                   "post-processing of it (no sparse vector, never halts)")
         return LayerPlan("identity", cal, _measurement_axes(columns, "histogram"), "histogram", reason)
     histogram_ci = Z95 * _cell_std(mode, epsilon, delta, sensitivity, 1, WARM_SHARE) * math.sqrt(cells / 2)
@@ -140,8 +142,9 @@ def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Frac
     share = WARM_SHARE if warm_start else Fraction(0)
     cal = calibrate(mode=mode, epsilon=epsilon, delta=delta, accuracy=accuracy, sensitivity=sensitivity, beta=beta,
                     expected_queries=expected_queries, warm_share=share, warm_releases=len(axes) if warm_start else 0)
-    reason = (f"|X| = {cells:,} is large for this budget (one noisy histogram would be off by about "
-              f"+-{identity_ci:,.0f} > A = {target:,.0f} on the query over all cells): private multiplicative "
+    reason = (("set by the policy (" if forced else f"|X| = {cells:,} is large for this budget (")
+              + f"one noisy histogram would be off by about +-{identity_ci:,.0f} on the query over all cells, "
+              f"A = {target:,.0f}): private multiplicative "
               f"weights, warm-started from the noisy {choice} ({float(share):.3g} of the reservation), "
               f"{cal.cap} hard answers before it halts")
     return LayerPlan("pmw", cal, axes, choice, reason)

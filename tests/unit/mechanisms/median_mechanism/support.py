@@ -88,7 +88,7 @@ def replay(core: LayerCore, shapes: list[QueryShape]) -> tuple[int, PublicModel]
         if entry.kind == "easy":
             mismatches += tuple(int(v) for v in replica.answer(shape)) != entry.values
         elif entry.kind == "measured":
-            again = measured_answer(core.domain, core.plan, core.measured, shape)
+            again = measured_answer(core.domain, core.measured_plan, core.measured, shape)
             mismatches += again is None or tuple(int(v) for v in again[0]) != entry.values
         else:
             replica.update(shape, np.array(entry.values, dtype=np.int64))
