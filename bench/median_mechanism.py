@@ -135,7 +135,8 @@ def run_layer(counts: np.ndarray, sizes: list[int], queries: list, plan: LayerPl
 ROWS = {350: [9, 5, 7], 15_000: [16, 10, 8, 8], 10**6: [9, 9, 9, 9, 9, 9]}
 
 
-def utility_row(label: int, count: int, epsilon: Fraction, accuracy: int, n: int) -> None:
+def utility_row(label: int, count: int, epsilon: Fraction, accuracy: int, n: int,
+                strategies: tuple[str, ...] = ("identity", "pmw")) -> None:
     sizes = ROWS[label]
     counts = latent_class(sizes, n, seed=7)
     pairs = [(i, i + 1) for i in range(len(sizes) - 1)] + [(0, len(sizes) - 1)]
@@ -151,7 +152,7 @@ def utility_row(label: int, count: int, epsilon: Fraction, accuracy: int, n: int
     log(f"  {'gaussian (zCDP/PLD)':<24} {within * count:>9,.0f} {100 * within:>8.1f}% {median:>13,.0f}  sigma {sigma:,.0f} = sqrt(K / 2 rho)")
     chosen = plan_layer(mode="zcdp", epsilon=epsilon, delta=DELTA, accuracy=Fraction(accuracy), sensitivity=1,
                         sizes=tuple(s + 1 for s in sizes), expected_queries=count)
-    for strategy in ("identity", "pmw"):
+    for strategy in strategies:
         plan = plan_layer(mode="zcdp", epsilon=epsilon, delta=DELTA, accuracy=Fraction(accuracy), sensitivity=1,
                           sizes=tuple(s + 1 for s in sizes), expected_queries=count, strategy=strategy)  # type: ignore[arg-type]
         start = time.perf_counter()
@@ -171,7 +172,7 @@ def part_utility(args: argparse.Namespace) -> None:
         for count in args.workloads:
             if args.quick and (label == 10**6 or count > 6000):
                 continue
-            utility_row(label, count, epsilon, args.accuracy, args.n)
+            utility_row(label, count, epsilon, args.accuracy, args.n, tuple(args.strategies))
 
 
 # --- part 2: latency through SQL -------------------------------------------------------------
@@ -262,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domains", type=int, nargs="+", default=[350, 15_000, 10**6], choices=sorted(ROWS))
     parser.add_argument("--workloads", type=int, nargs="+", default=[6000, 100_000])
     parser.add_argument("--quick", action="store_true", help="only the rows with |X| < 10^6 and K = 6,000")
+    parser.add_argument("--strategies", nargs="+", default=["identity", "pmw"], choices=["identity", "pmw"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000], help="|X| for the latency part")
     parser.add_argument("--latency-rows", type=int, default=200_000)
     parser.add_argument("--latency-queries", type=int, default=400)

@@ -155,7 +155,7 @@ def measured_answer(domain: DomainIndex, plan: LayerPlan, measured: Sequence[np.
         return None
     if len(plan.axes) == 1 and len(plan.axes[0]) == len(domain.sizes):  # the histogram of X: every query
         counts = np.bincount(shape.groups, minlength=shape.n_groups) if shape.groups is not None else [shape.cells.size]
-        values = shape.totals(measured[0].astype(np.float64))
+        values = shape.totals(measured[0])  # int64: no float copy of X per query
         return np.rint(values).astype(np.int64), max((plan.sum_ci95(int(c)) for c in counts), default=0)
     cube = _group_cube(domain, shape)
     deps = set(shape.columns) if shape.columns is not None else set(dependence(domain, shape, cube))
