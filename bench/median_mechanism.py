@@ -1,29 +1,29 @@
 """The Median Mechanism layer: queries answered within A vs per-query noise, and latency.
 
-    python bench/median_mechanism.py                     # everything (a few minutes on 2 cores)
-    python bench/median_mechanism.py --part utility      # or --part latency
-    python bench/median_mechanism.py --queries 35000 --sizes 1000 10000 100000
+    python bench/median_mechanism.py                     # everything (tens of minutes on 2 shared cores)
+    python bench/median_mechanism.py --part utility --quick   # the |X| < 10^6, K = 6,000 rows only
+    python bench/median_mechanism.py --part latency --sizes 100000
 
 Run by hand, not a test (bench/README.md). Every number printed is measured in this run.
 
-1. Utility. On a correlated workload (drill-downs: a 2-D range on a column pair, then an equality,
-   then a range; and overlapping 2-D ranges on column pairs; 4 columns; fixed seeds) at a total
-   epsilon (default 1; delta = 1e-6 where a mechanism needs one) and a 95% accuracy target A:
-     laplace      per-query discrete Laplace, basic composition: k_L = the most queries it answers
-                  within A at 95% (exact), and on the K-query workload its share within A;
-     laplace+cache  the same over the distinct queries only (repeats served from a cache);
-     gaussian     per-query discrete Gaussian under zCDP (rho from (eps, delta)): k_G likewise;
-     mm pure / mm zcdp  the layer (LayerCore, default 9 candidates) on the workload: queries
-                  answered before it halts, share within A, median |error|, hard slots used;
-                  "k_exp": calibrated with expected_queries = K (fewer, quieter slots).
-   "answered within A" for the layer counts the queries it answered with |error| <= A; the
-   target of the issue is >= 10x k_L. Datasets: a latent-class table of 10^6 rows (one row per
-   person, 4 columns, |X| = 15,147, A = 1% of n) and the bundled demo (generate_people(100_000),
-   max_rows 3, |X| = 63,492, A = 3% of n; its layer needs epsilon 3 to get 100 hard slots).
+1. Utility at one total budget (default epsilon 0.3, delta 1e-6, n = 10^6 persons, one row each,
+   A = 5,000 at 95%), on latent-class data (10 classes, skewed Dirichlet(0.3) marginals) over
+   |X| in {480 (9 x 5 x 7 values + NULL cells; 315 regular cells), 15,147, 10^6} and correlated
+   workloads of K in {6,000, 100,000} queries (drill-downs and overlapping ranges on column pairs,
+   bench/workloads.py, fixed seeds):
+     laplace (basic)      per-query discrete Laplace of scale K/epsilon (basic composition);
+     gaussian (zCDP/PLD)  per-query discrete Gaussian, sigma = sqrt(K / 2 rho) (what the tight
+                          accountant allows for K equal releases; PLD is within a few % of it);
+     layer identity       the layer forced to one noisy histogram (every query post-processing);
+     layer pmw            the layer forced to private multiplicative weights with its warm start,
+                          calibrated with expected_queries = K;
+   "(chosen)" marks the strategy the layer picks from public facts. A layer that halts answers
+   nothing more (at one total budget nothing is left for a per-query fallback): those queries
+   count as not within A. Columns: queries within A, their share, the median |error|.
 2. Latency through SQL (Session.execute, the whole path: parse, analysis, plan, mask query on the
-   domain table, candidates, sparse vector, result) per easy and per hard answer at |X| = 1e3,
-   1e4, 1e5 (3, 4, 5 int columns of 9 declared values, 200,000 rows), next to the ordinary
-   per-query Laplace path on the same queries. Targets: easy <= 20 ms, hard <= 200 ms at 1e5.
+   domain table, model, sparse vector, result) per measured, easy and hard answer at |X| = 1e3,
+   1e4, 1e5 (3, 4, 5 int columns of 9 declared values + NULL, 200,000 rows), next to the ordinary
+   per-query path on the same queries. Targets: easy <= 20 ms, hard <= 200 ms at 1e5.
 """
 
 from __future__ import annotations
@@ -47,16 +47,14 @@ from workloads import conj_mask, workload  # bench/ is on sys.path when run as a
 
 import dpsql
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
-from dpsql.demo.people import DEPTS, REGIONS, generate_people
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sampling import discrete_gaussian_ci, discrete_laplace_ci
-from dpsql.mechanisms.sparse_vector import calibrate, rho_from_epsilon_delta
+from dpsql.mechanisms.sparse_vector import rho_from_epsilon_delta
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 
 HERE = Path(__file__).resolve().parent
 DELTA = Fraction(1, 10**6)
-INCOME_EDGES = [0, 10000, 20000, 30000, 40000, 50000, 75000, 100000, 150000, 250000, 500001]
 
 
 def log(message: str = "") -> None:
@@ -88,16 +86,6 @@ def latent_class(sizes: list[int], n: int, seed: int) -> np.ndarray:
     return np.bincount(x, minlength=int(np.prod([s + 1 for s in sizes]))).astype(np.int64)
 
 
-def demo_histogram() -> np.ndarray:
-    frame = generate_people(100_000)
-    dept = frame["dept"].map({v: i for i, v in enumerate(DEPTS)}).to_numpy()
-    region = frame["region"].map({v: i for i, v in enumerate(REGIONS)}).to_numpy()
-    age = frame["age"].to_numpy() - 18
-    income = np.searchsorted(INCOME_EDGES[1:-1], frame["income"].to_numpy(), side="right")
-    x = ((dept * 6 + region) * 74 + age) * 11 + income
-    return np.bincount(x, minlength=13 * 6 * 74 * 11).astype(np.int64)
-
-
 def int_domain(sizes: list[int], mode: str, epsilon: Fraction, accuracy: int) -> DomainIndex:
     domains = tuple(MMColumnDomain(f"c{i}", "int", "values", values=tuple(range(s))) for i, s in enumerate(sizes))
     return DomainIndex(MedianMechanismConfig(domains=domains, epsilon=epsilon, accuracy=Fraction(accuracy), mode=mode,  # type: ignore[arg-type]
@@ -105,28 +93,6 @@ def int_domain(sizes: list[int], mode: str, epsilon: Fraction, accuracy: int) ->
 
 
 # --- part 1: utility -------------------------------------------------------------------------
-
-
-def laplace_k(epsilon: Fraction, accuracy: int, sensitivity: int) -> int:
-    lo, hi = 0, 1
-    while discrete_laplace_ci(Fraction(sensitivity * hi) / epsilon) <= accuracy:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if discrete_laplace_ci(Fraction(sensitivity * mid) / epsilon) <= accuracy else (lo, mid)
-    return lo
-
-
-def gaussian_k(rho: Fraction, accuracy: int, sensitivity: int) -> int:
-    lo, hi = 0, 1
-    def ok(k: int) -> bool:
-        return discrete_gaussian_ci(Fraction(k * sensitivity * sensitivity) / (2 * rho)) <= accuracy
-    while ok(hi):
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
 
 
 def laplace_within(scale: float, accuracy: int) -> tuple[float, float]:
@@ -139,18 +105,18 @@ def gaussian_within(sigma: float, accuracy: int) -> tuple[float, float]:
     return math.erf((accuracy + 0.5) / (sigma * math.sqrt(2))), 0.6745 * sigma
 
 
-def run_layer(counts: np.ndarray, sizes: list[int], queries: list, mode: str, epsilon: Fraction, accuracy: int,
-              sensitivity: int, candidates: int, expected: int | None = None) -> dict[str, object] | str:
-    cal = calibrate(mode=mode, epsilon=epsilon, delta=DELTA if mode == "zcdp" else Fraction(0),  # type: ignore[arg-type]
-                    accuracy=Fraction(accuracy), sensitivity=sensitivity, expected_queries=expected)
-    if cal.cap < 100:
-        return f"disabled: calibration gives c = {cal.cap} hard slots < 100 (per-query noise answers instead)"
-    domain = int_domain(sizes, mode, epsilon, accuracy)
-    core = LayerCore(cal, domain, SecretHistogram(counts), SeededRandomSource(1), candidates=candidates, public_seed=1)
-    errors, kinds = [], {"easy": 0, "hard": 0, "repeat": 0}
-    times: dict[str, list[float]] = {"easy": [], "hard": [], "repeat": []}
+def run_layer(counts: np.ndarray, sizes: list[int], queries: list, plan: LayerPlan, accuracy: int) -> dict[str, object]:
+    """The layer (LayerCore with this plan) on the workload: a halted layer answers nothing more
+    (at the same total budget nothing is left for a per-query fallback)."""
+    domain = int_domain(sizes, plan.calibration.mode, plan.calibration.epsilon, accuracy)
+    start = time.perf_counter()
+    core = LayerCore(plan, domain, SecretHistogram(counts), SeededRandomSource(1))
+    setup = time.perf_counter() - start
+    errors, kinds = [], {"easy": 0, "hard": 0, "repeat": 0, "measured": 0}
+    times: dict[str, list[float]] = {k: [] for k in kinds}
     for sets in queries:
-        shape = QueryShape(conj_mask(sizes, sets))
+        # The columns the query names, as the SQL path passes them (dpsql.execution.median_layer).
+        shape = QueryShape(conj_mask(sizes, sets), columns=tuple(i for i, c in enumerate(sets) if c is not None))
         start = time.perf_counter()
         release = core.answer(shape)
         elapsed = time.perf_counter() - start
@@ -159,57 +125,54 @@ def run_layer(counts: np.ndarray, sizes: list[int], queries: list, mode: str, ep
         kinds[release.kind] += 1
         times[release.kind].append(elapsed)
         errors.append(abs(int(release.values[0]) - int(counts[shape.mask].sum())))
-    errs = np.array(errors)
-    return {"answered": len(errs), "within": int((errs <= accuracy).sum()), "median": float(np.median(errs)),
-            "kinds": kinds, "cap": cal.cap, "halted": core.halted,
-            "easy_ms": 1000 * float(np.median(times["easy"])) if times["easy"] else float("nan"),
-            "hard_ms": 1000 * float(np.median(times["hard"])) if times["hard"] else float("nan")}
+    errs = np.array(errors + [10**12] * (len(queries) - len(errors)))  # unanswered: not within A
+    ms = {k: 1000 * float(np.median(v)) for k, v in times.items() if v}
+    return {"within": int((errs <= accuracy).sum()), "median": float(np.median(errs)) if len(errors) == len(queries) else float(np.median(errs)),
+            "answered": len(errors), "kinds": kinds, "cap": plan.calibration.cap, "halted": core.halted, "ms": ms,
+            "setup": setup, "memory": core.model.memory_bytes()}
 
 
-def utility_table(name: str, counts: np.ndarray, sizes: list[int], pairs: list[tuple[int, int]], epsilon: Fraction,
-                  accuracy: int, sensitivity: int, count: int, candidates: int) -> None:
+ROWS = {350: [9, 5, 7], 15_000: [16, 10, 8, 8], 10**6: [9, 9, 9, 9, 9, 9]}
+
+
+def utility_row(label: int, count: int, epsilon: Fraction, accuracy: int, n: int,
+                strategies: tuple[str, ...] = ("identity", "pmw")) -> None:
+    sizes = ROWS[label]
+    counts = latent_class(sizes, n, seed=7)
+    pairs = [(i, i + 1) for i in range(len(sizes) - 1)] + [(0, len(sizes) - 1)]
     queries = workload(sizes, count, seed=3, pairs=pairs)
-    distinct = len({conj_mask(sizes, q).tobytes() for q in queries})
     rho = rho_from_epsilon_delta(epsilon, DELTA)
-    k_l, k_g = laplace_k(epsilon, accuracy, sensitivity), gaussian_k(rho, accuracy, sensitivity)
-    log(f"\n{name}: n = {int(counts.sum()):,}, |X| = {counts.size:,}, epsilon = {float(epsilon):g}, delta = 1e-6, "
-        f"A = {accuracy:,} (95%), sensitivity {sensitivity}; workload K = {len(queries):,} queries ({distinct:,} distinct)")
-    log(f"  {'mechanism':<15} {'answered within A':>18} {'x k_L':>7} {'% within A':>11} {'median |err|':>13}  notes")
-    within, median = laplace_within(len(queries) * sensitivity / float(epsilon), accuracy)
-    log(f"  {'laplace':<15} {k_l:>18,} {1.0:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  k_L at 95%; share/median at k = K")
-    within, median = laplace_within(distinct * sensitivity / float(epsilon), accuracy)
-    k_c = int(k_l * len(queries) / distinct)
-    log(f"  {'laplace+cache':<15} {k_c:>18,} {k_c / k_l:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  repeats free (this workload's repeat rate)")
-    sigma = sensitivity * math.sqrt(len(queries) / (2 * float(rho)))
+    log(f"\n|X| = {counts.size:,} ({' x '.join(str(s + 1) for s in sizes)} with NULL cells), n = {n:,}, K = {count:,} queries, "
+        f"epsilon {float(epsilon):g}, delta 1e-6, A = {accuracy:,}")
+    log(f"  {'mechanism':<24} {'within A':>9} {'% within':>9} {'median |err|':>13}  notes")
+    within, median = laplace_within(count / float(epsilon), accuracy)
+    log(f"  {'laplace (basic)':<24} {within * count:>9,.0f} {100 * within:>8.1f}% {median:>13,.0f}  scale K/epsilon (exact law)")
+    sigma = math.sqrt(count / (2 * float(rho)))
     within, median = gaussian_within(sigma, accuracy)
-    log(f"  {'gaussian zcdp':<15} {k_g:>18,} {k_g / k_l:>7.2f} {100 * within:>10.1f}% {median:>13,.0f}  k_G at 95%; share/median at k = K")
-    for mode, expected in (("pure", None), ("zcdp", None), ("zcdp", len(queries))):
+    log(f"  {'gaussian (zCDP/PLD)':<24} {within * count:>9,.0f} {100 * within:>8.1f}% {median:>13,.0f}  sigma {sigma:,.0f} = sqrt(K / 2 rho)")
+    chosen = plan_layer(mode="zcdp", epsilon=epsilon, delta=DELTA, accuracy=Fraction(accuracy), sensitivity=1,
+                        sizes=tuple(s + 1 for s in sizes), expected_queries=count)
+    for strategy in strategies:
+        plan = plan_layer(mode="zcdp", epsilon=epsilon, delta=DELTA, accuracy=Fraction(accuracy), sensitivity=1,
+                          sizes=tuple(s + 1 for s in sizes), expected_queries=count, strategy=strategy)  # type: ignore[arg-type]
         start = time.perf_counter()
-        result = run_layer(counts, sizes, queries, mode, epsilon, accuracy, sensitivity, candidates, expected)
-        label = f"mm {mode}" + (" k_exp" if expected else "")
-        if isinstance(result, str):
-            log(f"  {label:<15} {'-':>18} {'-':>7} {'-':>11} {'-':>13}  {result}")
-            continue
-        answered = result["answered"]
-        within_count = result["within"]
-        kinds = result["kinds"]
-        log(f"  {label:<15} {within_count:>18,} {within_count / k_l:>7.2f} {100 * within_count / answered:>10.1f}% "
-            f"{result['median']:>13,.0f}  answered {answered:,}{' then halted' if result['halted'] else ' (not halted)'}; "
-            f"{kinds['hard']}/{result['cap']} hard, {kinds['easy']:,} easy, {kinds['repeat']:,} repeat; "
-            f"core {result['easy_ms']:.2f} ms/easy, {result['hard_ms']:.1f} ms/hard; {time.perf_counter() - start:.0f} s")
+        r = run_layer(counts, sizes, queries, plan, accuracy)
+        label_text = f"layer {strategy}" + (" (chosen)" if strategy == chosen.strategy else "")
+        ms = ", ".join(f"{k} {v:.2f} ms" for k, v in r["ms"].items())  # type: ignore[attr-defined]
+        log(f"  {label_text:<24} {r['within']:>9,} {100 * r['within'] / count:>8.1f}% {r['median']:>13,.0f}  "
+            f"{plan.measurement}; answered {r['answered']:,}{' then halted' if r['halted'] else ''}; kinds {r['kinds']}; "
+            f"cap {r['cap']}; {ms}; setup {r['setup']:.1f} s; model {r['memory'] / 2**20:.1f} MiB; "
+            f"{time.perf_counter() - start:.0f} s")
 
 
 def part_utility(args: argparse.Namespace) -> None:
-    log("\n== 1. Queries answered within A: the layer vs per-query noise ==")
+    log("\n== 1. Queries answered within A at one budget: per-query noise vs the layer ==")
     epsilon = Fraction(args.epsilon).limit_denominator(1000)
-    sizes = [16, 10, 8, 8]
-    utility_table("latent-class", latent_class(sizes, 10**6, seed=7), sizes, [(0, 1), (1, 2), (0, 3), (2, 3)],
-                  epsilon, 10_000, 1, args.queries, args.candidates)
-    counts = demo_histogram()
-    for eps in (epsilon, Fraction(3)):
-        k_l = laplace_k(eps, 3000, 3)
-        utility_table("demo people", counts, [12, 5, 73, 10], [(0, 2), (1, 2), (2, 3), (0, 3)], eps, 3000, 3,
-                      max(10 * k_l + 500, 2000), args.candidates)
+    for label in args.domains:
+        for count in args.workloads:
+            if args.quick and (label == 10**6 or count > 6000):
+                continue
+            utility_row(label, count, epsilon, args.accuracy, args.n, tuple(args.strategies))
 
 
 # --- part 2: latency through SQL -------------------------------------------------------------
@@ -259,7 +222,7 @@ delta = 1e-6
         cur, cur2 = con.cursor(), other.cursor()
         cur.execute("SELECT COUNT(*) FROM t")  # reservation + histogram (timed apart)
         cur2.execute("SELECT COUNT(*) FROM t")
-        times: dict[str, list[float]] = {"easy": [], "hard": [], "repeat": [], "laplace": []}
+        times: dict[str, list[float]] = {"easy": [], "hard": [], "repeat": [], "measured": [], "laplace": []}
         for sets in queries:
             text = sql(sets)
             start = time.perf_counter()
@@ -278,7 +241,8 @@ delta = 1e-6
             return "       -"
         return f"{1000 * np.median(values):6.1f} / {1000 * np.quantile(values, 0.9):6.1f}"
 
-    log(f"  |X| = {10**columns:>7,}  easy {fmt(times['easy'])}  hard {fmt(times['hard'])}  repeat {fmt(times['repeat'])}  "
+    log(f"  |X| = {10**columns:>7,}  easy {fmt(times['easy'])}  hard {fmt(times['hard'])}  measured {fmt(times['measured'])}  "
+        f"repeat {fmt(times['repeat'])}  "
         f"ordinary Laplace path {fmt(times['laplace'])}   ({len(times['easy'])} easy, {len(times['hard'])} hard, "
         f"{len(times['repeat'])} repeat; cap {layer_state.calibration.cap})")
 
@@ -293,9 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["utility", "latency", "all"], default="all")
-    parser.add_argument("--epsilon", type=float, default=1.0, help="total epsilon of the utility comparison")
-    parser.add_argument("--queries", type=int, default=35_000, help="workload length on the latent-class data")
-    parser.add_argument("--candidates", type=int, default=9)
+    parser.add_argument("--epsilon", type=float, default=0.3, help="total epsilon of the utility comparison")
+    parser.add_argument("--accuracy", type=int, default=5000, help="the target A (95%%)")
+    parser.add_argument("--n", type=int, default=10**6, help="persons (one row each)")
+    parser.add_argument("--domains", type=int, nargs="+", default=[350, 15_000, 10**6], choices=sorted(ROWS))
+    parser.add_argument("--workloads", type=int, nargs="+", default=[6000, 100_000])
+    parser.add_argument("--quick", action="store_true", help="only the rows with |X| < 10^6 and K = 6,000")
+    parser.add_argument("--strategies", nargs="+", default=["identity", "pmw"], choices=["identity", "pmw"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000], help="|X| for the latency part")
     parser.add_argument("--latency-rows", type=int, default=200_000)
     parser.add_argument("--latency-queries", type=int, default=400)

@@ -82,7 +82,8 @@ def render_table(result: NoisyResult) -> str:
 
 
 LAYER_KINDS = {
-    "easy": "easy answer (the candidates' median, checked by the sparse vector; no cost)",
+    "easy": "easy answer (the learned model's answer, checked by the sparse vector; no cost)",
+    "measured": "post-processing of the layer's noisy histogram or marginals (no data read, no cost)",
     "hard": "hard answer (counted from the data with fresh noise; no cost beyond the reservation)",
     "repeat": "repeat (the answer released before; no data read)",
 }

@@ -14,8 +14,10 @@ Three accountants compose the same ledger entries (pure: no engine, no storage):
   capped by the zCDP bound of the same terms (tighter where every loss is far below the grid).
   Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
   Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
-  sparse vector, A_samp, the Median Mechanism layer) as the (epsilon, delta) PLD, which dominates
-  every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta) conversion.
+  sparse vector, A_samp, the Median Mechanism layer's pure mode) as the (epsilon, delta) PLD, which
+  dominates every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta)
+  conversion, or, when it records its parts (the layer's zCDP reservation: discrete Gaussians and
+  pure sparse-vector rounds), as the composition of their exact distributions.
 
 Every accountant's epsilon is also capped by basic composition (a history that satisfies both
 bounds satisfies the smaller), so a tighter accountant never refuses what ``basic`` accepts.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -97,8 +100,14 @@ def _loss(record: Any) -> PrivacyLoss:
         raise ValueError("unknown loss family")
     values = {name: Fraction(str(record[name])) for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho")
               if record.get(name) is not None}
+    parts = record.get("parts")
+    if parts is not None and (family != "zcdp" or not isinstance(parts, list)):
+        raise ValueError("only a zcdp term has parts")
     loss = PrivacyLoss(family, str(record.get("mechanism", "")), values["epsilon"], values.get("delta", Fraction(0)),
-                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"))
+                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"),
+                       tuple(_loss(part) for part in parts or ()))
+    if loss.parts and (loss.rho is None or sum((zcdp_rho(p) for p in loss.parts), Fraction(0)) > loss.rho):
+        raise ValueError("the parts of a zcdp term exceed its rho")
     if loss.epsilon < 0 or not 0 <= loss.delta < 1:
         raise ValueError("invalid loss")
     return loss
@@ -109,7 +118,13 @@ LossKey = tuple[object, ...]
 
 def _key(loss: PrivacyLoss) -> LossKey:
     """What determines a term's composition (terms with equal keys are self-composed at once)."""
-    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2, loss.rho)
+    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2, loss.rho,
+            tuple(_key(part) for part in loss.parts))
+
+
+def _pld_terms(losses: Sequence[PrivacyLoss]) -> list[PrivacyLoss]:
+    """What the PLD accountant composes: a zcdp term with parts as its parts, others as they are."""
+    return [part for loss in losses for part in (loss.parts or (loss,))]
 
 
 class Composition(ABC):
@@ -333,7 +348,7 @@ class PldComposition(Composition):
 
     def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
                   reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> PldComposition:
-        big = [x for x in losses if x.epsilon > BIG_EPSILON]
+        big = [x for x in _pld_terms(losses) if x.epsilon > BIG_EPSILON]
         big_sum = (self.big[0] + times * sum((x.epsilon for x in big), Fraction(0)),
                    self.big[1] + times * sum((x.delta for x in big), Fraction(0)))
         zcdp = self.zcdp._extended(epsilon, delta, count, tally, reps, losses, times)
@@ -346,10 +361,11 @@ class PldComposition(Composition):
         if not self._composed:
             composed = None
             for loss, times in self._terms():
-                if loss.epsilon > BIG_EPSILON:
-                    continue
-                part = _self_composed(_key(loss)[:6], times)
-                composed = part if composed is None else composed.compose(part)
+                # A zcdp term with parts is composed through its parts' exact distributions.
+                counts = Counter(_key(term)[:6] for term in _pld_terms([loss]) if term.epsilon <= BIG_EPSILON)
+                for key in sorted(counts, key=repr):
+                    part = _self_composed(key, times * counts[key])
+                    composed = part if composed is None else composed.compose(part)
             self._pld, self._composed = composed, True
         return self._pld
 

@@ -55,14 +55,20 @@ class PrivacyLoss:
     scale: Fraction | None = None
     sigma2: Fraction | None = None  # the discrete Gaussian's sigma squared (exact; sigma may be irrational)
     rho: Fraction | None = None
+    # A zcdp term that is exactly the adaptive composition of these terms (e.g. the Median
+    # Mechanism layer's Gaussians and pure sparse-vector rounds): the PLD accountant composes
+    # them instead of the (epsilon, delta) conversion; the other accountants read the term itself.
+    parts: tuple[PrivacyLoss, ...] = ()
 
-    def record(self) -> dict[str, str]:
+    def record(self) -> dict[str, object]:
         """The ledger's JSON form: exact fractions as strings, absent parameters left out."""
-        out = {"family": self.family, "mechanism": self.mechanism}
+        out: dict[str, object] = {"family": self.family, "mechanism": self.mechanism}
         for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = str(value)
+        if self.parts:
+            out["parts"] = [part.record() for part in self.parts]
         return out
 
 

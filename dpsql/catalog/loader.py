@@ -41,7 +41,7 @@ ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
 EXTENSION_KEYS = frozenset({"median_mechanism"})
 MM_KEYS = frozenset({
     "columns", "bins", "epsilon", "accuracy", "mode", "delta", "beta", "candidates", "expected_queries",
-    "min_hard_slots", "after_halt", "public_seed",
+    "min_hard_slots", "after_halt", "public_seed", "strategy",
 })
 MM_MAX_CELLS = 2_000_000  # |X|: dense candidates cost candidates * |X| * 8 bytes
 MM_MAX_CANDIDATE_CELLS = 20_000_000
@@ -299,9 +299,13 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     if candidates > 64:
         raise where.error(f"{prefix}.candidates", "must be at most 64")
     after_halt = spec.get("after_halt", "laplace")
-    if after_halt not in ("laplace", "refuse"):
-        raise where.error(f"{prefix}.after_halt", "must be \"laplace\" or \"refuse\"")
+    if after_halt not in ("laplace", "refuse", "renew"):
+        raise where.error(f"{prefix}.after_halt", "must be \"laplace\", \"refuse\" or \"renew\"")
+    strategy = spec.get("strategy", "auto")
+    if strategy not in ("auto", "identity", "pmw"):
+        raise where.error(f"{prefix}.strategy", "must be \"auto\", \"identity\" or \"pmw\"")
     config = MedianMechanismConfig(
+        strategy=strategy,
         domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
         candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),
         after_halt=after_halt, public_seed=ints.get("public_seed"),

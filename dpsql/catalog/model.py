@@ -108,8 +108,9 @@ class MedianMechanismConfig:
     candidates: int = 9
     expected_queries: int | None = None
     min_hard_slots: int = 100
-    after_halt: Literal["laplace", "refuse"] = "laplace"
-    public_seed: int | None = None
+    after_halt: Literal["laplace", "refuse", "renew"] = "laplace"  # laplace: the ordinary per-query path
+    public_seed: int | None = None  # kept for older policies: the learned model uses no random stream
+    strategy: Literal["auto", "identity", "pmw"] = "auto"  # auto: chosen from public facts (docs/mechanisms.md)
 
     @property
     def columns(self) -> tuple[str, ...]:

@@ -37,6 +37,11 @@ class Charger:
         """The analyst's whole budget."""
         return self._budget()
 
+    @property
+    def analyst(self) -> str:
+        """The analyst this Charger charges (public)."""
+        return self._analyst
+
     def remaining(self) -> PrivacyCost:
         """What the analyst may still spend under the accountant (epsilon at the budget's delta;
         read from the ledger, shared across processes)."""

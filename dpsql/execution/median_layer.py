@@ -22,6 +22,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.mmsql import (
@@ -42,21 +43,38 @@ from dpsql.execution.assemble import assemble_layer
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
-from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
+from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, measured_width
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.model import PublicModel
+from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.mechanisms.sparse_vector import SVTCalibration, calibrate
+from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.planner.measurable import MMQuery, measurable
 from dpsql.result import NoisyResult
 
 MASK_CACHE_BYTES = 64 * 2**20
 
+# Session chaining across sessions (after_halt = "renew"): the public model an analyst's layer
+# learned, kept in this process, keyed by (analyst, table, policy section, max_rows). The model
+# is a function of what that analyst was released, so handing it to the same analyst's next
+# session is post-processing; a session that starts from it buys no warm start.
+_LEARNED: dict[tuple[str, str, MedianMechanismConfig, int], tuple[PublicModel, LayerPlan, list[np.ndarray]]] = {}
+_LEARNED_LOCK = threading.Lock()
+
 
 @functools.lru_cache(maxsize=64)
+def plan_for(config: MedianMechanismConfig, max_rows: int, renewal: bool = False) -> LayerPlan:
+    """The layer's public plan: strategy and calibration (cached: it depends on the policy only).
+    A renewal (session chaining) keeps the learned model, so it buys no warm start."""
+    return plan_layer(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
+                      sensitivity=max_rows, sizes=tuple(d.size for d in config.domains), beta=config.beta,
+                      expected_queries=config.expected_queries, renewal=renewal,
+                      strategy=None if config.strategy == "auto" else config.strategy)
+
+
 def calibration_for(config: MedianMechanismConfig, max_rows: int) -> SVTCalibration:
-    """The layer's public calibration (cached: it depends on the policy only)."""
-    return calibrate(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
-                     sensitivity=max_rows, beta=config.beta, expected_queries=config.expected_queries)
+    """The layer's public calibration."""
+    return plan_for(config, max_rows).calibration
 
 
 def _fmt(value: object) -> str:
@@ -71,9 +89,11 @@ class TableLayer:
         self.table = table
         self.config = config
         self.domain = DomainIndex(config)
-        self.calibration = calibration_for(config, table.max_rows)
-        self.enabled = self.calibration.cap >= config.min_hard_slots
+        self.plan = plan_for(config, table.max_rows)
+        self.calibration = self.plan.calibration
+        self.enabled = self.plan.strategy == "identity" or self.calibration.cap >= config.min_hard_slots
         self.core: LayerCore | None = None
+        self.reservations = 0  # reservations charged in this session (more than one: renewed after halting)
         self.unaffordable = False
         self.data_reads = 0  # engine queries over private data (the histogram, once per session)
         self._engine = engine
@@ -82,8 +102,13 @@ class TableLayer:
         self._masks: dict[str, np.ndarray | None] = {}
         self._warned = False
         self._domain_ready = False
-        # Public: seeds the candidates' post-processing stream; recorded in the ledger.
-        self.public_seed = config.public_seed if config.public_seed is not None else rng.randbelow(2**63)
+        self._chain_key = (charger.analyst, table.name, config, table.max_rows)
+        if config.after_halt == "renew" and self.plan.strategy == "pmw":
+            with _LEARNED_LOCK:
+                if self._chain_key in _LEARNED:  # continue the model of an earlier session (no warm start)
+                    self.plan = plan_for(config, table.max_rows, True)
+                    self.calibration = self.plan.calibration
+                    self.enabled = self.calibration.cap >= config.min_hard_slots
 
     # --- public state ---------------------------------------------------------------------------
     @property
@@ -112,7 +137,10 @@ class TableLayer:
         mask = self._mask(query)
         if mask is None:
             return None
-        return self.domain.shape(mask, query.keys)
+        named = {c.name.lower() for c in query.predicate.find_all(exp.Column)} if query.predicate is not None else set()
+        named |= set(query.keys) | ({query.not_null} if query.not_null else set())
+        columns = tuple(i for i, name in enumerate(self.config.columns) if name in named)
+        return self.domain.shape(mask, query.keys, columns)
 
     def _mask(self, query: MMQuery) -> np.ndarray | None:
         text = query.text
@@ -147,18 +175,28 @@ class TableLayer:
                 f"(epsilon {_fmt(cal.cost.epsilon)}, delta {float(cal.cost.delta):.3g}) does not fit the remaining "
                 "budget; per-query noise answers its counting queries")
 
+    def renewing(self, shape: QueryShape) -> bool:
+        """Whether this query would renew a halted layer (after_halt = "renew"; public)."""
+        return (self.config.after_halt == "renew" and self.core is not None and self.core.halted
+                and self.core.cached(shape) is None)
+
     def answer(self, compiled: CompiledQuery, query: MMQuery, shape: QueryShape) -> NoisyResult | None:
         """Answer through the layer, reserving on first use; None to fall back to the ordinary path."""
         cost = PrivacyCost.zero()
-        if self.core is None:
+        if self.core is None or self.renewing(shape):
+            renewal = self.core is not None
+            plan = plan_for(self.config, self.table.max_rows, renewal) if renewal else self.plan
             try:
-                self._charger.charge_reservation(compiled.statement.sql, self._ledger_params(), self.calibration.cost)
+                self._charger.charge_reservation(compiled.statement.sql, self._ledger_params(plan), plan.calibration.cost)
             except BudgetExhaustedError:
+                if renewal:
+                    return None  # the halted layer stays halted: the ordinary path answers
                 self.unaffordable = True
                 self.warn_disabled()
                 return None
-            cost = self.calibration.cost
-            self.core = self._start()
+            cost = plan.calibration.cost
+            self.reservations += 1
+            self.core = self._start(plan, self.core)
         release = self.core.answer(shape)
         if release is None:
             if self.config.after_halt == "refuse":
@@ -168,27 +206,39 @@ class TableLayer:
             return None
         return assemble_layer(compiled, release, self.calibration, self._engine, cost)
 
-    def _start(self) -> LayerCore:
-        """After the charge: read the bounded data once into the secret histogram over X."""
+    def _start(self, plan: LayerPlan, previous: LayerCore | None) -> LayerCore:
+        """After the charge: read the bounded data once into the secret histogram over X (a renewal
+        reuses it and keeps the learned public model)."""
+        if previous is not None:
+            self.calibration = plan.calibration
+            return LayerCore(plan, self.domain, previous._data, self._rng, model=previous.model,
+                             measurement=(previous.measured_plan, previous.measured))
         bounded = self._engine.bounded(self.table)
         self.data_reads += 1
         fetched = self._engine.private_arrays(histogram_select(self.config, bounded))
         counts = np.zeros(self.domain.cells, dtype=np.int64)
         ids = np.asarray(fetched[X_ID], dtype=np.int64)
         counts[ids] = np.asarray(fetched[COUNT], dtype=np.int64)
-        return LayerCore(self.calibration, self.domain, SecretHistogram(counts), self._rng,
-                         candidates=self.config.candidates, public_seed=self.public_seed)
+        chained = _LEARNED.get(self._chain_key) if self.config.after_halt == "renew" and plan.strategy == "pmw" else None
+        core = LayerCore(plan, self.domain, SecretHistogram(counts), self._rng,
+                         model=chained[0] if chained is not None else None,
+                         measurement=(chained[1], chained[2]) if chained is not None else None)
+        if self.config.after_halt == "renew" and plan.strategy == "pmw":
+            with _LEARNED_LOCK:
+                _LEARNED[self._chain_key] = (core.model, core.measured_plan, core.measured)  # public parts only
+        return core
 
-    def _ledger_params(self) -> dict[str, Any]:
-        params = self.calibration.ledger_params()
+    def _ledger_params(self, plan: LayerPlan) -> dict[str, Any]:
+        params = plan.calibration.ledger_params()
         params.update({"table": self.table.name, "columns": list(self.config.columns), "cells": self.domain.cells,
-                       "candidates": self.config.candidates, "public_seed": self.public_seed,
-                       "after_halt": self.config.after_halt})
+                       "strategy": plan.strategy, "measurement": plan.measurement,
+                       "after_halt": self.config.after_halt, "renewal": self.core is not None or not plan.axes})
         return params
 
     # --- EXPLAIN ------------------------------------------------------------------------------
     def explain(self, query: MMQuery | str) -> list[str]:
         """EXPLAIN lines for a query on this table (public state only)."""
+        plan = self.plan
         head = f"Median Mechanism layer ({self.table.name}, {self.calibration.mode} mode): "
         if isinstance(query, str):
             return [head + f"not used: {query}; the plan above answers it"]
@@ -198,29 +248,50 @@ class TableLayer:
         if shape is None:
             return [head + "not used: the predicate does not run over the domain table; the plan above answers it"]
         repeat = self.core is not None and self.core.cached(shape) is not None
+        accountant = self._charger.accountant
         if self.halted and not repeat:
+            if self.config.after_halt == "renew":
+                renewal = plan_for(self.config, self.table.max_rows, True).calibration
+                return [head + f"halted after {self.calibration.cap} hard answers; this query renews it: a new reservation "
+                        f"(epsilon {_fmt(renewal.epsilon)}) with the learned public model kept (session chaining)"]
             after = ("refused (after_halt = \"refuse\")" if self.config.after_halt == "refuse"
-                     else "answered by the plan above, charged as shown")
+                     else f"answered by the plan above with per-query noise, charged as shown under the {accountant} accountant")
             return [head + f"halted after {self.calibration.cap} hard answers; this query is {after}"]
         cal = self.calibration
         lines = [head + "answers this query instead of the plan above; no cost beyond the reservation"]
+        lines.append(f"  Strategy: {plan.strategy}: {plan.reason}")
         lines.append("  Domain X: " + " x ".join(_domain_text(d) for d in self.config.domains) + f" = {self.domain.cells} cells "
                      "(values outside a range or bins clamped; NULL, NaN and undeclared values in the NULL cell)")
         charged = "charged in this session" if self.core is not None else "charged on the first answer"
         budget = f"epsilon {_fmt(cal.epsilon)}" + (f", delta {float(cal.delta):.3g} (rho {_fmt(cal.rho)})" if cal.mode == "zcdp" else "")
-        lines.append(f"  Reservation: {budget}, once per session ({charged})")
-        noise = (f"threshold noise discrete Laplace scale {_fmt(cal.threshold_scale)}"
-                 + (" (redrawn after each hard answer)" if cal.mode == "zcdp" else " (drawn once)")
-                 + f", query noise discrete Laplace scale {_fmt(cal.query_scale)}")
-        lines.append(f"  Test: e = max |COUNT - median of {self.config.candidates} candidate(s)| (sensitivity {cal.sensitivity}), "
-                     f"hard when e + noise >= {cal.threshold} + noise; {noise}")
+        lines.append(f"  Reservation: {budget}, once per session ({charged}); composed under the {accountant} accountant"
+                     + (" through its parts (discrete Gaussians and pure sparse-vector rounds)" if cal.mode == "zcdp" and accountant == "pld" else ""))
+        noise = (f"discrete Gaussian sigma {_fmt(math.sqrt(float(cal.warm_sigma2)))}" if cal.mode == "zcdp"
+                 else f"discrete Laplace scale {_fmt(cal.warm_scale)}") if plan.axes else "none"
+        lines.append(f"  Measurement: noisy {plan.measurement} ({len(plan.axes)} vector(s), {noise} per cell), released once")
+        if plan.strategy == "identity":
+            lines.append("  Answers: the sum of the query's cells in the noisy histogram (post-processing, no data read, "
+                         "never halts); +-1.96 sigma sqrt(cells) at 95%")
+            lines.append("  This query: " + ("a repeat: the released answer, no data read" if repeat
+                                              else "post-processing of the histogram, no data read"))
+            return lines
+        tnoise = (f"threshold noise discrete Laplace scale {_fmt(cal.threshold_scale)}"
+                  + (" (redrawn after each hard answer)" if cal.mode == "zcdp" else " (drawn once)")
+                  + f", query noise discrete Laplace scale {_fmt(cal.query_scale)}")
+        lines.append(f"  Test: e = max |COUNT - model answer| (sensitivity {cal.sensitivity}), "
+                     f"hard when e + noise >= {cal.threshold} + noise; {tnoise}")
         answer = (f"discrete Laplace scale {_fmt(cal.answer_scale)}" if cal.mode == "pure"
                   else f"discrete Gaussian sigma {_fmt(math.sqrt(cal.answer_sigma2 or 0))}")
-        lines.append(f"  Answers: easy = the median (free, +-{cal.accuracy} at 95%); hard = COUNT + fresh {answer} "
-                     f"(+-{cal.answer_ci95}); repeat = the released answer again")
-        lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left")
-        lines.append("  This query: " + ("a repeat: the released answer, no data read" if repeat
-                                          else "tested by the sparse vector (easy or hard)"))
+        lines.append(f"  Answers: easy = the learned model's answer (free, +-{cal.accuracy} at 95%); hard = COUNT + fresh {answer} "
+                     f"(+-{cal.answer_ci95}), then a multiplicative-weights update; repeat = the released answer again")
+        after = {"refuse": "refused", "renew": "a new reservation that keeps the learned model (session chaining)"}.get(
+            self.config.after_halt, f"the plan above with per-query noise under the {accountant} accountant")
+        lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left; after they are used: {after}")
+        width = measured_width(self.domain, self.core.measured_plan if self.core is not None else plan, shape)
+        this = ("a repeat: the released answer, no data read" if repeat
+                else f"answered from the measurement (post-processing, +-{width} at 95%, no data read)"
+                if width is not None and width <= cal.accuracy else "tested by the sparse vector (easy or hard)")
+        lines.append("  This query: " + this)
         return lines
 
 
@@ -296,6 +367,8 @@ class MedianMechanismLayers:
             return None
         if layer.core is None:
             return layer.calibration.cost
+        if layer.renewing(shape):
+            return plan_for(layer.config, layer.table.max_rows, True).calibration.cost
         if layer.core.cached(shape) is None and layer.halted:
             return None
         return PrivacyCost.zero()

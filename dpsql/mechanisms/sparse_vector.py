@@ -142,6 +142,12 @@ def _split(total: Fraction, ratio: float) -> tuple[Fraction, Fraction]:
 # Calibration
 
 
+def _conversion(rho: Fraction, delta: Fraction) -> Fraction:
+    """An epsilon >= rho + 2 sqrt(rho ln(1/delta)) (rounded up): a valid (epsilon, delta) for rho-zCDP."""
+    value = float(rho) + 2 * math.sqrt(float(rho) * math.log(1 / float(delta)))
+    return Fraction(value * (1 + 1e-9) + 1e-15).limit_denominator(10**12) + Fraction(1, 10**12)
+
+
 @dataclass(frozen=True, slots=True)
 class SVTCalibration:
     """Every public parameter of one Median Mechanism session, computed before any data access.
@@ -175,14 +181,65 @@ class SVTCalibration:
     expected_queries: int | None = None
     round_epsilon: Fraction | None = None
     notes: tuple[str, ...] = field(default=())
+    # The share of the reservation (epsilon or rho) spent on the warm-start measurement; with a
+    # warm start n̂ comes from that measurement, so no share goes to a separate size release.
+    warm_share: Fraction = Fraction(0)
+    warm_releases: int = 0  # noisy vectors of the warm start (marginals), each with sensitivity Δ
+
+    @property
+    def rho_parts(self) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+        """(rho_warm, rho_size, rho_svt, rho_answers) of the zCDP mode."""
+        assert self.rho is not None
+        rho_warm = self.rho * self.warm_share
+        rho_size = Fraction(0) if self.warm_share else self.rho * SIZE_SHARE
+        rho_svt = (self.rho - rho_warm - rho_size) * SVT_SHARE
+        return rho_warm, rho_size, rho_svt, self.rho - rho_warm - rho_size - rho_svt
+
+    @property
+    def epsilon_warm(self) -> Fraction:
+        """The pure mode's epsilon of the warm-start measurement."""
+        return self.epsilon * self.warm_share
 
     @property
     def cost(self) -> PrivacyCost:
         """The whole reservation: charged once, whatever happens afterwards (pure: epsilon-DP;
-        zcdp: rho-zCDP, charged as its (epsilon, delta) conversion)."""
+        zcdp: rho-zCDP, charged as its (epsilon, delta) conversion, with its parts for the PLD
+        accountant: the warm start's and the hard answers' discrete Gaussians and the c pure
+        AboveThreshold rounds, whose numerical composition is tighter than the conversion)."""
         if self.mode == "zcdp":
-            return PrivacyCost.of(PrivacyLoss("zcdp", "median_mechanism", self.epsilon, self.delta, rho=self.rho))
+            return PrivacyCost.of(PrivacyLoss("zcdp", "median_mechanism", self.epsilon, self.delta, rho=self.rho,
+                                              parts=self._zcdp_parts()))
         return PrivacyCost.of(PrivacyLoss("approx_dp", "median_mechanism", self.epsilon, Fraction(0)))
+
+    def _zcdp_parts(self) -> tuple[PrivacyLoss, ...]:
+        rho_warm, rho_size, _, _ = self.rho_parts
+        s = Fraction(self.sensitivity)
+        parts: list[PrivacyLoss] = []
+
+        def gaussian(sigma2: Fraction, count: int) -> None:
+            eps = _conversion(s * s / (2 * sigma2), self.delta)
+            parts.extend([PrivacyLoss("discrete_gaussian", "median_mechanism", eps, Fraction(0), sensitivity=s,
+                                      sigma2=sigma2)] * count)
+
+        if rho_warm and self.warm_releases:
+            gaussian(self.warm_sigma2, self.warm_releases)
+        if rho_size and self.size_sigma2 is not None:
+            gaussian(self.size_sigma2, 1)
+        if self.cap and self.round_epsilon is not None and self.answer_sigma2 is not None:
+            parts.extend([PrivacyLoss("approx_dp", "median_mechanism", self.round_epsilon, Fraction(0))] * self.cap)
+            gaussian(self.answer_sigma2, self.cap)
+        return tuple(parts)
+
+    @property
+    def warm_sigma2(self) -> Fraction:
+        """zCDP mode: sigma^2 of every cell of the warm start (each of its vectors has L2 sensitivity Δ)."""
+        rho_warm = self.rho_parts[0]
+        return Fraction(self.sensitivity ** 2 * max(self.warm_releases, 1)) / (2 * rho_warm)
+
+    @property
+    def warm_scale(self) -> Fraction:
+        """Pure mode: discrete Laplace scale of every cell of the warm start (L1 sensitivity Δ per vector)."""
+        return Fraction(self.sensitivity * max(self.warm_releases, 1)) / self.epsilon_warm
 
     def ledger_params(self) -> dict[str, object]:
         """The parameters the ledger records with the reservation (all public)."""
@@ -197,16 +254,17 @@ class SVTCalibration:
             params["answer_scale"] = str(self.answer_scale)
             params["size_scale"] = str(self.size_scale)
         else:
-            assert self.rho is not None
-            rho_size = self.rho * SIZE_SHARE
-            rho_svt = (self.rho - rho_size) * SVT_SHARE
-            params.update({"rho_size": str(rho_size), "rho_svt": str(rho_svt), "rho_answers": str(self.rho - rho_size - rho_svt)})
+            rho_warm, rho_size, rho_svt, rho_answers = self.rho_parts
+            params.update({"rho_warm": str(rho_warm), "rho_size": str(rho_size), "rho_svt": str(rho_svt),
+                           "rho_answers": str(rho_answers)})
             params["rho"] = str(self.rho)
             params["round_epsilon"] = str(self.round_epsilon)
             params["answer_sigma2"] = str(self.answer_sigma2)
             params["size_sigma2"] = str(self.size_sigma2)
         if self.expected_queries is not None:
             params["expected_queries"] = self.expected_queries
+        if self.warm_share:
+            params.update({"warm_share": str(self.warm_share), "warm_releases": self.warm_releases})
         return params
 
 
@@ -250,6 +308,8 @@ def calibrate(
     expected_queries: int | None = None,
     cap: int | None = None,
     threshold: int | None = None,
+    warm_share: Fraction = Fraction(0),
+    warm_releases: int = 0,
 ) -> SVTCalibration:
     """The cap c, threshold T and every noise scale, from public inputs only.
 
@@ -257,13 +317,17 @@ def calibrate(
     at most A/2; with `expected_queries` (k_exp) also k_exp · fp(c) <= c/2, where fp(c) is the
     false-hard rate of a perfect median. T = A − margin(c). c = 0 when even one slot does not fit.
     `cap` and `threshold` override the sizing (any public values are private: tests, experiments).
+    `warm_share` of the budget goes to a warm-start measurement of `warm_releases` noisy vectors
+    (n̂ then comes from it: no size share).
     """
     if sensitivity < 1:
         raise ValueError("sensitivity must be >= 1")
     accuracy_int = math.floor(accuracy)
     beta_f = float(beta)
-    eps_size = epsilon * SIZE_SHARE
-    rest = epsilon - eps_size
+    if not 0 <= warm_share < 1:
+        raise ValueError("warm_share must be in [0, 1)")
+    eps_size = Fraction(0) if warm_share else epsilon * SIZE_SHARE
+    rest = epsilon - epsilon * warm_share - eps_size
     eps_svt = rest * SVT_SHARE
     eps_ans = rest - eps_svt
     rho = None
@@ -272,8 +336,8 @@ def calibrate(
             return _pure_scales(c, eps_svt, eps_ans, sensitivity)
     else:
         rho = rho_from_epsilon_delta(epsilon, delta)
-        rho_size = rho * SIZE_SHARE
-        rho_rest = rho - rho_size
+        rho_size = Fraction(0) if warm_share else rho * SIZE_SHARE
+        rho_rest = rho - rho * warm_share - rho_size
         rho_svt = rho_rest * SVT_SHARE
         rho_ans = rho_rest - rho_svt
 
@@ -312,11 +376,12 @@ def calibrate(
     s = scales(used)
     m = margin(used) if threshold is None else accuracy_int - threshold
     if mode == "pure":
-        size_scale, size_sigma2 = sensitivity / eps_size, None
+        size_scale, size_sigma2 = (sensitivity / eps_size if eps_size else None), None
         answer_ci = discrete_laplace_ci(s.answer_scale)  # type: ignore[arg-type]
     else:
         assert rho is not None
-        size_scale, size_sigma2 = None, Fraction(sensitivity * sensitivity) / (2 * rho * SIZE_SHARE)
+        size_scale = None
+        size_sigma2 = None if warm_share else Fraction(sensitivity * sensitivity) / (2 * rho * SIZE_SHARE)
         answer_ci = discrete_gaussian_ci(s.answer_sigma2)  # type: ignore[arg-type]
     return SVTCalibration(
         mode=mode, epsilon=epsilon, delta=delta if mode == "zcdp" else Fraction(0), sensitivity=sensitivity,
@@ -325,7 +390,7 @@ def calibrate(
         epsilon_size=eps_size, epsilon_svt=eps_svt, epsilon_answers=eps_ans, rho=rho,
         threshold_scale=s.threshold, query_scale=s.query, answer_scale=s.answer_scale, answer_sigma2=s.answer_sigma2,
         size_scale=size_scale, size_sigma2=size_sigma2, answer_ci95=answer_ci, expected_queries=expected_queries,
-        round_epsilon=s.round_epsilon,
+        round_epsilon=s.round_epsilon, warm_share=warm_share, warm_releases=warm_releases,
     )
 
 

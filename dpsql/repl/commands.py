@@ -136,7 +136,9 @@ def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining:
     width = len(str(len(entries)))
     for n, entry in enumerate(shown, start=first):
         eps = float(entry.cost.epsilon)
-        lines.append(f"  #{n:<{width}} {number(entry.cost.epsilon):>8} {_bar(eps, largest, BAR_WIDTH, ' ')} {_one_line(entry.query)}")
+        # A Median Mechanism reservation pays for every later answer of its layer in the session.
+        what = "[median mechanism reservation] " if entry.mechanism == "median_mechanism" else ""
+        lines.append(f"  #{n:<{width}} {number(entry.cost.epsilon):>8} {_bar(eps, largest, BAR_WIDTH, ' ')} {what}{_one_line(entry.query)}")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from dpsql.errors import MedianMechanismHaltedError, MedianMechanismWarning
 from dpsql.render import render_table
 from tests.unit.mechanisms.median_mechanism.support import write_policy
 
-ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5}
+ACTIVE = {"epsilon": 2.0, "accuracy": 3000, "mode": "pure", "min_hard_slots": 5, "strategy": "pmw"}
 
 
 def layer_of(con: dpsql.Connection):  # type: ignore[no-untyped-def]
@@ -31,6 +31,14 @@ def run(con: dpsql.Connection, sql: str) -> tuple[list[tuple], list[dict | None]
     cur = con.cursor()
     cur.execute(sql)
     return cur.fetchall(), cur.noise_info
+
+
+@pytest.fixture(autouse=True)
+def no_learned_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session chaining keeps learned models per process: every test starts without any."""
+    import dpsql.execution.median_layer as median_layer
+
+    monkeypatch.setattr(median_layer, "_LEARNED", {})
 
 
 @pytest.fixture
@@ -58,14 +66,14 @@ def test_first_answer_reserves_the_whole_budget_once(mm) -> None:  # type: ignor
         cur.execute(sql)
         assert cur.result.cost.epsilon == 0
         info = cur.noise_info[-1]
-        assert info["mechanism"] == "median_mechanism" and info["kind"] in ("easy", "hard", "repeat")
+        assert info["mechanism"] == "median_mechanism" and info["kind"] in ("easy", "hard", "repeat", "measured")
         assert info["epsilon"] == 0 and isinstance(info["hard_slots_left"], int) and info["ci95"] > 0
     entries = con.ledger()
     assert [e.mechanism for e in entries] == ["median_mechanism"]
     entry = entries[0]
     assert entry.cost.epsilon == 2 and entry.cost.delta == 0
     assert entry.params["mode"] == "pure" and entry.params["cap"] == layer_of(con).calibration.cap
-    assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "public_seed", "cells", "columns"} <= set(entry.params)
+    assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "strategy", "measurement", "cells", "columns"} <= set(entry.params)
     after = con.budget
     # One pure epsilon-2 term, read by the default PLD accountant at delta 1e-5: at most 2, barely less.
     assert 2.0 - 1e-4 <= before[0] - after[0] <= 2.0
@@ -93,7 +101,7 @@ def test_explain_shows_the_layer_and_charges_nothing(mm) -> None:  # type: ignor
     con = mm()
     sql = "SELECT COUNT(*) FROM people WHERE dept = 'hr'"
     text = "\n".join(r[0] for r in run(con, "EXPLAIN " + sql)[0])
-    assert "Median Mechanism layer (people, pure mode): answers this query" in text
+    assert "Median Mechanism layer (people, pure mode): answers this query" in text and "Strategy: pmw" in text
     assert "charged on the first answer" in text and "Domain X: dept (12 values + NULL)" in text
     assert f"Hard slots: {layer_of(con).calibration.cap} of" in text
     assert con.ledger() == [] and layer_of(con).core is None
@@ -151,14 +159,15 @@ def test_halting_then_laplace_fallback(mm, monkeypatch: pytest.MonkeyPatch) -> N
     reads = dict(layer.core._data.reads)
     calls = []
     monkeypatch.setattr(con.session._engine, "private_arrays", lambda *a, **k: calls.append(a))
-    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
+    # A query over (almost) all cells: the measurement alone is not within A for it.
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
     assert info[0]["mechanism"] == "laplace"  # charged normally
     assert con.ledger()[-1].mechanism == "laplace"
     _rows, info = run(con, asked[0])  # a repeat is still served from the cache
     assert info[0]["kind"] == "repeat"
     assert layer.core._data.reads == reads and calls == []  # the layer never reads data after halting
-    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age < 21")[0])
-    assert "halted after" in text
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age >= 20")[0])
+    assert "halted after" in text and "per-query noise" in text and "accountant" in text
 
 
 def test_halting_then_refusal_by_policy(mm) -> None:  # type: ignore[no-untyped-def]
@@ -166,8 +175,53 @@ def test_halting_then_refusal_by_policy(mm) -> None:  # type: ignore[no-untyped-
     _exhaust(con)
     charges = len(con.ledger())
     with pytest.raises(MedianMechanismHaltedError) as info:
-        run(con, "SELECT COUNT(*) FROM people WHERE age < 20")
+        run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
     assert info.value.code == "DP201" and len(con.ledger()) == charges
+
+
+def test_halting_then_renewal_keeps_the_learned_model(mm) -> None:  # type: ignore[no-untyped-def]
+    con = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew")
+    _exhaust(con)
+    layer = layer_of(con)
+    model, reads = layer.core.model, layer.data_reads
+    assert len(con.ledger()) == 1 and layer.halted
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age >= 19")[0])
+    assert "renews it" in text
+    _rows, info = run(con, "SELECT COUNT(*) FROM people WHERE age >= 19")
+    assert info[0]["mechanism"] == "median_mechanism" and not layer.halted
+    entries = con.ledger()
+    assert [e.mechanism for e in entries] == ["median_mechanism", "median_mechanism"] and entries[1].params["renewal"]
+    assert layer.core.model is model and layer.data_reads == reads  # session chaining: the public model is kept
+    assert layer.core.measured and layer.core.measured_plan.axes  # and the earlier measurement still answers
+
+
+def test_a_new_session_keeps_the_learned_model(mm) -> None:  # type: ignore[no-untyped-def]
+    first = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew", seed=31)
+    run(first, "SELECT COUNT(*) FROM people WHERE age >= 40 AND dept = 'hr'")
+    learned = layer_of(first).core.model
+    assert layer_of(first).plan.axes  # the first session bought a warm start
+    second = mm(epsilon=0.5, accuracy=400, min_hard_slots=1, after_halt="renew", seed=32)
+    layer = layer_of(second)
+    assert layer.plan.axes == () and layer.calibration.cost.epsilon == Fraction(1, 2)  # no warm start this time
+    run(second, "SELECT COUNT(*) FROM people WHERE age >= 41 AND dept = 'hr'")
+    assert layer.core.model is learned and second.ledger()[0].params["renewal"]
+
+
+def test_identity_strategy_through_sql(mm) -> None:  # type: ignore[no-untyped-def]
+    con = mm(strategy="auto")  # X = dept x region x age is small for epsilon 2 and A = 3,000
+    layer = layer_of(con)
+    sql = "SELECT COUNT(*) FROM people WHERE age >= 40 AND region = 'north'"
+    text = "\n".join(r[0] for r in run(con, "EXPLAIN " + sql)[0])
+    assert layer.plan.strategy == "identity" and "Strategy: identity" in text and "never halts" in text
+    cur = con.cursor()
+    cur.execute(sql)
+    assert cur.result.cost.epsilon == 2 and cur.noise_info[0]["kind"] == "measured"
+    reads = dict(layer.core._data.reads)
+    for query in ["SELECT COUNT(*) FROM people", "SELECT dept, COUNT(*) FROM people GROUP BY dept",
+                  "SELECT COUNT(*) FROM people WHERE dept IN ('hr', 'sales') AND age < 30"]:
+        cur.execute(query)
+        assert cur.result.cost.epsilon == 0 and cur.noise_info[-1]["kind"] == "measured"
+    assert layer.core._data.reads == reads and len(con.ledger()) == 1 and not layer.halted
 
 
 def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +230,7 @@ def test_group_by_releases_every_key_combination(mm) -> None:  # type: ignore[no
     assert [r[:2] for r in rows] == list(itertools.product(DEPTS, REGIONS))  # empty groups too, public order
     assert info[0] is None and info[1] is None and info[2]["mechanism"] == "median_mechanism"
     rows, info = run(con, "SELECT region, COUNT(*) AS n FROM people GROUP BY region ORDER BY n DESC LIMIT 2")
-    assert len(rows) == 2 and rows[0][1] >= rows[1][1] and info[1]["kind"] in ("easy", "hard")
+    assert len(rows) == 2 and rows[0][1] >= rows[1][1] and info[1]["kind"] in ("easy", "hard", "measured")
 
 
 def test_out_of_domain_values_are_clamped_as_the_policy_says(mm, people_frame: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ transcript (easy/hard bits and released values).
 
 Set-up, chosen for power (any public choice is private): X = 2 columns x 4 values (+ NULL cells),
 D = 100 rows in each of the 16 non-NULL cells plus K = 10 more in cell 0, D' = D minus one row of
-cell 0. One public candidate, uniform over the 16 cells, and a fixed public size n̂ = 1600 (a
+cell 0. A public model, uniform over the 16 cells, and a fixed public size n̂ = 1600 (a
 data-independent constant, so no size release), so the median of every query is 100·|cells|
 and every query below contains cell 0: e(D) = K and e(D') = K − 1 for all of them. Threshold
 T = K; cap c = 1 (pure mode: the first hard answer halts the layer).
@@ -131,21 +131,21 @@ class ReusedNoiseCore(LayerCore):
 
 
 class DataMedianCore(LayerCore):
-    """Negative control: the 'median' is the true count, computed from the data."""
+    """Negative control: the model's answer is the true count, computed from the data."""
 
     def answer(self, shape: QueryShape):  # type: ignore[no-untyped-def]
         truth = shape.totals(self._data._counts).astype(np.int64)
-        self.candidates.median = lambda _shape: truth  # type: ignore[method-assign]
+        self.model.answer = lambda _shape: truth  # type: ignore[method-assign]
         return super().answer(shape)
 
 
 def build(h: np.ndarray, seed: int, mode: str = "pure", svt: type[SparseVector] = SparseVector,
           core: type[LayerCore] = LayerCore, threshold: int = K) -> LayerCore:
     rng = SeededRandomSource(seed)
-    layer = core(calibration(mode, threshold), DOMAIN, SecretHistogram(h), rng, candidates=1, public_seed=1, n_hat=N_HAT)
+    layer = core(calibration(mode, threshold), DOMAIN, SecretHistogram(h), rng, n_hat=N_HAT)
     if svt is not SparseVector:
         layer._svt = svt(layer.calibration, rng)
-    layer.candidates.W[0] = UNIFORM
+    layer.model.w[:] = UNIFORM
     return layer
 
 

@@ -8,6 +8,7 @@ releases public keys: the product of the declared values, first key most signifi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -27,14 +28,20 @@ class QueryShape:
     mask: np.ndarray
     groups: np.ndarray | None = None
     n_groups: int = 1
+    # Column positions the query may depend on (a public superset, e.g. the columns its SQL
+    # names); None: found from the mask. Not part of the query's identity.
+    columns: tuple[int, ...] | None = field(default=None, compare=False)
     cells: np.ndarray = field(init=False, repr=False, compare=False)
     key: bytes = field(init=False, repr=False, compare=False)
-    weights: np.ndarray = field(init=False, repr=False, compare=False)
+
+    @functools.cached_property
+    def weights(self) -> np.ndarray:
+        """The mask as float64 (built on first use: 8 bytes per cell)."""
+        return self.mask.astype(np.float64)
 
     def __post_init__(self) -> None:
         cells = np.flatnonzero(self.mask)
         object.__setattr__(self, "cells", cells)
-        object.__setattr__(self, "weights", self.mask.astype(np.float64))
         digest = hashlib.sha256()
         digest.update(np.int64(self.n_groups).tobytes())
         digest.update(np.packbits(self.mask).tobytes())
@@ -96,10 +103,11 @@ class DomainIndex:
         mask[np.asarray(ids, dtype=np.int64)] = True
         return mask
 
-    def shape(self, mask: np.ndarray, keys: tuple[str, ...] = ()) -> QueryShape:
-        """The query shape of a mask, grouped by declared-value key columns (in query order)."""
+    def shape(self, mask: np.ndarray, keys: tuple[str, ...] = (), columns: tuple[int, ...] | None = None) -> QueryShape:
+        """The query shape of a mask, grouped by declared-value key columns (in query order);
+        `columns`: the positions the query may depend on, when known (None: found from the mask)."""
         if not keys:
-            return QueryShape(mask)
+            return QueryShape(mask, columns=columns)
         group = np.zeros(self.cells, dtype=np.int64)
         valid = mask.copy()
         n_groups = 1
@@ -111,7 +119,7 @@ class DomainIndex:
             valid &= codes < values
             group = group * values + codes
             n_groups *= values
-        full = QueryShape(valid, group[np.flatnonzero(valid)].astype(np.int32), n_groups)
+        full = QueryShape(valid, group[np.flatnonzero(valid)].astype(np.int32), n_groups, columns=columns)
         return full
 
     def marginal_prior(self, rng: np.random.Generator, diverse: bool) -> np.ndarray:

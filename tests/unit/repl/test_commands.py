@@ -131,3 +131,13 @@ def test_budget_text_names_a_composing_accountant() -> None:
     args = ("ann", PrivacyCost(10, Fraction(1, 100000)), PrivacyCost(Fraction(1, 20)), PrivacyCost(Fraction(199, 20)), entries)
     assert "pld accountant's epsilon at delta 1e-05" in budget_text(*args, "pld")
     assert "accountant" not in budget_text(*args, "basic") and "accountant" not in budget_text(*args)
+
+
+def test_budget_text_marks_a_median_mechanism_reservation() -> None:
+    plain = entry(1, "1/10", "SELECT COUNT(*) FROM people")
+    layer = LedgerEntry(id=2, analyst="ann", session="s", time=1_700_000_002, query="SELECT COUNT(*) FROM people WHERE age > 30",
+                        plan_hash="median-mechanism", mechanism="median_mechanism", params={}, cost=PrivacyCost(Fraction(3, 10)))
+    text = budget_text("ann", PrivacyCost(10), PrivacyCost(Fraction(2, 5)), PrivacyCost(Fraction(48, 5)), [plain, layer])
+    lines = text.splitlines()
+    assert "[median mechanism reservation] SELECT COUNT(*) FROM people WHERE age > 30" in lines[-1]
+    assert "[median mechanism reservation]" not in lines[-2]

@@ -11,10 +11,9 @@ import numpy as np
 
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
 from dpsql.demo.people import REGIONS
-from dpsql.mechanisms.sparse_vector import SVTCalibration
-from dpsql.mechanisms.median_mechanism.candidates import CandidateSet
-from dpsql.mechanisms.median_mechanism.core import LayerCore, TranscriptEntry
+from dpsql.mechanisms.median_mechanism.core import LayerCore, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.model import PublicModel
 from tests.conftest import make_policy_text
 
 REGION_LINE = 'region    = { type = "text" }'
@@ -69,20 +68,28 @@ def random_shapes(domain: DomainIndex, count: int, seed: int, grouped: bool = Fa
     return shapes
 
 
-def replay(calibration: SVTCalibration, domain: DomainIndex, transcript: list[TranscriptEntry], shapes: list[QueryShape],
-           *, n_hat: int, candidates: int, public_seed: int) -> tuple[int, CandidateSet]:
-    """A data-free replica fed the public transcript: returns (easy answers it fails to reproduce, its candidates)."""
-    accuracy = calibration.accuracy
-    replica = CandidateSet(domain, candidates, n_hat, tau=accuracy / 4, tau_p=accuracy / 8, seed=public_seed)
+def replay(core: LayerCore, shapes: list[QueryShape]) -> tuple[int, PublicModel]:
+    """A data-free replica fed only the public transcript: the released warm-start measurement (or
+    the released n̂), the queries, the easy/hard bits and the released answers. Returns (easy
+    answers it fails to reproduce, its model)."""
+    accuracy = core.calibration.accuracy
+    if core.measured:
+        replica = PublicModel.from_measurement(core.domain, core.plan.axes, [m.copy() for m in core.measured],
+                                               tau_p=accuracy / 8)
+    else:
+        replica = PublicModel.uniform(core.domain, core.n_hat, tau_p=accuracy / 8)
     released: dict[bytes, tuple[int, ...]] = {}
     mismatches = 0
-    for entry, shape in zip(transcript, shapes, strict=True):
+    for entry, shape in zip(core.transcript, shapes, strict=True):
         assert entry.key == shape.key
         if entry.kind == "repeat":
             mismatches += released[entry.key] != entry.values
             continue
         if entry.kind == "easy":
-            mismatches += tuple(int(v) for v in replica.median(shape)) != entry.values
+            mismatches += tuple(int(v) for v in replica.answer(shape)) != entry.values
+        elif entry.kind == "measured":
+            again = measured_answer(core.domain, core.measured_plan, core.measured, shape)
+            mismatches += again is None or tuple(int(v) for v in again[0]) != entry.values
         else:
             replica.update(shape, np.array(entry.values, dtype=np.int64))
         released[entry.key] = entry.values
