@@ -31,6 +31,7 @@ from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.rng import RandomSource
+from dpsql.mechanisms.window_exponential import Bracketed
 
 
 
@@ -120,13 +121,13 @@ def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
     if release.mechanism in ("asamp", "noisy-max"):
         return key_type(plan.requests[release.request].column.type)
-    if release.mechanism in ("scale", "exponential-iqr"):
+    if release.mechanism in ("scale", "exponential-iqr", "exponential-fine-iqr"):
         return "DOUBLE"
     assert release.values is not None
     column = release.values.column
     if column.type == "date":
         return "DATE"
-    if release.mechanism in ("smed", "exponential") and column.type == "int":
+    if release.mechanism in ("smed", "exponential", "exponential-fine") and column.type == "int":
         grid = release.values.grid or Fraction(1)
         return "BIGINT" if grid.denominator == 1 else "DOUBLE"
     return "DOUBLE"
@@ -142,12 +143,39 @@ def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[
     for index, release in enumerate(plan.robust):
         raw = data[release.request]
         empty = plan.requests[release.request].empty
-        values = []
+        values, widths = [], []
         for row, group in enumerate(groups):
             value = _release_one(release, raw.get(tuple(group), empty), columns, row, rng)
+            if isinstance(value, Bracketed):  # a value with its 95% interval (grid units)
+                value, width = _bracketed(release, value)
+                widths.append(width)
             values.append(None if value is ptr.REFUSED else value)
         columns[robust_name(index)] = values
         types[robust_name(index)] = robust_type(plan, release)
+        if widths:
+            columns[ci_name(index)] = widths
+            types[ci_name(index)] = "DOUBLE"
+
+
+def ci_name(index: int) -> str:
+    """The noisy table's column of robust release `index`'s per-row 95% half-widths (when it states them)."""
+    return f"{robust_name(index)}__ci95"
+
+
+def _bracketed(release: RobustRelease, bracketed: Bracketed) -> tuple[Any, float]:
+    """The released value in column units and the half-width of a symmetric interval holding [low, high].
+
+    Ranking values rounded to a grid g moves each order statistic by at most g/2 (one quantile) or g
+    (a difference of two, IQR), so that slack is added; ints and dates on their unit grid have none.
+    """
+    values = release.values
+    assert values is not None
+    grid = values.grid if values.indexed and values.grid is not None else Fraction(0)
+    step = grid if grid else Fraction(1)
+    half = max(bracketed.value - bracketed.low, bracketed.high - bracketed.value) * step
+    if release.mechanism == "exponential-fine-iqr":
+        return float(bracketed.value * step), float(half + grid)
+    return decode(values, bracketed.value), float(half + grid / 2)
 
 
 def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]], row: int, rng: RandomSource) -> Any:
@@ -155,6 +183,8 @@ def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]]
     if release.n_hat is not None:  # Scale: its value is the IQR itself, not a mapped value
         return registry.release(release.spec, ptr.ScaleInput(raw, columns[release_name(release.n_hat)][row]), rng)
     value = registry.release(release.spec, raw, rng)
+    if isinstance(value, Bracketed):  # decoded with its interval by the caller
+        return value
     if release.mechanism == "exponential-iqr":  # a width in grid units, not a value: only the grid applies
         assert release.values is not None
         grid = release.values.grid if release.values.indexed and release.values.grid is not None else Fraction(1)

@@ -18,6 +18,7 @@ from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
 from dpsql.mechanisms.subsample import ASamp
+from dpsql.mechanisms.window_exponential import WindowExponentialIQR, WindowExponentialQuantile
 
 MECHANISMS: tuple[Mechanism, ...] = (
     Laplace(),
@@ -27,6 +28,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Scale(),
     ExponentialQuantile(),
     ExponentialIQR(),
+    WindowExponentialQuantile(),
+    WindowExponentialIQR(),
     ASamp(),
     NoisyMaxMode(),
     MedianMechanismReservation(),
