@@ -423,7 +423,10 @@ class WindowExponentialQuantile:
 
     def describe(self, spec: QuantileIntervalSpec, context: Describing = Describing()) -> str:
         main = spec.main
-        return (f"exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), reading "
+        end = ("" if 0 < spec.p < 1 else
+               f"approximate: estimates the r0 = {abs(spec.offset) + (1 if spec.p == 1 else 0)}-th "
+               f"{'smallest' if spec.p == 0 else 'largest'} value (its own 95% rank error), by the ")
+        return (f"{end}exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), reading "
                 f"order statistics within {spec.reach} ranks; score sensitivity {spec.sensitivity}, 95% within about "
                 f"{main.rank_error()} ranks; 95% interval from two more releases at ranks -+{spec.margin}; "
                 f"epsilon {fmt(main.epsilon)} + 2 x {fmt(spec.ends[0].epsilon)} (interval ends), delta 0")
