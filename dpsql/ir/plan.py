@@ -22,6 +22,7 @@ from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
+from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
@@ -29,8 +30,10 @@ from dpsql.mechanisms.subsample import ASampSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max"]
-RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
+RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max",
+                          "exponential-fine", "exponential-fine-iqr"]
+RobustSpec = (SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
+              | QuantileIntervalSpec | IQRIntervalSpec)
 EMPTY_HISTOGRAM = Histogram((), ())
 
 

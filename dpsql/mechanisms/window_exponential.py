@@ -404,7 +404,7 @@ def release_interval(spec: QuantileIntervalSpec, stats: OrderStatistics, rng: Ra
     return Bracketed(value, min(low, high), max(low, high))
 
 
-def cost(spec: QuantileIntervalSpec | WindowQuantileSpec, name: str) -> PrivacyCost:
+def cost(spec: QuantileIntervalSpec | IQRIntervalSpec | WindowQuantileSpec, name: str) -> PrivacyCost:
     """(eps, 0): basic composition of the draws, all pure."""
     return PrivacyCost.of(PrivacyLoss("approx_dp", name, Fraction(spec.epsilon), Fraction(0)))
 
