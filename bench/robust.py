@@ -271,7 +271,8 @@ def _truth(con: Any, sql: str, data: np.ndarray, p: Any) -> float:
         cur.execute(f"EXPLAIN {sql}")
         line = next(row[0] for row in cur.fetchall() if "the r0 = " in row[0])
         r0 = int(line.split("the r0 = ")[1].split("-th")[0])
-        return float(data[r0 - 1] if p == "min" else data[len(data) - r0])
+        half = -(-len(data) // 2)  # fewer than 2 r0 values: the median
+        return float(data[min(r0, half) - 1] if p == "min" else data[max(len(data) + 1 - r0, half) - 1])
     return _lower_quantile(data, p)
 
 

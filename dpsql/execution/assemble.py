@@ -56,7 +56,7 @@ class _RobustCell:
 
     def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
         value = columns[self.name][row]
-        widths = columns.get(f"{self.name}__ci95")  # per-row intervals (fine-grid EM), else the plan's
+        widths = columns.get(f"{self.name}__ci95")  # per-row intervals (ir.plan.robust_ci_name), else the plan's
         width = widths[row] if widths is not None else self.width
         return value, width if value is not None else None
 

@@ -27,7 +27,7 @@ from dpsql.backend.robust_sql import (
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND
-from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
+from dpsql.ir.plan import INTERVAL_MECHANISMS, Plan, RobustRelease, release_name, robust_ci_name, robust_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.rng import RandomSource
@@ -96,6 +96,9 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
     types = [key_type(k.column.type) for k in query.keys] + ["BIGINT" if r.unit == 1 else "DOUBLE" for r in plan.releases]
     names += [robust_name(r) for r in range(len(plan.robust))]
     types += [robust_type(plan, r) for r in plan.robust]
+    intervals = [r for r, release in enumerate(plan.robust) if release.mechanism in INTERVAL_MECHANISMS]
+    names += [robust_ci_name(r) for r in intervals]
+    types += ["DOUBLE"] * len(intervals)
     return tuple(names), tuple(types)
 
 
@@ -153,13 +156,8 @@ def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[
         columns[robust_name(index)] = values
         types[robust_name(index)] = robust_type(plan, release)
         if widths:
-            columns[ci_name(index)] = widths
-            types[ci_name(index)] = "DOUBLE"
-
-
-def ci_name(index: int) -> str:
-    """The noisy table's column of robust release `index`'s per-row 95% half-widths (when it states them)."""
-    return f"{robust_name(index)}__ci95"
+            columns[robust_ci_name(index)] = widths
+            types[robust_ci_name(index)] = "DOUBLE"
 
 
 def _bracketed(release: RobustRelease, bracketed: Bracketed) -> tuple[Any, float]:

@@ -47,6 +47,14 @@ def robust_name(index: int) -> str:
     return f"{SPELLING['robust']}{index}"
 
 
+INTERVAL_MECHANISMS = frozenset({"exponential-fine", "exponential-fine-iqr"})
+
+
+def robust_ci_name(index: int) -> str:
+    """The noisy table's column of robust release `index`'s per-row 95% half-widths (INTERVAL_MECHANISMS)."""
+    return f"{robust_name(index)}__ci95"
+
+
 @dataclass(frozen=True, slots=True)
 class RawAggregate:
     """An exact per-group aggregate the engine computes after bounding.

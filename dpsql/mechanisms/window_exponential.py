@@ -34,6 +34,12 @@ x_(rho) needs #lt(c) >= rho, hence U >= b m, while U(x_(rho - m)) = 0 (or U(lowe
 rho - m < 1): it happens with probability at most K rho_end^(b m) <= alpha / 2 by the choice of m.
 So [low, high] holds x_(rho) with probability >= 1 - alpha whatever the data, and nothing is read
 twice (the three draws use the same order statistics, all charged at once).
+
+MIN and MAX (p = 0 and 1, b = 2): the target is min(2 r0, n) (MIN) or max(2 (n + 1 - r0), n) (MAX)
+in place of a n, i.e. the r0-th smallest / largest value, or the median when there are fewer than
+2 r0 values; r0 is the release's own 95% rank error (public). The target moves by at most 1 (MIN)
+or between 1 and 2 (MAX) per row, so f = 2 i - target moves by at most 2 and Delta = 2k; the
+window and interval arguments above only use b c >= target > b (c - 1) for the target rank c.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from typing import Sequence
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.exponential import RHO_BITS, _power_bounds
-from dpsql.mechanisms.ranks import Histogram, OrderStatistics, WindowedOrderStatistics, quantile_rank
+from dpsql.mechanisms.ranks import Histogram, OrderStatistics, WindowedOrderStatistics
 from dpsql.mechanisms.rng import RandomSource
 
 ENVELOPE_BITS = 64
@@ -72,6 +78,7 @@ class WindowQuantileSpec:
     lower: int
     upper: int
     offset: int = 0
+    anchor: int = 0  # MIN/MAX: r0 (p = 0: rank min(r0, n/2); p = 1: rank max(n + 1 - r0, n/2))
 
     def __post_init__(self) -> None:
         if self.epsilon <= 0 or not 0 <= self.p <= 1 or self.lower > self.upper or self.max_rows < 1:
@@ -84,9 +91,33 @@ class WindowQuantileSpec:
 
     @property
     def sensitivity(self) -> int:
-        """Delta = k max(a, b - a) in integer score units (k for p = 0 and p = 1)."""
+        """Delta = k max(a, b - a) in integer score units; 2k for MIN and MAX (see `target`)."""
         p = Fraction(self.p)
+        if p in (0, 1):
+            return 2 * self.max_rows
         return self.max_rows * max(p.numerator, p.denominator - p.numerator)
+
+    @property
+    def scale(self) -> int:
+        """b: score units per rank (the denominator of p; 2 for MIN and MAX)."""
+        p = Fraction(self.p)
+        return 2 if p in (0, 1) else p.denominator
+
+    def target(self, n: int) -> int:
+        """b times the target rank, as a function of n: a n + b o for 0 < p < 1; for MIN
+        min(2 r0, n) + 2 o and for MAX max(2 (n + 1 - r0), n) + 2 o, so that with fewer than 2 r0
+        values they aim at the median instead of beyond the data. Adding a row moves it by 0..a
+        (quantiles), 0..1 (MIN) or 1..2 (MAX): f = b i - target moves by at most Delta / k."""
+        p = Fraction(self.p)
+        if p == 0:
+            return min(2 * self.anchor, n) + 2 * self.offset
+        if p == 1:
+            return max(2 * (n + 1 - self.anchor), n) + 2 * self.offset
+        return p.numerator * n + p.denominator * self.offset
+
+    def centre(self, n: int) -> int:
+        """The target rank c = ceil(target / b): b c >= target > b (c - 1), what the window proofs use."""
+        return -(-self.target(n) // self.scale)
 
     @property
     def rho(self) -> Fraction:
@@ -107,14 +138,14 @@ class WindowQuantileSpec:
     @property
     def reach(self) -> int:
         """R = ceil(T / b) + 1: the order statistics rho + offset -+ R the release reads."""
-        return -(-self.clip // Fraction(self.p).denominator) + 1
+        return -(-self.clip // self.scale) + 1
 
     def rank_error(self, confidence: float = 0.95) -> int:
         """Ranks the output may be from the target, with the given probability (K rho^t <= 1 - confidence)."""
         log_rho = self._log_rho()
         if log_rho == 0:
             return -1
-        return math.ceil(math.log(self.candidates / (1 - confidence)) / log_rho / Fraction(self.p).denominator)
+        return math.ceil(math.log(self.candidates / (1 - confidence)) / log_rho / self.scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +158,7 @@ class _Scorer:
 
     @classmethod
     def of(cls, spec: WindowQuantileSpec, n: int) -> _Scorer:
-        p = Fraction(spec.p)
-        return cls(p.denominator, p.numerator * n + p.denominator * spec.offset, spec.clip)
+        return cls(spec.scale, spec.target(n), spec.clip)
 
     def __call__(self, lt: int | None, le: int | None) -> int:
         score = 0
@@ -137,15 +167,6 @@ class _Scorer:
         if le is not None:
             score = max(score, self.target - self.b * le)
         return min(score, self.clip)
-
-
-def base_rank(n: int, p: Fraction) -> int:
-    """The rank the offset counts from: rho_p(n), or 0 for p = 0 (MIN: rank = offset) and n for p = 1.
-
-    The window proofs need b rank >= a n > b (rank - 1), which all three satisfy."""
-    if p == 0:
-        return 0
-    return n if p == 1 else quantile_rank(n, p)
 
 
 def runs(spec: WindowQuantileSpec, stats: OrderStatistics) -> list[tuple[int, int, int]]:
@@ -174,7 +195,7 @@ def runs(spec: WindowQuantileSpec, stats: OrderStatistics) -> list[tuple[int, in
     if n == 0:  # #lt = #le = 0 everywhere, except the bounds' infinite cover
         add(low, high, 0)
         return out
-    centre, reach = base_rank(n, spec.p) + spec.offset, spec.reach
+    centre, reach = spec.centre(n), spec.reach
     first, last = max(1, centre - reach), min(n, centre + reach)
     if first > last:  # the target lies beyond the data: the window is the nearest end
         first = last = 1 if centre < 1 else n
@@ -341,19 +362,20 @@ class QuantileIntervalSpec:
         WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper)  # validates
 
     @property
-    def offset(self) -> int:
-        """0 for a quantile; MIN (p = 0) targets rank r0 and MAX (p = 1) rank n + 1 - r0, where r0 is
-        the release's own 95% rank error: nearer the end its rank error would swamp it (public)."""
+    def anchor(self) -> int:
+        """0 for a quantile; for MIN (p = 0) and MAX (p = 1) r0, the release's own 95% rank error:
+        they target the r0-th smallest / largest value (nearer the end the rank error would swamp
+        it), or the median when there are fewer than 2 r0 values (public)."""
         if 0 < self.p < 1:
             return 0
-        r0 = max(1, WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower,
-                                       self.upper).rank_error())
-        return r0 if self.p == 0 else 1 - r0
+        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower,
+                                         self.upper).rank_error())
 
     @property
     def main(self) -> WindowQuantileSpec:
         """The quantile's own release."""
-        return WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower, self.upper, self.offset)
+        return WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower, self.upper,
+                                  anchor=self.anchor)
 
     @property
     def margin(self) -> int:
@@ -362,11 +384,11 @@ class QuantileIntervalSpec:
         log_rho = end._log_rho()
         if log_rho == 0:
             return 0
-        return math.ceil(math.log(2 * self.candidates / self.alpha) / log_rho / Fraction(self.p).denominator)
+        return math.ceil(math.log(2 * self.candidates / self.alpha) / log_rho / end.scale)
 
     def _end(self, offset: int) -> WindowQuantileSpec:
         share = Fraction(self.epsilon) * (1 - MAIN_SHARE) / 2
-        return WindowQuantileSpec(share, self.p, self.max_rows, self.lower, self.upper, self.offset + offset)
+        return WindowQuantileSpec(share, self.p, self.max_rows, self.lower, self.upper, offset, self.anchor)
 
     @property
     def ends(self) -> tuple[WindowQuantileSpec, WindowQuantileSpec]:
@@ -383,7 +405,7 @@ class QuantileIntervalSpec:
         """The order statistics read around rho_p (the engine's window centre; 1 for p = 0): enough
         for all three releases."""
         low, high = self.ends
-        shift = abs(self.offset) + (1 if self.p == 0 else 0)
+        shift = self.anchor + (1 if self.p == 0 else 0)
         return shift + max(self.main.reach, self.margin + low.reach, self.margin + high.reach)
 
     @property
@@ -424,8 +446,8 @@ class WindowExponentialQuantile:
     def describe(self, spec: QuantileIntervalSpec, context: Describing = Describing()) -> str:
         main = spec.main
         end = ("" if 0 < spec.p < 1 else
-               f"approximate: estimates the r0 = {abs(spec.offset) + (1 if spec.p == 1 else 0)}-th "
-               f"{'smallest' if spec.p == 0 else 'largest'} value (its own 95% rank error), by the ")
+               f"approximate: estimates the r0 = {spec.anchor}-th {'smallest' if spec.p == 0 else 'largest'} value "
+               f"(its own 95% rank error; the median of fewer than 2 r0 values), by the ")
         return (f"{end}exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), reading "
                 f"order statistics within {spec.reach} ranks; score sensitivity {spec.sensitivity}, 95% within about "
                 f"{main.rank_error()} ranks; 95% interval from two more releases at ranks -+{spec.margin}; "

@@ -39,7 +39,7 @@ class _Clipped(we.WindowQuantileSpec):
 
 def _spec_with_clip(spec: we.WindowQuantileSpec, clip: int) -> we.WindowQuantileSpec:
     cls = type("Clip", (_Clipped,), {"small_clip": clip})
-    return cls(spec.epsilon, spec.p, spec.max_rows, spec.lower, spec.upper, spec.offset)  # type: ignore[no-any-return]
+    return cls(spec.epsilon, spec.p, spec.max_rows, spec.lower, spec.upper, spec.offset, spec.anchor)  # type: ignore[no-any-return]
 
 
 def _flat(pieces: list[tuple[int, int, int]]) -> list[int]:
@@ -55,7 +55,7 @@ def _random_case(rng: random.Random) -> tuple[we.WindowQuantileSpec, list[int]]:
     values = sorted(rng.randint(low, high) if rng.random() < 0.7 else rng.choice([low, high, (low + high) // 2])
                     for _ in range(rng.randint(0, 40)))
     spec = we.WindowQuantileSpec(Fraction(rng.choice([1, 5, 20, 50]), 10), rng.choice(PS), rng.randint(1, 3), low, high,
-                                 rng.randint(-8, 8))
+                                 rng.randint(-8, 8), rng.randint(0, 30))
     return _spec_with_clip(spec, rng.randint(0, 40)), values
 
 
@@ -74,7 +74,7 @@ def test_the_window_gives_every_candidates_clipped_score_exactly() -> None:
 
 def test_control_a_window_narrower_than_the_clip_needs_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Negative control: reading R - 3 ranks instead of R = ceil(T / b) + 1 makes some scores wrong.
-    monkeypatch.setattr(we.WindowQuantileSpec, "reach", property(lambda s: max(0, -(-s.clip // Fraction(s.p).denominator) - 2)))
+    monkeypatch.setattr(we.WindowQuantileSpec, "reach", property(lambda s: max(0, -(-s.clip // s.scale) - 2)))
     rng = random.Random(5)
     wrong = 0
     for _ in range(600):
@@ -95,7 +95,8 @@ def _probabilities(spec: we.WindowQuantileSpec, values: list[int], rho: float | 
     ([0, 0, 1, 5, 5, 5, 5, 9, 19, 19, 19], we.WindowQuantileSpec(Fraction(3), Fraction(1, 4), 2, 0, 19, -2)),
     ([], we.WindowQuantileSpec(Fraction(3), Fraction(1, 4), 2, 0, 19)),
     ([4] * 30, we.WindowQuantileSpec(Fraction(1, 20), Fraction(9, 10), 1, 0, 200, 3)),
-    ([1, 2, 2, 9], we.WindowQuantileSpec(Fraction(2), Fraction(0), 1, 0, 12, 2)),
+    ([1, 2, 2, 9], we.WindowQuantileSpec(Fraction(2), Fraction(0), 1, 0, 12, 0, 2)),
+    ([1, 2, 2, 9, 9, 11], we.WindowQuantileSpec(Fraction(2), Fraction(1), 2, 0, 12, -1, 2)),
 ])
 def test_the_sampler_is_exactly_proportional_to_rho_to_the_clipped_score(values: list[int], spec: we.WindowQuantileSpec) -> None:
     expected = _probabilities(spec, values)
@@ -128,10 +129,10 @@ def _datasets(domain: range, size: int) -> list[tuple[int, ...]]:
     return [c for n in range(size + 1) for c in itertools.combinations_with_replacement(domain, n)]
 
 
-def _worst_ratio(spec_of: type | None, k: int, p: Fraction, offset: int, rho: float | None = None) -> float:
+def _worst_ratio(k: int, p: Fraction, offset: int, rho: float | None = None, anchor: int = 0) -> float:
     """max over neighbouring (D, D + one person with up to k rows) and candidates of P[c | D] / P[c | D']."""
     domain = range(0, 5)
-    spec = we.WindowQuantileSpec(Fraction(1), p, k, 0, 4, offset)
+    spec = we.WindowQuantileSpec(Fraction(1), p, k, 0, 4, offset, anchor)
     worst = 1.0
     for base in _datasets(domain, 3):
         for person in _datasets(domain, k):
@@ -143,16 +144,22 @@ def _worst_ratio(spec_of: type | None, k: int, p: Fraction, offset: int, rho: fl
     return worst
 
 
-@pytest.mark.parametrize("p,offset", [(Fraction(1, 2), 0), (Fraction(1, 4), -1), (Fraction(3, 4), 2), (Fraction(0), 1), (Fraction(1), 0)])
-def test_every_neighbouring_pair_is_within_e_to_the_epsilon(p: Fraction, offset: int) -> None:
+@pytest.mark.parametrize("p,offset,anchor", [(Fraction(1, 2), 0, 0), (Fraction(1, 4), -1, 0), (Fraction(3, 4), 2, 0),
+                                             (Fraction(0), 0, 2), (Fraction(0), -1, 3), (Fraction(1), 0, 2), (Fraction(1), 1, 1)])
+def test_every_neighbouring_pair_is_within_e_to_the_epsilon(p: Fraction, offset: int, anchor: int) -> None:
     # Exact output probabilities (the sampler is exactly proportional, tested above) over every data set of
     # at most 3 rows on 0..4 and every person of up to k = 2 rows: the privacy loss never exceeds epsilon = 1.
-    assert _worst_ratio(None, 2, p, offset) <= math.exp(1) * (1 + 1e-12)
+    assert _worst_ratio(2, p, offset, anchor=anchor) <= math.exp(1) * (1 + 1e-12)
 
 
 def test_control_the_score_sensitivity_without_max_rows_is_caught() -> None:
     # Negative control: rho = exp(-eps / (2 max(a, b - a))) ignores that a person keeps k = 2 rows.
-    assert _worst_ratio(None, 2, Fraction(1, 2), 0, rho=math.exp(-1 / 2)) > math.exp(1) * 1.05
+    assert _worst_ratio(2, Fraction(1, 2), 0, rho=math.exp(-1 / 2)) > math.exp(1) * 1.05
+
+
+def test_control_min_with_the_quantile_sensitivity_is_caught() -> None:
+    # Negative control: MIN's target min(2 r0, n) moves with n, so its sensitivity is 2k, not k.
+    assert _worst_ratio(2, Fraction(0), 0, rho=math.exp(-1 / (2 * 2)), anchor=2) > math.exp(1) * 1.05
 
 
 # --- the interval -----------------------------------------------------------------------------------------------
@@ -161,7 +168,7 @@ def test_control_the_score_sensitivity_without_max_rows_is_caught() -> None:
 def _coverage(spec: we.QuantileIntervalSpec, values: list[int], releases: int, seed: int) -> int:
     order_statistics = WindowedOrderStatistics.full(values)
     n = len(values)
-    rank = we.base_rank(n, spec.p) + spec.offset
+    rank = spec.main.centre(n)  # MIN/MAX: the r0-th smallest/largest value (the median of fewer than 2 r0)
     truth = sorted(values)[min(max(rank, 1), n) - 1]
     rng = SeededRandomSource(seed)
     covered = 0
