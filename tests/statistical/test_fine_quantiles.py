@@ -190,3 +190,23 @@ def test_min_and_max_of_small_groups_aim_at_the_median_not_beyond_the_data(tmp_p
         ci = info["ci95"]
         assert ci is not None and None not in (ci if isinstance(ci, tuple) else (ci,))
     con.close()
+
+
+# --- (epsilon, 0) audit through the real SQL path --------------------------------------------------------------
+
+
+def test_fine_em_through_sql_is_private_on_a_neighbouring_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # D' = six 5s; D adds a person with three 10s (k = 3). The default MEDIAN of a bounded column is the fine-grid
+    # EM; its released value (with the interval ends drawn too) must satisfy P_D(S) <= e^eps P_D'(S) on every event.
+    from tests.statistical.test_robust_dp import pair, violations
+
+    sql = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) MEDIAN(x) FROM t"
+    d, d2 = pair(tmp_path, [5] * 6, [10, 10, 10], sql, max_rows=3)
+    assert d.compiled.plan.robust[0].mechanism == "exponential-fine"
+    runs = 10000
+    events = {f"={c}": (lambda c: lambda v: v == c)(c) for c in range(11)}  # noqa: B023 (bound by the immediate call)
+    events.update({f"<={c}": (lambda c: lambda v: v <= c)(c) for c in range(10)})  # noqa: B023
+    assert not violations(d.outputs(runs, 0), d2.outputs(runs, 50_000), events, 1.0, 0.0)
+    # Control: a score sensitivity blind to max_rows (1 instead of 3) is flagged by the same audit.
+    monkeypatch.setattr(we.WindowQuantileSpec, "sensitivity", property(lambda s: 1))
+    assert violations(d.outputs(runs, 0), d2.outputs(runs, 50_000), events, 1.0, 0.0), "the control was not flagged"
