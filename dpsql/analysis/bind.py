@@ -268,14 +268,20 @@ class _Binder:
                 bound = self._bound_literal(args[-1], node)
         else:
             arg = node.this
-            if isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
+            if isinstance(node, (exp.Min, exp.Max)):
+                if node.expressions:
+                    raise self.ctx.refuse("DP124", f"{function_name(node).upper()} takes one column", node,
+                                          f"write {function_name(node).upper()}(col)")
+                p = Fraction(0) if isinstance(node, exp.Min) else Fraction(1)
+            elif isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
                 p = self._quantile_literal(node.args.get("quantile"), node)
             elif isinstance(node, (exp.PercentileDisc, exp.PercentileCont)):
                 p = self._quantile_literal(node.args.get("expression"), node)
         column = self._plain_column(arg, node)
         if kind == "mode":
             return AggregateCall(kind="mode", column=column, text=text)
-        name = "IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "QUANTILE"
+        name = ("IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "MIN" if p == 0 else "MAX" if p == 1
+                else "QUANTILE")
         if column.type == "timestamp":
             raise self.ctx.refuse("DP117", f"{name} of a timestamp column is not supported; '{column.name}' is timestamp", node,
                                   "rank a date column, or count per date_trunc('day', col) group (MODE works on any column)")
@@ -284,12 +290,17 @@ class _Binder:
                                   "rank a numeric or date column (MODE works on any column)")
         if kind == "iqr":
             return AggregateCall(kind="iqr", column=column, text=text)
-        bound = bound if bound is not None else self.robust.median_bound
+        bound = bound if bound is not None or name in ("MIN", "MAX") else self.robust.median_bound
         self._check_quantile_mechanism(name, column, bound, node)
         return AggregateCall(kind="quantile", column=column, text=text, quantile=p, bound=bound)
 
     def _check_quantile_mechanism(self, name: str, column: Column, bound: Fraction | None, node: exp.Expr) -> None:
         option = self.robust.quantile_mechanism
+        if name in ("MIN", "MAX"):  # always the fine-grid exponential mechanism (bound and option do not apply)
+            if not column.bounded:
+                raise self.ctx.refuse("DP106", f"the approximate {name}({column.name}) needs public bounds for '{column.name}'",
+                                      node, f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")
+            return
         if bound is not None and option in ("smed", "exponential"):
             raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
                                      code="DP120", span=self.ctx.span(node), sql=self.ctx.sql, hint="drop the bound or the option")
@@ -535,12 +546,12 @@ def _robust_kind(node: exp.Expr) -> str | None:
 
 def quantile_mechanism(bound: Fraction | None, option: str | None, bounded: bool = False) -> str:
     """The mechanism of a quantile, from public facts only: PTR-Laplace with a proposed bound, else
-    the option, else the exponential mechanism on a bounded column (it never refuses and its rank
-    error grows only with the log of the public grid), else SMed (the only one for a column with
-    a precision but no bounds)."""
+    the option, else the exponential mechanism over a fine grid (about 2^24 steps) on a bounded
+    column (it never refuses, its rank error grows only with the log of the grid, and it states a
+    95% interval), else SMed (the only one for a column with a precision but no bounds)."""
     if bound is not None:
         return "ptr-laplace"
-    return option or ("exponential" if bounded else "smed")
+    return option or ("exponential-fine" if bounded else "smed")
 
 
 def _number_literal(node: exp.Expr | None) -> Fraction | None:

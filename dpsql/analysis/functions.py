@@ -15,7 +15,8 @@ from sqlglot import exp
 # and PERCENTILE_DISC/PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col) are quantiles (the exponential
 # mechanism or PTR): one DP estimate of the p-quantile. The continuous spellings are answered by the
 # same release: interpolating between two neighbouring order statistics is finer than the noise.
-# MODE is A_samp. MEDIAN is the *lower* median (quantile_disc).
+# MODE is A_samp. MEDIAN is the *lower* median (quantile_disc). MIN and MAX are approximate: the
+# exponential mechanism's estimate of the r0-th smallest (largest) value, r0 its own rank error.
 AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
     exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.PercentileCont: "quantile",
@@ -23,6 +24,7 @@ AGGREGATES: dict[type[exp.Expr], str] = {
     # From noisy count, centred sum and centred sum of squares (mechanisms/variance.py).
     exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
     exp.StddevPop: "stddev_pop",
+    exp.Min: "quantile", exp.Max: "quantile",  # approximate: an order statistic near the end (p = 0 / 1)
 }
 # Aggregates the dpsql dialect keeps as anonymous calls: IQR(col), and MEDIAN(col, b) or
 # QUANTILE(col, p, b) with a proposed bound.
@@ -31,7 +33,7 @@ ANONYMOUS_AGGREGATES: dict[str, str] = {"iqr": "iqr", "median": "quantile", "qua
 # Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
 REFUSED_AGGREGATE_NAMES = frozenset(
     {
-        "min", "max", "arg_min", "arg_max", "argmin", "argmax", "min_by", "max_by", "first", "last",
+        "arg_min", "arg_max", "argmin", "argmax", "min_by", "max_by", "first", "last",
         "any_value", "list", "array_agg", "string_agg", "group_concat", "listagg", "histogram",
         "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "product", "corr", "covar_pop", "covar_samp",
         "approx_count_distinct", "entropy", "kurtosis", "skewness", "mad", "count_if", "countif", "sum_no_overflow",

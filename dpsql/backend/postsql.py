@@ -16,7 +16,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.backend.sqlgen import number
-from dpsql.ir.plan import Estimate, Plan, release_name, robust_name
+from dpsql.ir.plan import INTERVAL_MECHANISMS, Estimate, Plan, release_name, robust_ci_name, robust_name
 from dpsql.ir.query import ColumnRef, refs
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
@@ -123,6 +123,13 @@ def post_select(plan: Plan) -> exp.Select:
             corners = [_safe(_corner(output.expr, plan, deps, signs)) for signs in itertools.product((-1, 1), repeat=len(deps))]
             columns.append(exp.alias_(exp.func("least", value.copy(), *corners), ColumnRef("low", index).name))
             columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in corners]), ColumnRef("high", index).name))
+        robust = robust_deps(output.expr, plan)
+        if not deps and len(robust) == 1 and output.expr.find(exp.Column) == output.expr:
+            release = plan.robust[robust[0]]
+            if release.mechanism in INTERVAL_MECHANISMS and (release.values is None or release.values.column.type != "date"):
+                ci = exp.column(robust_ci_name(robust[0]))  # a bare value with its per-row 95% interval
+                columns.append(exp.alias_(exp.Sub(this=value.copy(), expression=ci), ColumnRef("low", index).name))
+                columns.append(exp.alias_(exp.Add(this=value.copy(), expression=ci.copy()), ColumnRef("high", index).name))
     select = exp.select(*columns).from_(exp.to_identifier(NOISY))
     if query.having is not None:
         select = select.where(_safe(_substitute(query.having, plan)))

@@ -60,7 +60,9 @@ class _RobustCell:
 
     def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
         value = columns[self.name][row]
-        return value, self.width if value is not None else None
+        widths = columns.get(f"{self.name}__ci95")  # per-row intervals (ir.plan.robust_ci_name), else the plan's
+        width = widths[row] if widths is not None else self.width
+        return value, width if value is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,11 @@ from dpsql.backend.robust_sql import (
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND
-from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
+from dpsql.ir.plan import INTERVAL_MECHANISMS, Plan, RobustRelease, release_name, robust_ci_name, robust_name
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
 from dpsql.mechanisms.rng import RandomSource
+from dpsql.mechanisms.window_exponential import Bracketed
 
 
 
@@ -95,6 +96,9 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
     types = [key_type(k.column.type) for k in query.keys] + ["BIGINT" if r.unit == 1 else "DOUBLE" for r in plan.releases]
     names += [robust_name(r) for r in range(len(plan.robust))]
     types += [robust_type(plan, r) for r in plan.robust]
+    intervals = [r for r, release in enumerate(plan.robust) if release.mechanism in INTERVAL_MECHANISMS]
+    names += [robust_ci_name(r) for r in intervals]
+    types += ["DOUBLE"] * len(intervals)
     return tuple(names), tuple(types)
 
 
@@ -120,13 +124,13 @@ def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
     if release.mechanism in ("asamp", "noisy-max"):
         return key_type(plan.requests[release.request].column.type)
-    if release.mechanism in ("scale", "exponential-iqr"):
+    if release.mechanism in ("scale", "exponential-iqr", "exponential-fine-iqr"):
         return "DOUBLE"
     assert release.values is not None
     column = release.values.column
     if column.type == "date":
         return "DATE"
-    if release.mechanism in ("smed", "exponential") and column.type == "int":
+    if release.mechanism in ("smed", "exponential", "exponential-fine") and column.type == "int":
         grid = release.values.grid or Fraction(1)
         return "BIGINT" if grid.denominator == 1 else "DOUBLE"
     return "DOUBLE"
@@ -142,12 +146,34 @@ def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[
     for index, release in enumerate(plan.robust):
         raw = data[release.request]
         empty = plan.requests[release.request].empty
-        values = []
+        values, widths = [], []
         for row, group in enumerate(groups):
             value = _release_one(release, raw.get(tuple(group), empty), columns, row, rng)
+            if isinstance(value, Bracketed):  # a value with its 95% interval (grid units)
+                value, width = _bracketed(release, value)
+                widths.append(width)
             values.append(None if value is ptr.REFUSED else value)
         columns[robust_name(index)] = values
         types[robust_name(index)] = robust_type(plan, release)
+        if widths:
+            columns[robust_ci_name(index)] = widths
+            types[robust_ci_name(index)] = "DOUBLE"
+
+
+def _bracketed(release: RobustRelease, bracketed: Bracketed) -> tuple[Any, float]:
+    """The released value in column units and the half-width of a symmetric interval holding [low, high].
+
+    Ranking values rounded to a grid g moves each order statistic by at most g/2 (one quantile) or g
+    (a difference of two, IQR), so that slack is added; ints and dates on their unit grid have none.
+    """
+    values = release.values
+    assert values is not None
+    grid = values.grid if values.indexed and values.grid is not None else Fraction(0)
+    step = grid if grid else Fraction(1)
+    half = max(bracketed.value - bracketed.low, bracketed.high - bracketed.value) * step
+    if release.mechanism == "exponential-fine-iqr":
+        return float(bracketed.value * step), float(half + grid)
+    return decode(values, bracketed.value), float(half + grid / 2)
 
 
 def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]], row: int, rng: RandomSource) -> Any:
@@ -155,6 +181,8 @@ def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]]
     if release.n_hat is not None:  # Scale: its value is the IQR itself, not a mapped value
         return registry.release(release.spec, ptr.ScaleInput(raw, columns[release_name(release.n_hat)][row]), rng)
     value = registry.release(release.spec, raw, rng)
+    if isinstance(value, Bracketed):  # decoded with its interval by the caller
+        return value
     if release.mechanism == "exponential-iqr":  # a width in grid units, not a value: only the grid applies
         assert release.values is not None
         grid = release.values.grid if release.values.indexed and release.values.grid is not None else Fraction(1)

@@ -24,6 +24,7 @@ from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantile
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
+from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
@@ -32,8 +33,10 @@ from dpsql.mechanisms.variance import VarianceSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "variance", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max"]
-RobustSpec = SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
+RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max",
+                          "exponential-fine", "exponential-fine-iqr"]
+RobustSpec = (SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
+              | QuantileIntervalSpec | IQRIntervalSpec)
 EMPTY_HISTOGRAM = Histogram((), ())
 
 
@@ -45,6 +48,14 @@ def release_name(index: int) -> str:
 def robust_name(index: int) -> str:
     """The column name of robust release `index` in the noisy table."""
     return f"{SPELLING['robust']}{index}"
+
+
+INTERVAL_MECHANISMS = frozenset({"exponential-fine", "exponential-fine-iqr"})
+
+
+def robust_ci_name(index: int) -> str:
+    """The noisy table's column of robust release `index`'s per-row 95% half-widths (INTERVAL_MECHANISMS)."""
+    return f"{robust_name(index)}__ci95"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
 from dpsql.mechanisms.subsample import ASamp
 from dpsql.mechanisms.variance import Variance
+from dpsql.mechanisms.window_exponential import WindowExponentialIQR, WindowExponentialQuantile
 
 MECHANISMS: tuple[Mechanism, ...] = (
     Laplace(),
@@ -30,6 +31,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Scale(),
     ExponentialQuantile(),
     ExponentialIQR(),
+    WindowExponentialQuantile(),
+    WindowExponentialIQR(),
     ASamp(),
     NoisyMaxMode(),
     MedianMechanismReservation(),

@@ -7,7 +7,9 @@ Every parameter comes from the policy, the query and its budget share, never fro
   and delta/G per group (see dpsql/mechanisms/ptr.py);
 - the SMed grid is the column's `precision` (else 1 for int/date, else a 1-2-5 step from the
   bounds: ir.plan.median_grid); the EM grid is the precision (int/date: 1), else the 1-2-5
-  step over 2^16 steps of the bounds, coarsened by powers of two until the candidates fit in 2^16;
+  step over 2^16 steps of the bounds, coarsened by powers of two until the candidates fit in 2^16
+  (quantile_mechanism = 'exponential'); the default fine-grid EM (MEDIAN, QUANTILE, MIN, MAX, IQR of
+  a bounded column) uses 2^24 steps, since it reads rank windows, not a histogram;
 - Scale's base beta uses n_hat, a DP count: a COUNT the query already releases, else a count of
   the column's rows that the IQR pays for with a tenth of its share;
 - MODE's B is OPTIONS (mode_blocks = B), else max(200, 8 (tau + 4 G/eps)): 200 is the design
@@ -39,9 +41,12 @@ from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import rank_shift
 from dpsql.mechanisms.subsample import ASampSpec, default_blocks
+from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 
 HISTOGRAM_MAX_VALUES = 1 << 16
 EM_MAX_CANDIDATES = 1 << 16
+FINE_STEPS = 1 << 24
+FINE_MAX_CANDIDATES = 1 << 26
 NHAT_SHARE = Fraction(1, 10)
 QUARTILES = (Fraction(1, 4), Fraction(3, 4))
 
@@ -52,8 +57,15 @@ def needs_delta(call: AggregateCall, query: BoundQuery) -> bool:
         return not _em_iqr(call, query)
     if call.kind == "mode":
         return not _noisy_max_mode(call, query)
+    return not (call.kind == "quantile" and _quantile_mechanism(call, query) in ("exponential", "exponential-fine"))
+
+
+def _quantile_mechanism(call: AggregateCall, query: BoundQuery) -> str:
+    """The quantile's mechanism (public facts only); MIN and MAX (p = 0, 1) always the fine-grid EM."""
     bounded = call.column is not None and call.column.bounded
-    return not (call.kind == "quantile" and quantile_mechanism(call.bound, query.quantile_mechanism, bounded) == "exponential")
+    if call.quantile in (0, 1):
+        return "exponential-fine"
+    return quantile_mechanism(call.bound, query.quantile_mechanism, bounded)
 
 
 def _noisy_max_mode(call: AggregateCall, query: BoundQuery) -> bool:
@@ -62,6 +74,11 @@ def _noisy_max_mode(call: AggregateCall, query: BoundQuery) -> bool:
     B subsamples to agree, which few persons per subsample rarely do (1,744 subsamples of about 3
     persons at 10k rows, epsilon 0.1: refused 20/20), while the noisy counts' error is k/eps rows."""
     return bool(call.column is not None and call.column.values) and query.mode_blocks is None
+
+
+def _fine_iqr(call: AggregateCall, query: BoundQuery) -> bool:
+    """IQR by two fine-grid EM quartiles with their intervals: the default on a bounded column."""
+    return call.column is not None and call.column.bounded and query.quantile_mechanism is None
 
 
 def _em_iqr(call: AggregateCall, query: BoundQuery) -> bool:
@@ -138,7 +155,13 @@ class RobustPlanner:
         p = call.quantile
         assert p is not None and call.column is not None
         k = self.bounding.max_rows
-        mechanism = quantile_mechanism(call.bound, self.query.quantile_mechanism, call.column.bounded)
+        mechanism = _quantile_mechanism(call, self.query)
+        if mechanism == "exponential-fine":
+            values = self._fine_values(call)
+            span = values.index_range
+            assert span is not None
+            fine = QuantileIntervalSpec(epsilon, p, k, span[0], span[1])
+            return RobustRelease("exponential-fine", index, fine, self._rank_request(values, fine.windows), values)
         if mechanism == "exponential":
             values = self._em_values(call)
             span = values.index_range
@@ -166,10 +189,27 @@ class RobustPlanner:
             values = self._value_map(call, grid)
         return values
 
+    def _fine_values(self, call: AggregateCall) -> ValueMap:
+        """The fine public grid: the precision (int/date: 1), else the 1-2-5 step over 2^24 steps of the
+        bounds; coarsened by powers of two until at most 2^26 candidates (policy only)."""
+        grid = median_grid(call.column, FINE_STEPS)  # type: ignore[arg-type]
+        assert grid is not None
+        values = self._value_map(call, grid)
+        while (values.domain_size or 0) > FINE_MAX_CANDIDATES:
+            grid *= 2
+            values = self._value_map(call, grid)
+        return values
+
     def _iqr(self, index: int, call: AggregateCall, epsilon: Fraction, delta: Fraction) -> RobustRelease:
         column = call.column
         assert column is not None
         k = self.bounding.max_rows
+        if _fine_iqr(call, self.query):
+            values = self._fine_values(call)
+            span = values.index_range
+            assert span is not None
+            fine = IQRIntervalSpec(epsilon, k, span[0], span[1])
+            return RobustRelease("exponential-fine-iqr", index, fine, self._rank_request(values, fine.windows), values)
         if _em_iqr(call, self.query):
             values = self._em_values(call)
             span = values.index_range

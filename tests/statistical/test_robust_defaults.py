@@ -167,7 +167,7 @@ def test_20k_persons_epsilon_1_max_rows_1_median_age_answers_within_one(tmp_path
         cur.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) MEDIAN(age) FROM t")
         (value,), = cur.fetchall()
         assert value is not None and abs(value - true) <= 1
-        assert cur.noise_info[0]["mechanism"] == "exponential"
+        assert cur.noise_info[0]["mechanism"] == "exponential-fine"
     con.close()
 
 
@@ -182,7 +182,7 @@ def test_100k_rows_epsilon_01_median_quantile_iqr_always_answer_inside_their_ran
         (median, q90, iqr, age), = cur.fetchall()
         assert None not in (median, q90, iqr, age)
         assert 0 <= median <= 500_000 and 0 <= q90 <= 500_000 and 0 <= iqr <= 500_000 and 0 <= age <= 100
-        assert [i["mechanism"] for i in cur.noise_info] == ["exponential", "exponential", "exponential-iqr", "exponential"]
+        assert [i["mechanism"] for i in cur.noise_info] == ["exponential-fine", "exponential-fine", "exponential-fine-iqr", "exponential-fine"]
     con.close()
 
 
@@ -217,7 +217,7 @@ def test_quantile_spellings_release_the_same_dp_quantile(tmp_path: Path, spellin
     cur = con.cursor()
     cur.execute(f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) {spelling} FROM t")
     (value,), = cur.fetchall()
-    assert cur.noise_info[0]["mechanism"] == "exponential" and abs(value - 82) <= 1  # ages 18..89: the 0.9 quantile is 82
+    assert cur.noise_info[0]["mechanism"] == "exponential-fine" and abs(value - 82) <= 1  # ages 18..89: the 0.9 quantile is 82
     con.close()
 
 

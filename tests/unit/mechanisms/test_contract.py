@@ -38,6 +38,7 @@ from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.subsample import ASampSpec
 from dpsql.mechanisms.variance import VarianceSpec
+from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 from dpsql.result import NOISE_KEYS
 
 DELTA = Fraction(1, 10**6)
@@ -67,6 +68,12 @@ EXAMPLES: dict[str, Example] = {
                            ("exponential mechanism", "101 public candidates", "score sensitivity 1", "epsilon 1")),
     "exponential-iqr": Example(ExponentialIQRSpec(Fraction(1), 1, 0, 100), DATA,
                                ("two exponential-mechanism quartiles", "101 public candidates", "score sensitivity 3", "epsilon 2 x 0.5")),
+    "exponential-fine": Example(QuantileIntervalSpec(Fraction(1), Fraction(1, 2), 1, 0, 100), DATA,
+                                ("exponential mechanism", "101 public candidates", "score sensitivity 1", "95% interval",
+                                 "epsilon 0.75 + 2 x 0.125")),
+    "exponential-fine-iqr": Example(IQRIntervalSpec(Fraction(1), 1, 0, 100), DATA,
+                                    ("two exponential-mechanism quartiles", "101 public candidates", "score sensitivity 3",
+                                     "95% interval", "epsilon 2 x (0.375 + 2 x 0.0625)")),
     "noisy-max": Example(NoisyMaxModeSpec(Fraction(1), 3, ("a", "b", "c")), {"a": 150, "b": 20},
                          ("report-noisy-max", "3 declared values", "scale 3", "epsilon 1", "delta 0")),
     "asamp": Example(ASampSpec(PTRTest(Fraction(1), DELTA), blocks=200), {"a": 150, "b": 20},

@@ -1,0 +1,540 @@
+"""The exponential-mechanism quantile over a fine public grid, from order statistics near rho_p only.
+
+Candidates are every grid index c in lower..upper (public: bounds and grid from the policy; the
+planner picks about 2^24 of them, so the grid step is negligible and the error grows only with
+log K). With p = a/b, a rank offset o (0 for the quantile itself, -+m for the interval's ends) and
+    f(i) = b i - a n - b o      (zero where i = n p + o),
+candidate c scores the distance of the target from the ranks c's tie run covers:
+    U(c) = max(0, f(#lt(c)), -f(#le(c))),   #lt = #{x < c}, #le = #{x <= c},
+where the public bounds count as covering every rank beyond the data (#lt(lower) = -inf,
+#le(upper) = +inf). Adding or removing one row moves n by 1 and #lt, #le by 0 or 1 each, so f
+moves by -a or b - a and U by at most max(a, b - a); one person with at most k rows moves it by
+at most Delta = k max(a, b - a) (summed over groups as in dpsql.mechanisms.exponential). The
+release draws c with probability proportional to rho^min(U(c), T) with rho >= exp(-eps/(2 Delta))
+(a rational rounded up) and a public clip T: min(., T) keeps the sensitivity, so the release is
+(eps, 0)-DP and never refuses. U(x_(rho_p + o)) = 0 always (rho_p's defining inequalities), so
+the output is the target order statistic up to the EM's rank error.
+
+Why the clip: every candidate below x_(rho + o - R) or above x_(rho + o + R), R = ceil(T / b) + 1,
+has U >= b R >= T (proof in docs/mechanisms.md), so the engine only returns the order statistics
+in that rank window (the windowed path of backend.robust_sql; or a histogram), never a Python
+loop over rows. The clip changes no weight above rho^T, i.e. it can move at most K rho^T <= 1e-6
+of probability mass.
+
+Exact sampling: candidates form runs of equal score (gaps between window values, each value, the
+two outer regions). Each run gets an envelope weight e >= 2^64 rho^d (d = score - min score),
+a fixed-point upper bound from exact big-integer powers; a run is drawn with probability
+proportional to length x e by `randbelow`, a candidate uniformly in it, and it is accepted with
+probability 2^64 rho^d / e by comparing a uniform drawn bit by bit with refined bounds of rho^d.
+The output is exactly proportional to rho^min(U, T); no floating point touches a probability.
+
+The interval (`QuantileIntervalSpec`): besides the quantile itself (3/4 of epsilon) two more
+releases of the same kind at rank offsets -m and +m (1/8 of epsilon each). A lower end above
+x_(rho) needs #lt(c) >= rho, hence U >= b m, while U(x_(rho - m)) = 0 (or U(lower) = 0 when
+rho - m < 1): it happens with probability at most K rho_end^(b m) <= alpha / 2 by the choice of m.
+So [low, high] holds x_(rho) with probability >= 1 - alpha whatever the data, and nothing is read
+twice (the three draws use the same order statistics, all charged at once).
+
+MIN and MAX (p = 0 and 1, b = 2): the target is min(2 r0, n) (MIN) or max(2 (n + 1 - r0), n) (MAX)
+in place of a n, i.e. the r0-th smallest / largest value, or the median when there are fewer than
+2 r0 values; r0 is the release's own 95% rank error (public). The target moves by at most 1 (MIN)
+or between 1 and 2 (MAX) per row, so f = 2 i - target moves by at most 2 and Delta = 2k; the
+window and interval arguments above only use b c >= target > b (c - 1) for the target rank c.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.exponential import RHO_BITS, _power_bounds
+from dpsql.mechanisms.ranks import Histogram, OrderStatistics, WindowedOrderStatistics
+from dpsql.mechanisms.rng import RandomSource
+
+ENVELOPE_BITS = 64
+CLIP_MASS = 1e-6  # K rho^T: the most probability the clip can move
+MAIN_SHARE = Fraction(3, 4)  # of an interval release's epsilon; each end gets (1 - MAIN_SHARE) / 2
+ALPHA = 0.05
+
+
+def _rho(epsilon: Fraction, sensitivity: int) -> Fraction:
+    """P / 2^48 >= exp(-eps / (2 Delta)), rounded up with margin for the float exp."""
+    estimate = math.exp(-float(epsilon) / (2 * sensitivity))
+    return Fraction(min(math.floor(estimate * 2**RHO_BITS) + 2, 2**RHO_BITS), 2**RHO_BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowQuantileSpec:
+    """EM for the order statistic at rank rho_p(n) + offset over grid indices lower..upper."""
+
+    epsilon: Fraction
+    p: Fraction
+    max_rows: int
+    lower: int
+    upper: int
+    offset: int = 0
+    anchor: int = 0  # MIN/MAX: r0 (p = 0: rank min(r0, n/2); p = 1: rank max(n + 1 - r0, n/2))
+
+    def __post_init__(self) -> None:
+        if self.epsilon <= 0 or not 0 <= self.p <= 1 or self.lower > self.upper or self.max_rows < 1:
+            raise ValueError("the EM quantile needs epsilon > 0, 0 <= p <= 1, lower <= upper and k >= 1")
+
+    @property
+    def candidates(self) -> int:
+        """K, the number of candidates."""
+        return self.upper - self.lower + 1
+
+    @property
+    def sensitivity(self) -> int:
+        """Delta = k max(a, b - a) in integer score units; 2k for MIN and MAX (see `target`)."""
+        p = Fraction(self.p)
+        if p in (0, 1):
+            return 2 * self.max_rows
+        return self.max_rows * max(p.numerator, p.denominator - p.numerator)
+
+    @property
+    def scale(self) -> int:
+        """b: score units per rank (the denominator of p; 2 for MIN and MAX)."""
+        p = Fraction(self.p)
+        return 2 if p in (0, 1) else p.denominator
+
+    def target(self, n: int) -> int:
+        """b times the target rank, as a function of n: a n + b o for 0 < p < 1; for MIN
+        min(2 r0, n) + 2 o and for MAX max(2 (n + 1 - r0), n) + 2 o, so that with fewer than 2 r0
+        values they aim at the median instead of beyond the data. Adding a row moves it by 0..a
+        (quantiles), 0..1 (MIN) or 1..2 (MAX): f = b i - target moves by at most Delta / k."""
+        p = Fraction(self.p)
+        if p == 0:
+            return min(2 * self.anchor, n) + 2 * self.offset
+        if p == 1:
+            return max(2 * (n + 1 - self.anchor), n) + 2 * self.offset
+        return p.numerator * n + p.denominator * self.offset
+
+    def centre(self, n: int) -> int:
+        """The target rank c = ceil(target / b): b c >= target > b (c - 1), what the window proofs use."""
+        return -(-self.target(n) // self.scale)
+
+    @property
+    def rho(self) -> Fraction:
+        """The weight base, >= exp(-eps / (2 Delta))."""
+        return _rho(Fraction(self.epsilon), self.sensitivity)
+
+    def _log_rho(self) -> float:
+        return -math.log(self.rho) if self.rho < 1 else 0.0
+
+    @property
+    def clip(self) -> int:
+        """T with K rho^T <= CLIP_MASS (public)."""
+        log_rho = self._log_rho()
+        if log_rho == 0:
+            return 0
+        return math.ceil(math.log(self.candidates / CLIP_MASS) / log_rho)
+
+    @property
+    def reach(self) -> int:
+        """R = ceil(T / b) + 1: the order statistics rho + offset -+ R the release reads."""
+        return -(-self.clip // self.scale) + 1
+
+    def rank_error(self, confidence: float = 0.95) -> int:
+        """Ranks the output may be from the target, with the given probability (K rho^t <= 1 - confidence)."""
+        log_rho = self._log_rho()
+        if log_rho == 0:
+            return -1
+        return math.ceil(math.log(self.candidates / (1 - confidence)) / log_rho / self.scale)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scorer:
+    """min(U, T) from #lt and #le; None stands for a term known to be negative (or -inf/+inf)."""
+
+    b: int
+    target: int  # a n + b o
+    clip: int
+
+    @classmethod
+    def of(cls, spec: WindowQuantileSpec, n: int) -> _Scorer:
+        return cls(spec.scale, spec.target(n), spec.clip)
+
+    def __call__(self, lt: int | None, le: int | None) -> int:
+        score = 0
+        if lt is not None:
+            score = max(score, self.b * lt - self.target)
+        if le is not None:
+            score = max(score, self.target - self.b * le)
+        return min(score, self.clip)
+
+
+def runs(spec: WindowQuantileSpec, stats: OrderStatistics) -> list[tuple[int, int, int]]:
+    """(first candidate, length, clipped score) runs covering lower..upper, in order, from the window only."""
+    n, low, high = stats.n, spec.lower, spec.upper
+    score = _Scorer.of(spec, n)
+    clip = score.clip
+    out: list[tuple[int, int, int]] = []
+
+    def add(start: int, stop: int, count: int) -> None:
+        """Candidates start..stop (inclusive) with #lt = #le = count, except the bounds' infinite cover."""
+        if start > stop:
+            return
+        if start == low:
+            out.append((low, 1, score(None, count if low < high else None)))
+            start += 1
+        if start > stop:
+            return
+        if stop == high:
+            if stop > start:
+                out.append((start, stop - start, score(count, count)))
+            out.append((high, 1, score(count, None)))
+            return
+        out.append((start, stop - start + 1, score(count, count)))
+
+    if n == 0:  # #lt = #le = 0 everywhere, except the bounds' infinite cover
+        add(low, high, 0)
+        return out
+    centre, reach = spec.centre(n), spec.reach
+    first, last = max(1, centre - reach), min(n, centre + reach)
+    if first > last:  # the target lies beyond the data: the window is the nearest end
+        first = last = 1 if centre < 1 else n
+    window = _window(stats, first, last)
+    smallest, largest = window[0], window[-1]
+    if smallest < low or largest > high:
+        raise ValueError("an order statistic lies outside the candidate range (the engine clamps them)")
+    # Below the window: every candidate scores >= T when first > 1; #lt = #le = 0 when first = 1.
+    if smallest > low:
+        if first > 1:
+            out.append((low, smallest - low, clip))
+        else:
+            add(low, smallest - 1, 0)
+    b, target = score.b, score.target
+    size, index, before = len(window), 0, first - 1
+    while index < size:
+        value = window[index]
+        through = bisect.bisect_right(window, value, index)
+        # #lt is exact unless value = x_(first) with first > 1 (then f(#lt) < 0: dropped) or it is the
+        # lower bound (covers every rank below); #le likewise at x_(last) with last < n, or the upper bound.
+        term = 0
+        if value != low and (index > 0 or first == 1):
+            term = max(term, b * (before + index) - target)
+        if value != high and (through < size or last == n):
+            term = max(term, target - b * (before + through))
+        out.append((value, 1, min(term, clip)))
+        if through < size and window[through] > value + 1:
+            out.append((value + 1, window[through] - value - 1, min(abs(b * (before + through) - target), clip)))
+        index = through
+    # Above the window: >= T when last < n; #lt = #le = n when last = n.
+    if largest < high:
+        if last < n:
+            out.append((largest + 1, high - largest, clip))
+        else:
+            add(largest + 1, high, n)
+    return out
+
+
+def _window(stats: OrderStatistics, first: int, last: int) -> list[int]:
+    """x_(first..last) as ints (a slice of the engine's window, or cut from a histogram)."""
+    if isinstance(stats, WindowedOrderStatistics):
+        for start, values in stats.windows:
+            if start <= first and last < start + len(values):
+                return [int(v) for v in values[first - start: last - start + 1]]
+    if isinstance(stats, Histogram):
+        out: list[int] = []
+        index = bisect.bisect_left(stats.cumulative, first)
+        rank = first
+        while rank <= last:
+            stop = min(stats.cumulative[index], last)
+            out.extend([int(stats.values[index])] * (stop - rank + 1))
+            rank, index = stop + 1, index + 1
+        return out
+    return [int(stats.at(r)) for r in range(first, last + 1)]
+
+
+def sample(spec: WindowQuantileSpec, stats: OrderStatistics, rng: RandomSource) -> int:
+    """A candidate drawn with probability exactly proportional to rho^min(U, T).
+
+    Two levels: runs are grouped by envelope level ell = floor(d / s) (d = score - least, s with
+    rho^s >= 1/2), each level weighing (its candidates) x e_ell, e_ell >= 2^64 rho^(ell s) an exact
+    upper bound; a level is drawn, then a candidate uniformly among its candidates, then accepted
+    with probability 2^64 rho^d / e_ell >= 1/2 (exactly, by `_accept`).
+    """
+    rho = spec.rho
+    if rho.numerator == rho.denominator:
+        return spec.lower + rng.randbelow(spec.candidates)
+    pieces = runs(spec, stats)
+    least = min(score for _, _, score in pieces)
+    step = max(1, math.floor(math.log(2) / -math.log(rho)))
+    big_p, big_q = rho.numerator, rho.denominator
+    levels: dict[int, list[int]] = {}
+    for index, (_, _, score) in enumerate(pieces):
+        levels.setdefault((score - least) // step, []).append(index)
+    upper_bound = _UpperPowers(big_p, big_q)
+    order = sorted(levels)
+    within: list[list[int]] = []
+    envelopes: list[int] = []
+    cumulative, total = [], 0
+    for level in order:
+        running, sums = 0, []
+        for index in levels[level]:
+            running += pieces[index][1]
+            sums.append(running)
+        within.append(sums)
+        envelope = max(1, upper_bound(level * step))
+        envelopes.append(envelope)
+        total += running * envelope
+        cumulative.append(total)
+    while True:
+        draw = rng.randbelow(total)
+        level = bisect.bisect_right(cumulative, draw)
+        envelope = envelopes[level]
+        position, remainder = divmod(draw - (cumulative[level - 1] if level else 0), envelope)
+        sums = within[level]
+        run = bisect.bisect_right(sums, position)
+        start, _, score = pieces[levels[order[level]][run]]
+        offset = position - (sums[run - 1] if run else 0)
+        # V uniform in [remainder, remainder + 1) / 2^64 below e_ell / 2^64: accept iff V < rho^d.
+        if _accept(big_p, big_q, score - least, remainder, rng):
+            return start + offset
+
+
+class _UpperPowers:
+    """2^64 (P / Q)^d rounded up, from a table of rounded-up squares (rigorous upper bounds)."""
+
+    def __init__(self, numerator: int, denominator: int) -> None:
+        one = 1 << ENVELOPE_BITS
+        self.one = one
+        self.table = [-((-numerator << ENVELOPE_BITS) // denominator)]
+        while len(self.table) < 64:
+            last = self.table[-1]
+            self.table.append(-((-last * last) >> ENVELOPE_BITS))
+
+    def __call__(self, times: int) -> int:
+        value, bit = self.one, 0
+        while times:
+            if times & 1:
+                value = -((-value * self.table[bit]) >> ENVELOPE_BITS)
+            times >>= 1
+            bit += 1
+        return min(value, self.one)
+
+
+def _accept(numerator: int, denominator: int, times: int, top: int, rng: RandomSource) -> bool:
+    """V < rho^times for V uniform in [top, top + 1) / 2^64, refined bit by bit until bounds decide."""
+    if times <= 0:
+        return True
+    bits, u = ENVELOPE_BITS, top
+    while True:
+        low, high = _power_bounds(numerator, denominator, times, bits)
+        if u + 1 <= low:
+            return True
+        if u >= high:
+            return False
+        u = (u << bits) | rng.randbelow(1 << bits)
+        bits *= 2
+
+
+@dataclass(frozen=True, slots=True)
+class Bracketed:
+    """A released value with the ends of its 95% interval (grid indices; low <= high)."""
+
+    value: int
+    low: int
+    high: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileIntervalSpec:
+    """A quantile (3/4 of epsilon) and the two ends of its 95% interval (1/8 each), one charge.
+
+    `alpha` is the interval's total miss probability (0.05; IQR's two quantiles use 0.025 each).
+    """
+
+    epsilon: Fraction
+    p: Fraction
+    max_rows: int
+    lower: int
+    upper: int
+    alpha: float = ALPHA
+
+    def __post_init__(self) -> None:
+        WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper)  # validates
+
+    @property
+    def anchor(self) -> int:
+        """0 for a quantile; for MIN (p = 0) and MAX (p = 1) r0, the release's own 95% rank error:
+        they target the r0-th smallest / largest value (nearer the end the rank error would swamp
+        it), or the median when there are fewer than 2 r0 values (public)."""
+        if 0 < self.p < 1:
+            return 0
+        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower,
+                                         self.upper).rank_error())
+
+    @property
+    def main(self) -> WindowQuantileSpec:
+        """The quantile's own release."""
+        return WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower, self.upper,
+                                  anchor=self.anchor)
+
+    @property
+    def margin(self) -> int:
+        """m: the ends target ranks rho -+ m; K rho_end^(b m) <= alpha / 2."""
+        end = self._end(0)
+        log_rho = end._log_rho()
+        if log_rho == 0:
+            return 0
+        return math.ceil(math.log(2 * self.candidates / self.alpha) / log_rho / end.scale)
+
+    def _end(self, offset: int) -> WindowQuantileSpec:
+        share = Fraction(self.epsilon) * (1 - MAIN_SHARE) / 2
+        return WindowQuantileSpec(share, self.p, self.max_rows, self.lower, self.upper, offset, self.anchor)
+
+    @property
+    def ends(self) -> tuple[WindowQuantileSpec, WindowQuantileSpec]:
+        """The releases of the interval's lower and upper end."""
+        return self._end(-self.margin), self._end(self.margin)
+
+    @property
+    def candidates(self) -> int:
+        """K, the number of candidates."""
+        return self.upper - self.lower + 1
+
+    @property
+    def reach(self) -> int:
+        """The order statistics read around rho_p (the engine's window centre; 1 for p = 0): enough
+        for all three releases."""
+        low, high = self.ends
+        shift = self.anchor + (1 if self.p == 0 else 0)
+        return shift + max(self.main.reach, self.margin + low.reach, self.margin + high.reach)
+
+    @property
+    def sensitivity(self) -> int:
+        """Delta of each release's score."""
+        return self.main.sensitivity
+
+    @property
+    def windows(self) -> dict[Fraction, int]:
+        """The rank windows {p: reach} the engine returns for it."""
+        return {Fraction(self.p): self.reach}
+
+
+def release_interval(spec: QuantileIntervalSpec, stats: OrderStatistics, rng: RandomSource) -> Bracketed:
+    """The quantile and its interval's ends: three draws, always all three."""
+    value = sample(spec.main, stats, rng)
+    low, high = (sample(end, stats, rng) for end in spec.ends)
+    return Bracketed(value, min(low, high), max(low, high))
+
+
+def cost(spec: QuantileIntervalSpec | IQRIntervalSpec | WindowQuantileSpec, name: str) -> PrivacyCost:
+    """(eps, 0): basic composition of the draws, all pure."""
+    return PrivacyCost.of(PrivacyLoss("approx_dp", name, Fraction(spec.epsilon), Fraction(0)))
+
+
+class WindowExponentialQuantile:
+    """MEDIAN/QUANTILE/MIN/MAX of a bounded column over a fine grid, with its 95% interval (never ⊥)."""
+
+    name = "exponential-fine"
+    spec_type = QuantileIntervalSpec
+
+    def cost(self, spec: QuantileIntervalSpec) -> PrivacyCost:
+        return cost(spec, self.name)
+
+    def release(self, spec: QuantileIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
+        return release_interval(spec, raw, rng)
+
+    def describe(self, spec: QuantileIntervalSpec, context: Describing = Describing()) -> str:
+        main = spec.main
+        end = ("" if 0 < spec.p < 1 else
+               f"approximate: estimates the r0 = {spec.anchor}-th {'smallest' if spec.p == 0 else 'largest'} value "
+               f"(its own 95% rank error; the median of fewer than 2 r0 values), by the ")
+        return (f"{end}exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), reading "
+                f"order statistics within {spec.reach} ranks; score sensitivity {spec.sensitivity}, 95% within about "
+                f"{main.rank_error()} ranks; 95% interval from two more releases at ranks -+{spec.margin}; "
+                f"epsilon {fmt(main.epsilon)} + 2 x {fmt(spec.ends[0].epsilon)} (interval ends), delta 0")
+
+    def error(self, spec: QuantileIntervalSpec) -> ErrorDescription:
+        return ErrorDescription(details=(("rank_error95", spec.main.rank_error()), ("candidates", spec.candidates)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class IQRIntervalSpec:
+    """IQR = Q3 - Q1 of two fine-grid EM quartiles (epsilon / 2 each, each with its interval).
+
+    The IQR's interval [max(0, Q3_low - Q1_high), Q3_high - Q1_low] holds the true IQR when both
+    quartile intervals hold theirs: probability >= 1 - 2 x 0.025. The release and both ends are
+    clamped to [0, upper - lower] (post-processing).
+    """
+
+    epsilon: Fraction
+    max_rows: int
+    lower: int
+    upper: int
+
+    @property
+    def quartiles(self) -> tuple[QuantileIntervalSpec, QuantileIntervalSpec]:
+        """The two quartile releases with their intervals."""
+        half = Fraction(self.epsilon) / 2
+        return tuple(QuantileIntervalSpec(half, q, self.max_rows, self.lower, self.upper, ALPHA / 2)  # type: ignore[return-value]
+                     for q in (Fraction(1, 4), Fraction(3, 4)))
+
+    @property
+    def candidates(self) -> int:
+        """K, the number of candidates of each quartile."""
+        return self.upper - self.lower + 1
+
+    @property
+    def windows(self) -> dict[Fraction, int]:
+        """The rank windows {p: reach} the engine returns for it."""
+        return {Fraction(q.p): q.reach for q in self.quartiles}
+
+
+def release_iqr(spec: IQRIntervalSpec, stats: OrderStatistics, rng: RandomSource) -> Bracketed:
+    """Q3 - Q1 in grid units, and its interval's ends."""
+    first, third = (release_interval(q, stats, rng) for q in spec.quartiles)
+    width = spec.upper - spec.lower
+
+    def cut(value: int) -> int:
+        return min(max(value, 0), width)
+
+    return Bracketed(cut(third.value - first.value), cut(third.low - first.high), cut(third.high - first.low))
+
+
+class WindowExponentialIQR:
+    """IQR of a bounded column over a fine grid, with its 95% interval; never ⊥, always in [0, upper - lower]."""
+
+    name = "exponential-fine-iqr"
+    spec_type = IQRIntervalSpec
+
+    def cost(self, spec: IQRIntervalSpec) -> PrivacyCost:
+        return cost(spec, self.name)
+
+    def release(self, spec: IQRIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
+        return release_iqr(spec, raw, rng)
+
+    def describe(self, spec: IQRIntervalSpec, context: Describing = Describing()) -> str:
+        first = spec.quartiles[0]
+        return (f"Q3 - Q1 of two exponential-mechanism quartiles over {spec.candidates} public candidates{context.values} "
+                f"(never ⊥, always in [0, upper - lower]), score sensitivity {first.sensitivity}, each 95% within about "
+                f"{first.main.rank_error()} ranks, 95% interval from their interval ends at ranks -+{first.margin}; "
+                f"epsilon 2 x ({fmt(first.main.epsilon)} + 2 x {fmt(first.ends[0].epsilon)}), delta 0")
+
+    def error(self, spec: IQRIntervalSpec) -> ErrorDescription:
+        return ErrorDescription(details=(("rank_error95", spec.quartiles[0].main.rank_error()), ("candidates", spec.candidates)))
+
+    def refusal(self, spec: object) -> str | None:
+        return None
+
+
+def brute_scores(spec: WindowQuantileSpec, values: Sequence[int]) -> list[int]:
+    """min(U(c), T) for every candidate from all the values (tests: the window must agree)."""
+    n = len(values)
+    out = []
+    for c in range(spec.lower, spec.upper + 1):
+        lt = None if c == spec.lower else sum(v < c for v in values)
+        le = None if c == spec.upper else sum(v <= c for v in values)
+        out.append(_Scorer.of(spec, n)(lt, le))
+    return out

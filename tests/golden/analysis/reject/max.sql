@@ -1,2 +1,0 @@
--- expect: DP109
-SELECT dept, MAX(income) FROM people GROUP BY dept

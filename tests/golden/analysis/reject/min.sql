@@ -1,2 +1,0 @@
--- expect: DP109
-SELECT MIN(age) FROM people

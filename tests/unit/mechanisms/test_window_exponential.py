@@ -1,0 +1,236 @@
+"""The fine-grid exponential mechanism (dpsql/mechanisms/window_exponential.py): the window gives the
+exact clipped scores, the sampler is exactly proportional to rho^score, an exhaustive neighbour-graph
+audit of its (epsilon, 0) claim, and the 95% interval's coverage. Each with a negative control.
+
+Fixed seeds everywhere; distribution checks are chi-square tests at level 1e-6 (a correct sampler
+fails one with probability 1e-6, deterministically here).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from fractions import Fraction
+
+import pytest
+from scipy import stats
+
+from dpsql.accounting.cost import PrivacyCost
+from dpsql.mechanisms import registry
+from dpsql.mechanisms import window_exponential as we
+from dpsql.mechanisms.ranks import Histogram, WindowedOrderStatistics, quantile_rank
+from dpsql.mechanisms.rng import SeededRandomSource
+
+LEVEL = 1e-6
+PS = (Fraction(1, 2), Fraction(1, 4), Fraction(3, 4), Fraction(9, 10), Fraction(1, 100), Fraction(1, 3), Fraction(0), Fraction(1))
+
+
+class _Clipped(we.WindowQuantileSpec):
+    """A spec with a small clip, so that windows are much narrower than the data."""
+
+    __slots__ = ()
+    small_clip = 0
+
+    @property
+    def clip(self) -> int:
+        return type(self).small_clip
+
+
+def _spec_with_clip(spec: we.WindowQuantileSpec, clip: int) -> we.WindowQuantileSpec:
+    cls = type("Clip", (_Clipped,), {"small_clip": clip})
+    return cls(spec.epsilon, spec.p, spec.max_rows, spec.lower, spec.upper, spec.offset, spec.anchor)  # type: ignore[no-any-return]
+
+
+def _flat(pieces: list[tuple[int, int, int]]) -> list[int]:
+    out: list[int] = []
+    for _, length, score in pieces:
+        out += [score] * length
+    return out
+
+
+def _random_case(rng: random.Random) -> tuple[we.WindowQuantileSpec, list[int]]:
+    low = rng.randint(-5, 5)
+    high = low + rng.randint(0, 30)
+    values = sorted(rng.randint(low, high) if rng.random() < 0.7 else rng.choice([low, high, (low + high) // 2])
+                    for _ in range(rng.randint(0, 40)))
+    spec = we.WindowQuantileSpec(Fraction(rng.choice([1, 5, 20, 50]), 10), rng.choice(PS), rng.randint(1, 3), low, high,
+                                 rng.randint(-8, 8), rng.randint(0, 30))
+    return _spec_with_clip(spec, rng.randint(0, 40)), values
+
+
+def test_the_window_gives_every_candidates_clipped_score_exactly() -> None:
+    # Random data with heavy ties at the bounds and the middle, every p (MIN/MAX too), offsets, and clips
+    # small enough that the window covers a few ranks only: the runs must equal min(U, T) computed from all rows.
+    rng = random.Random(5)
+    for _ in range(3000):
+        spec, values = _random_case(rng)
+        brute = we.brute_scores(spec, values)
+        for order_statistics in (WindowedOrderStatistics.full(values), Histogram.of(values)):
+            pieces = we.runs(spec, order_statistics)
+            assert [start for start, _, _ in pieces] == sorted(start for start, _, _ in pieces)
+            assert _flat(pieces) == brute, (values, spec)
+
+
+def test_control_a_window_narrower_than_the_clip_needs_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Negative control: reading R - 3 ranks instead of R = ceil(T / b) + 1 makes some scores wrong.
+    monkeypatch.setattr(we.WindowQuantileSpec, "reach", property(lambda s: max(0, -(-s.clip // s.scale) - 2)))
+    rng = random.Random(5)
+    wrong = 0
+    for _ in range(600):
+        spec, values = _random_case(rng)
+        wrong += _flat(we.runs(spec, WindowedOrderStatistics.full(values))) != we.brute_scores(spec, values)
+    assert wrong > 0
+
+
+def _probabilities(spec: we.WindowQuantileSpec, values: list[int], rho: float | None = None) -> list[float]:
+    base = float(spec.rho) if rho is None else rho
+    weights = [base ** score for score in we.brute_scores(spec, values)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+@pytest.mark.parametrize("values,spec", [
+    ([3, 3, 4, 7, 7, 7, 8, 12, 15, 15], we.WindowQuantileSpec(Fraction(1, 2), Fraction(1, 2), 1, 0, 19)),
+    ([0, 0, 1, 5, 5, 5, 5, 9, 19, 19, 19], we.WindowQuantileSpec(Fraction(3), Fraction(1, 4), 2, 0, 19, -2)),
+    ([], we.WindowQuantileSpec(Fraction(3), Fraction(1, 4), 2, 0, 19)),
+    ([4] * 30, we.WindowQuantileSpec(Fraction(1, 20), Fraction(9, 10), 1, 0, 200, 3)),
+    ([1, 2, 2, 9], we.WindowQuantileSpec(Fraction(2), Fraction(0), 1, 0, 12, 0, 2)),
+    ([1, 2, 2, 9, 9, 11], we.WindowQuantileSpec(Fraction(2), Fraction(1), 2, 0, 12, -1, 2)),
+])
+def test_the_sampler_is_exactly_proportional_to_rho_to_the_clipped_score(values: list[int], spec: we.WindowQuantileSpec) -> None:
+    expected = _probabilities(spec, values)
+    draws = 30000
+    for source in (WindowedOrderStatistics.full(values), Histogram.of(values)):
+        rng = SeededRandomSource(7)
+        counts = [0] * spec.candidates
+        for _ in range(draws):
+            counts[we.sample(spec, source, rng) - spec.lower] += 1
+        keep = [i for i, p in enumerate(expected) if p * draws >= 5]
+        chi = sum((counts[i] - draws * expected[i]) ** 2 / (draws * expected[i]) for i in keep)
+        rest = draws - sum(counts[i] for i in keep)
+        assert rest <= max(5.0, 10 * draws * (1 - sum(expected[i] for i in keep)))
+        assert stats.chi2.sf(chi, max(1, len(keep) - 1)) > LEVEL, (counts, expected)
+
+
+def test_the_envelope_powers_are_upper_bounds() -> None:
+    rho = we._rho(Fraction(1, 10), 27)
+    upper = we._UpperPowers(rho.numerator, rho.denominator)
+    for times in (0, 1, 2, 3, 17, 1000, 123457, 10**6):
+        exact = rho ** times * 2**64
+        assert exact <= upper(times) <= exact * (1 + Fraction(1, 2**40)) + 256  # an upper bound, and a tight one
+    assert upper(10**9) >= 1 or rho ** (10**9) == 0
+
+
+# --- exhaustive neighbour-graph audit ----------------------------------------------------------------------
+
+
+def _datasets(domain: range, size: int) -> list[tuple[int, ...]]:
+    return [c for n in range(size + 1) for c in itertools.combinations_with_replacement(domain, n)]
+
+
+def _worst_ratio(k: int, p: Fraction, offset: int, rho: float | None = None, anchor: int = 0) -> float:
+    """max over neighbouring (D, D + one person with up to k rows) and candidates of P[c | D] / P[c | D']."""
+    domain = range(0, 5)
+    spec = we.WindowQuantileSpec(Fraction(1), p, k, 0, 4, offset, anchor)
+    worst = 1.0
+    for base in _datasets(domain, 3):
+        for person in _datasets(domain, k):
+            if not person:
+                continue
+            a = _probabilities(spec, sorted(base), rho)
+            b = _probabilities(spec, sorted(base + person), rho)
+            worst = max(worst, max(max(x / y, y / x) for x, y in zip(a, b)))
+    return worst
+
+
+@pytest.mark.parametrize("p,offset,anchor", [(Fraction(1, 2), 0, 0), (Fraction(1, 4), -1, 0), (Fraction(3, 4), 2, 0),
+                                             (Fraction(0), 0, 2), (Fraction(0), -1, 3), (Fraction(1), 0, 2), (Fraction(1), 1, 1)])
+def test_every_neighbouring_pair_is_within_e_to_the_epsilon(p: Fraction, offset: int, anchor: int) -> None:
+    # Exact output probabilities (the sampler is exactly proportional, tested above) over every data set of
+    # at most 3 rows on 0..4 and every person of up to k = 2 rows: the privacy loss never exceeds epsilon = 1.
+    assert _worst_ratio(2, p, offset, anchor=anchor) <= math.exp(1) * (1 + 1e-12)
+
+
+def test_control_the_score_sensitivity_without_max_rows_is_caught() -> None:
+    # Negative control: rho = exp(-eps / (2 max(a, b - a))) ignores that a person keeps k = 2 rows.
+    assert _worst_ratio(2, Fraction(1, 2), 0, rho=math.exp(-1 / 2)) > math.exp(1) * 1.05
+
+
+def test_control_min_with_the_quantile_sensitivity_is_caught() -> None:
+    # Negative control: MIN's target min(2 r0, n) moves with n, so its sensitivity is 2k, not k.
+    assert _worst_ratio(2, Fraction(0), 0, rho=math.exp(-1 / (2 * 2)), anchor=2) > math.exp(1) * 1.05
+
+
+# --- the interval -----------------------------------------------------------------------------------------------
+
+
+def _coverage(spec: we.QuantileIntervalSpec, values: list[int], releases: int, seed: int) -> int:
+    order_statistics = WindowedOrderStatistics.full(values)
+    n = len(values)
+    rank = spec.main.centre(n)  # MIN/MAX: the r0-th smallest/largest value (the median of fewer than 2 r0)
+    truth = sorted(values)[min(max(rank, 1), n) - 1]
+    rng = SeededRandomSource(seed)
+    covered = 0
+    for _ in range(releases):
+        out = we.release_interval(spec, order_statistics, rng)
+        # The stated interval value -+ ci95 holds [low, high]; the claim is about [low, high] itself.
+        covered += out.low <= truth <= out.high
+    return covered
+
+
+def _data(kind: str, rng: random.Random) -> list[int]:
+    if kind == "lognormal":
+        return [min(int(rng.lognormvariate(8, 1.0)), 100_000) for _ in range(3000)]
+    if kind == "ties":  # integer ages: long runs of equal values around every quantile
+        return [rng.randint(18, 90) for _ in range(3000)]
+    return [0] * 1500 + [100_000] * 1500  # a gap around the median: the hardest case for a rank interval
+
+
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "gap"])
+@pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(9, 10), Fraction(0)])
+def test_the_interval_holds_the_true_value_in_at_least_95_percent_of_releases(kind: str, p: Fraction) -> None:
+    # H0: coverage >= 0.95. Reject if the one-sided binomial p-value of the observed count is below 1e-6.
+    values = _data(kind, random.Random(3))
+    spec = we.QuantileIntervalSpec(Fraction(1, 2), p, 1, 0, 100_000)
+    releases = 200
+    covered = _coverage(spec, values, releases, seed=11)
+    assert stats.binom.cdf(covered, releases, 0.95) > LEVEL, (covered, releases)
+
+
+def test_control_an_interval_without_the_rank_margin_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Negative control: interval ends aimed at the quantile itself (m = 0) cover far less than 95%.
+    monkeypatch.setattr(we.QuantileIntervalSpec, "margin", property(lambda s: 0))
+    values = _data("lognormal", random.Random(3))
+    spec = we.QuantileIntervalSpec(Fraction(1, 2), Fraction(1, 2), 1, 0, 100_000)
+    releases = 200
+    covered = _coverage(spec, values, releases, seed=11)
+    assert stats.binom.cdf(covered, releases, 0.95) <= LEVEL, covered
+
+
+def test_iqr_is_always_in_range_and_its_interval_covers() -> None:
+    rng = random.Random(9)
+    source = SeededRandomSource(2)
+    covered = releases = 0
+    for _ in range(40):  # random data and epsilons (property test)
+        values = sorted(rng.randint(0, 1000) if rng.random() < 0.8 else rng.choice([0, 1000]) for _ in range(rng.randint(0, 400)))
+        spec = we.IQRIntervalSpec(Fraction(rng.choice([1, 10, 100, 1000]), 100), rng.randint(1, 3), 0, 1000)
+        out = we.release_iqr(spec, WindowedOrderStatistics.full(values), source)
+        assert 0 <= out.low <= out.high <= 1000 and 0 <= out.value <= 1000
+        if values:
+            n = len(values)
+            truth = values[quantile_rank(n, Fraction(3, 4)) - 1] - values[quantile_rank(n, Fraction(1, 4)) - 1]
+            half = max(out.value - out.low, out.high - out.value)
+            covered += out.value - half <= truth <= out.value + half
+            releases += 1
+    assert stats.binom.cdf(covered, releases, 0.95) > LEVEL
+
+
+def test_cost_is_the_whole_epsilon_and_never_delta() -> None:
+    spec = we.QuantileIntervalSpec(Fraction(1, 10), Fraction(9, 10), 3, 0, 10**7)
+    assert registry.cost(spec) == PrivacyCost(Fraction(1, 10), 0)
+    assert spec.main.epsilon + sum(end.epsilon for end in spec.ends) == Fraction(1, 10)
+    iqr = we.IQRIntervalSpec(Fraction(1, 10), 3, 0, 10**7)
+    assert registry.cost(iqr) == PrivacyCost(Fraction(1, 10), 0)
+    assert sum(q.epsilon for q in iqr.quartiles) == Fraction(1, 10)
+    assert registry.refusal(spec) is None and registry.refusal(iqr) is None
