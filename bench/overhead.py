@@ -82,6 +82,11 @@ QUERIES = (
         "SELECT region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
         f"{DP_OPTIONS} region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
     ),
+    # The robust statistics: region has no declared values, so MODE runs the subsample-and-
+    # aggregate vote (A_samp); MEDIAN(income) the exponential mechanism over exact order statistics.
+    # Raw DuckDB's mode() / quantile_disc are the baselines.
+    Query("mode", "SELECT mode(region) FROM people", "SELECT MODE(region) FROM people"),
+    Query("median", "SELECT quantile_disc(income, 0.5) FROM people", "SELECT MEDIAN(income) FROM people"),
 )
 QUERY_TEXT = {q.label: q for q in QUERIES}
 
