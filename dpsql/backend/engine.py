@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
-from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, bounded_select, key_heavy_select, keyed_select, source_select
+from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, source_select
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 
@@ -366,9 +366,11 @@ class Engine:
         only at its first row). Never a row of the data."""
         source = exp.to_identifier(self.ensure_source(table), quoted=True)
         if "bind_time_checks" in self.capabilities:
-            return exp.select("*").from_(source).limit(0)
-        values = [exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()]
-        return exp.select(*values)
+            dry = exp.select("*").from_(source).limit(0)
+        else:
+            dry = exp.select(*[exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()])
+        prepared = fixed_point_selects(table)  # the bounded relation's columns, in its order
+        return exp.select("*", *prepared).from_(dry.subquery("__dry")) if prepared else dry
 
     # --- running plans ---------------------------------------------------------------------------
     def _private(self, action: Callable[[], Any]) -> Any:
