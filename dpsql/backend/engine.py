@@ -34,7 +34,9 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
-from dpsql.backend.sqlgen import KEPT_KEY, TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, source_select
+from dpsql.backend.sqlgen import (
+    KEPT_KEY, TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, row_heavy_select, source_select,
+)
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 
@@ -123,6 +125,11 @@ def empty_name(table: Table) -> str:
 def bounded_name(table: Table) -> str:
     """The session's cached bounded relation of a private table."""
     return f"__dpsql_bounded_{table.name}"
+
+
+def bounded_heavy_name(table: Table) -> str:
+    """The persons with more than max_rows rows (sqlgen.row_heavy_select), computed once per session."""
+    return f"{bounded_name(table)}_heavy"
 
 
 def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
@@ -292,8 +299,11 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                # On private data: errors come back sanitized, never as setup errors.
-                self._private(lambda: self.backend.materialize(name, bounded_select(table, source), {"seed": seed}))
+                heavy = bounded_heavy_name(table)
+                # On private data: errors come back sanitized, never as setup errors. Two steps:
+                # the heavy persons once (a count per person over every row), then the rows.
+                self._private(lambda: self.backend.materialize(heavy, row_heavy_select(table, source)))
+                self._private(lambda: self.backend.materialize(name, bounded_select(table, source, heavy), {"seed": seed}))
                 self._relations.add(name)
             return name
 

@@ -126,8 +126,21 @@ def rank_by_hash(partition: list[exp.Expr], hashed: list[tuple[exp.Expr, str]], 
     return exp.Window(this=exp.RowNumber(), partition_by=partition, order=exp.Order(expressions=order))
 
 
-def bounded_select(table: Table, source_name: str) -> exp.Expr:
+def row_heavy_select(table: Table, source_name: str) -> exp.Select:
+    """The persons with more than max_rows rows (the only ones bounded_select ranks)."""
+    assert table.privacy_unit is not None
+    unit = exp.column(table.privacy_unit, quoted=True)
+    present = exp.Not(this=exp.Is(this=unit.copy(), expression=exp.Null()))
+    return (exp.select(unit.copy()).from_(exp.to_identifier(source_name, quoted=True)).where(present).group_by(unit.copy())
+            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(table.max_rows))))
+
+
+def bounded_select(table: Table, source_name: str, heavy_name: str | None = None) -> exp.Expr:
     """Each person keeps at most max_rows rows, chosen by a keyed hash; rows without a person are dropped.
+
+    `heavy_name`: a relation holding row_heavy_select's persons, computed once by the session (the
+    per-person count over every row is the costliest part of bounding; inlined, the engine
+    computes it twice, once per branch below). Without it the subquery is inlined.
 
     Persons with at most max_rows rows keep all of them, so only the rows of heavier persons need
     the keyed-hash window (and its MD5 over every column): the light persons' rows pass through
@@ -141,8 +154,8 @@ def bounded_select(table: Table, source_name: str) -> exp.Expr:
     names = list(table.columns)
     source = exp.to_identifier(source_name, quoted=True)
     present = exp.Not(this=exp.Is(this=unit.copy(), expression=exp.Null()))
-    heavy = (exp.select(unit.copy()).from_(source.copy()).where(present.copy()).group_by(unit.copy())
-             .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(table.max_rows))))
+    heavy = row_heavy_select(table, source_name) if heavy_name is None else \
+        exp.select(unit.copy()).from_(exp.to_identifier(heavy_name, quoted=True))
     light_rows = (exp.select(*[exp.column(n, quoted=True) for n in names]).from_(source.copy())
                   .where(exp.and_(present.copy(), exp.Not(this=exp.In(this=unit.copy(), query=heavy.copy().subquery())))))
     rank = rank_by_hash([unit.copy()], [(exp.column(c.name, quoted=True), c.type) for c in table.columns.values()],
