@@ -35,7 +35,7 @@ from sqlglot import exp
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
 from dpsql.backend.sqlgen import (
-    KEPT_KEY, TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, row_heavy_select, source_select,
+    TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, row_heavy_select, source_select,
 )
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
@@ -339,8 +339,7 @@ class Engine:
                 self._relations.add(name)
             keyed = empty_keyed_name(table)
             if keyed not in self._relations:
-                flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True), exp.alias_(exp.false(), KEPT_KEY, quoted=True)
-                                     ).from_(exp.to_identifier(name, quoted=True))
+                flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
                 self._setup(lambda: self.backend.materialize(keyed, flagged, view=True))
                 self._relations.add(keyed)
             message = None

@@ -10,5 +10,5 @@ SELECT "region" AS __k0, COUNT(*) AS __r0, COUNT(CASE WHEN "__unit_key" THEN 1 E
 
 # Two keys with a filter.
 SELECT dept, region, SUM(age) FROM people WHERE income > 1000 GROUP BY dept, region;
-SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, COUNT(DISTINCT CASE WHEN "__kept_key" THEN "person_id" ELSE NULL END) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223" WHERE income > 1000 AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT(DISTINCT CASE WHEN "__kept_key" THEN "person_id" ELSE NULL END) > 0
+SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223" WHERE income > 1000 AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) > 0
 ;
