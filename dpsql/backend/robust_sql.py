@@ -353,22 +353,24 @@ BLOCK_PRIME = 2**31 - 1  # the universal hash's modulus: every product below sta
 
 
 def block_hash(unit: exp.Expr, unit_type: str) -> exp.Expr:
-    """A person's secret subsample hash in [0, 2^31 - 1) under $mode_seed (MODE's A_samp).
+    """A person's secret subsample hash in [0, 2^31) under $mode_seed (MODE's A_samp).
 
-    Integer units: the universal hash (a * (u mod P) + b) mod P with P = 2^31 - 1 and
-    a = HashBits($mode_seed, 1) mod P, b = HashBits($mode_seed, 2) mod P. a and b depend on the
-    parameter only, so the engine folds them to constants once per query; per row this is integer
-    arithmetic (about 10x cheaper than an MD5 per row, which was 90% of MODE's time). Every
-    intermediate stays below 2^62 and % is the truncated remainder on both engines, so DuckDB
-    and Spark assign the same blocks. Other units (text, dates) keep HashBits($mode_seed, u).
+    Integer units: two rounds of x -> (a x + b) mod P, each followed by x ^ (x >> s), starting
+    from u mod P, with P = 2^31 - 1 and a, b, c, d = HashBits($mode_seed, 1..4) mod P. The
+    coefficients depend on the parameter only, so the engine folds them to constants once per
+    query; per row this is integer arithmetic (an MD5 per row was 90% of MODE's time). Every
+    intermediate stays below 2^62, % is the truncated remainder and ^/>> are bitwise on both
+    engines, so DuckDB and Spark assign the same blocks. The first round alone is a universal
+    (pairwise-independent) hash; the xor-shifts and the second round break its lattice structure,
+    which on sequential ids made blocks far more balanced than random subsamples (a near-tied
+    MODE was then released where random blocks refuse). Other units (text, dates) keep
+    HashBits($mode_seed, u).
 
     Privacy: A_samp's guarantee needs only that every person is in exactly one block, by a rule
     that does not read the data: removing a person changes one block. The block of u is a
-    function of u and the secret per-query seed alone, whatever a and b are. The seed only buys
-    utility (blocks that behave like random subsamples): for fixed units u != v (mod P), a and b
-    uniform make (h(u), h(v)) uniform over pairs, so the partition is a pairwise-independent
-    random one, as good as the keyed MD5 for the block sizes and the vote's analysis; units
-    congruent mod P (ids above 2^31) always share a block, which costs randomness, never privacy.
+    function of u and the secret per-query seed alone, whatever the coefficients are. The seed
+    only buys utility (blocks that behave like random subsamples); units congruent mod P (ids of
+    2^31 and above) always share a block, which costs randomness, never privacy.
     """
     seed = exp.Placeholder(this=MODE_SEED)
     if unit_type != "int":
@@ -378,11 +380,20 @@ def block_hash(unit: exp.Expr, unit_type: str) -> exp.Expr:
     def coefficient(index: int) -> exp.Expr:
         return exp.paren(exp.Mod(this=HashBits(this=seed.copy(), expressions=[exp.Literal.number(index)]), expression=prime.copy()))
 
+    def affine(x: exp.Expr, a: int, b: int) -> exp.Expr:
+        return exp.Mod(this=exp.paren(exp.Add(this=exp.Mul(this=coefficient(a), expression=exp.paren(x)), expression=coefficient(b))),
+                       expression=prime.copy())
+
+    def xorshift(x: exp.Expr, shift: int) -> exp.Expr:
+        # Parenthesised whole: Spark renders ^ as an operator, which binds looser than % (the
+        # block is this value % B).
+        return exp.paren(exp.BitwiseXor(this=exp.paren(x), expression=exp.paren(exp.BitwiseRightShift(
+            this=exp.paren(x.copy()), expression=exp.Literal.number(shift)))))
+
     # u mod P in [0, P): % keeps the sign of u on both engines, so shift negatives into range.
     residue = exp.Mod(this=exp.paren(exp.Add(this=exp.paren(exp.Mod(this=unit, expression=prime.copy())), expression=prime.copy())),
                       expression=prime.copy())
-    mixed = exp.Add(this=exp.Mul(this=coefficient(1), expression=exp.paren(residue)), expression=coefficient(2))
-    return exp.Mod(this=exp.paren(mixed), expression=prime.copy())
+    return xorshift(affine(xorshift(affine(residue, 1, 2), 16), 3, 4), 15)
 
 
 def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:

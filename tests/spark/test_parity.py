@@ -471,10 +471,13 @@ def test_mode_block_hash_of_integer_units(engines: EnginePair, spark_data: Spark
     edges = [0, -1, 7, -7, BLOCK_PRIME, -BLOCK_PRIME, 2**40 + 3, -(2**40) - 3, 2**63 - 1, -(2**63)]
     pid = exp.column("pid", quoted=True)
     columns = [exp.alias_(block_hash(exp.cast(exp.Literal.number(u), "BIGINT"), "int"), f"e{i}") for i, u in enumerate(edges)]
-    select = exp.select(pid, exp.alias_(block_hash(pid.copy(), "int"), "h"), *columns).from_(
+    # Also the block itself (hash % B): an operator-precedence slip would show here first.
+    block = exp.Mod(this=block_hash(pid.copy(), "int"), expression=exp.Literal.number(200))
+    select = exp.select(pid, exp.alias_(block_hash(pid.copy(), "int"), "h"), exp.alias_(block, "b"), *columns).from_(
         exp.to_identifier(source_name(spark_data.policy.table("people")), quoted=True)).where(pid.copy() < 300)
     rows = assert_identical(*(e.run(select, {"mode_seed": MODE_PARAMS["mode_seed"]}) for e in engines))
-    assert len(rows) > 200 and all(0 <= v < BLOCK_PRIME for row in rows for v in row[1:] if v is not None)
+    assert len(rows) > 200 and all(0 <= v < 2**31 for row in rows for v in row[1:] if v is not None)
+    assert all(0 <= row[2] < 200 for row in rows)
 
 
 # --- the Median Mechanism layer's histogram -------------------------------------------------------------------------
