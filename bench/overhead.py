@@ -2,6 +2,8 @@
 
     python bench/overhead.py [--rows 1000000 10000000] [--runs 7] [--data-dir bench/data]
     python bench/overhead.py --rows 10000000 --profile dept      # profile warm dpsql runs only
+    python bench/overhead.py --rows 100000000 --memory-limit 4GB --temp-directory /var/tmp/spill \
+        --queries count region mode --runs 3 --sizes-only            # one machine, spilling
 
 Run by hand, not a test (bench/README.md). Every number printed is measured in this run, in
 this process, with time.perf_counter:
@@ -18,6 +20,9 @@ this process, with time.perf_counter:
               the session's bounded relation from the file), then the median of --runs warm runs.
    Warm runs of the three are interleaved, so load from other processes hits them alike.
    Ratios: warm dpsql / warm raw (view and table); first dpsql / first raw on the view.
+   --memory-limit / --temp-directory set DuckDB's memory_limit and temp_directory on both sides
+   (dpsql through the policy's [engine] section). Sizes above 10M rows are generated in 10M-row
+   chunks (seeds DEFAULT_SEED + k, person ids offset per chunk), so no process holds them whole.
 3. Stage breakdown of dpsql runs (compile, ledger charge, bounded relation, engine query, noise
    release, post-processing SQL, result assembly), by wrapping the session's objects in this
    process only; "outside engine" = total minus the engine's aggregate query and bounding.
@@ -83,6 +88,11 @@ QUERIES = (
         "SELECT region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
         f"{DP_OPTIONS} region, SUM(income) FROM people WHERE age > 40 GROUP BY region",
     ),
+    # The robust statistics: region has no declared values, so MODE runs the subsample-and-
+    # aggregate vote (A_samp); MEDIAN(income) the exponential mechanism over exact order statistics.
+    # Raw DuckDB's mode() / quantile_disc are the baselines.
+    Query("mode", "SELECT mode(region) FROM people", "SELECT MODE(region) FROM people"),
+    Query("median", "SELECT quantile_disc(income, 0.5) FROM people", "SELECT MEDIAN(income) FROM people"),
     # Post-processing over a release: the aggregate runs in the engine, the outer query over
     # the released rows in the session's released-rows database (no extra cost).
     Query(
@@ -153,33 +163,66 @@ def sql_string(value: str) -> str:
 
 
 # --- data ---------------------------------------------------------------------------------------
+ENGINE: dict[str, str] = {}  # DuckDB settings for both sides (--memory-limit, --temp-directory)
+CHUNK_ROWS = 10_000_000
+
+
 def bench_policy_text() -> str:
-    """The demo policy with a total budget this benchmark never exhausts."""
+    """The demo policy with a total budget this benchmark never exhausts (and ENGINE's settings)."""
     text = policy_text(source=PARQUET_NAME)
     text, n_eps = re.subn(r"^epsilon\s*=\s*\S+", f"epsilon = {BUDGET_EPSILON}", text, count=1, flags=re.M)
     text, n_delta = re.subn(r"^delta\s*=\s*\S+", f"delta = {BUDGET_DELTA}", text, count=1, flags=re.M)
     if n_eps != 1 or n_delta != 1:
         raise SystemExit("could not set the budget in the demo policy text: update bench_policy_text")
+    if ENGINE:
+        text += "\n[engine]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in ENGINE.items())
     return text
+
+
+def write_chunked(rows: int, path: Path) -> None:
+    """Rows above CHUNK_ROWS, 10M at a time: chunk k has seed DEFAULT_SEED + k and person ids
+    offset by k * CHUNK_ROWS (every person stays in one chunk), so memory stays at one chunk."""
+    import pyarrow
+    import pyarrow.parquet
+
+    writer = None
+    try:
+        for k, start in enumerate(range(0, rows, CHUNK_ROWS)):
+            people = generate_people(min(CHUNK_ROWS, rows - start), seed=DEFAULT_SEED + k)
+            people["person_id"] += k * CHUNK_ROWS
+            batch = pyarrow.Table.from_pandas(people, preserve_index=False)
+            if writer is None:
+                writer = pyarrow.parquet.ParquetWriter(path, batch.schema)
+            writer.write_table(batch)
+            del people, batch
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
     """people.parquet and policy.toml for `rows` rows, generated once and cached."""
     directory = data_dir / f"people-{rows}"
     parquet, policy, stamp = directory / PARQUET_NAME, directory / POLICY_NAME, directory / "stamp.json"
-    meta = {"rows": rows, "seed": DEFAULT_SEED, "demo": DEMO_VERSION}
+    meta: dict[str, Any] = {"rows": rows, "seed": DEFAULT_SEED, "demo": DEMO_VERSION}
+    if rows > CHUNK_ROWS:
+        meta["chunk_rows"] = CHUNK_ROWS
     directory.mkdir(parents=True, exist_ok=True)
     if not (parquet.is_file() and stamp.is_file() and json.loads(stamp.read_text()) == meta):
         started = time.perf_counter()
-        people = generate_people(rows, seed=DEFAULT_SEED)
-        generated = time.perf_counter()
         tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
         try:
-            write_parquet(people, tmp)
+            if rows > CHUNK_ROWS:
+                write_chunked(rows, tmp)
+                generated = time.perf_counter()
+            else:
+                people = generate_people(rows, seed=DEFAULT_SEED)
+                generated = time.perf_counter()
+                write_parquet(people, tmp)
+                del people
             os.replace(tmp, parquet)
         finally:
             tmp.unlink(missing_ok=True)
-        del people
         log(f"  generated {rows:,} rows -> {parquet} [generate {generated - started:.2f}s, "
             f"write {time.perf_counter() - generated:.2f}s]")
         stamp.write_text(json.dumps(meta))
@@ -297,6 +340,8 @@ class RawRunner:
 
     def __init__(self, parquet: Path, mode: str) -> None:
         self.con = duckdb.connect(":memory:")
+        for key, value in ENGINE.items():
+            self.con.execute(f"SET {key} = {sql_string(value)}")
         kind = "VIEW" if mode == "view" else "TABLE"
         started = time.perf_counter()
         self.con.execute(f"CREATE {kind} people AS SELECT * FROM read_parquet({sql_string(str(parquet))})")
@@ -620,7 +665,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=[q.label for q in QUERIES], help="only profile warm dpsql runs of this query at the largest size")
     parser.add_argument("--queries", nargs="+", choices=[q.label for q in QUERIES], help="only these queries (default: all)")
     parser.add_argument("--sizes-only", action="store_true", help="skip the fixed-overhead and error sections")
+    parser.add_argument("--memory-limit", help="DuckDB memory_limit on both sides, e.g. 4GB")
+    parser.add_argument("--temp-directory", type=Path, help="DuckDB temp_directory (spilling) on both sides")
     args = parser.parse_args(argv)
+    if args.memory_limit:
+        ENGINE["memory_limit"] = args.memory_limit
+    if args.temp_directory:
+        ENGINE["temp_directory"] = str(args.temp_directory.expanduser().resolve())
     if args.runs < 1 or any(r < 1 for r in args.rows):
         parser.error("--runs and --rows must be >= 1")
     header(argv)

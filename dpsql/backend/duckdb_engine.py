@@ -58,7 +58,10 @@ class DuckDBBackend:
         # top-N aggregate that is 1.7-2.6x slower for contribution bounding (bench/).
         self.connection.execute("SET disabled_optimizers = 'top_n_window_elimination'")
         # The policy's resource limits ([engine]): one session cannot take the whole machine.
-        for setting, value in (("memory_limit", policy.engine.memory_limit), ("threads", policy.engine.threads)):
+        # temp_directory: larger-than-memory sorts, joins and aggregates spill there instead of
+        # failing at memory_limit (a 100M-row table bounded under 4GB).
+        for setting, value in (("memory_limit", policy.engine.memory_limit), ("threads", policy.engine.threads),
+                               ("temp_directory", policy.engine.temp_directory)):
             if value is not None:
                 self.connection.execute(render(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
                     this=exp.var(setting), expression=exp.Literal.string(str(value)) if isinstance(value, str) else exp.Literal.number(value)))])))

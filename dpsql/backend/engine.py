@@ -35,7 +35,9 @@ from sqlglot import exp
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.dialects import render
 from dpsql.backend.join_sql import joined_select
-from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, bounded_select, key_heavy_select, keyed_select, source_select
+from dpsql.backend.sqlgen import (
+    TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, row_heavy_select, source_select,
+)
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 from dpsql.ir.join import JoinedTable
@@ -125,6 +127,11 @@ def empty_name(table: Table) -> str:
 def bounded_name(table: Table) -> str:
     """The session's cached bounded relation of a private table."""
     return f"__dpsql_bounded_{table.name}"
+
+
+def bounded_heavy_name(table: Table) -> str:
+    """The persons with more than max_rows rows (sqlgen.row_heavy_select), computed once per session."""
+    return f"{bounded_name(table)}_heavy"
 
 
 def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
@@ -302,8 +309,11 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                # On private data: errors come back sanitized, never as setup errors.
-                self._private(lambda: self.backend.materialize(name, bounded_select(table, source), {"seed": seed}))
+                heavy = bounded_heavy_name(table)
+                # On private data: errors come back sanitized, never as setup errors. Two steps:
+                # the heavy persons once (a count per person over every row), then the rows.
+                self._private(lambda: self.backend.materialize(heavy, row_heavy_select(table, source)))
+                self._private(lambda: self.backend.materialize(name, bounded_select(table, source, heavy), {"seed": seed}))
                 self._relations.add(name)
             return name
 
@@ -393,9 +403,11 @@ class Engine:
             return joined
         source = exp.to_identifier(self.ensure_source(table), quoted=True)
         if "bind_time_checks" in self.capabilities:
-            return exp.select("*").from_(source).limit(0)
-        values = [exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()]
-        return exp.select(*values)
+            dry = exp.select("*").from_(source).limit(0)
+        else:
+            dry = exp.select(*[exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()])
+        prepared = fixed_point_selects(table)  # the bounded relation's columns, in its order
+        return exp.select("*", *prepared).from_(dry.subquery("__dry")) if prepared else dry
 
     # --- running plans ---------------------------------------------------------------------------
     def _private(self, action: Callable[[], Any]) -> Any:

@@ -30,7 +30,7 @@ from dpsql.catalog.model import (
 from dpsql.errors import CatalogError
 
 TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine", "server"})
-ENGINE_KEYS = frozenset({"memory_limit", "threads"})
+ENGINE_KEYS = frozenset({"memory_limit", "threads", "temp_directory"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
 PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
                                 "median_mechanism"})
@@ -99,7 +99,7 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
         analysts=MappingProxyType(analysts),
         path=path,
         extra=MappingProxyType(extra),
-        engine=_engine(raw.get("engine", {}), where),
+        engine=_engine(raw.get("engine", {}), where, base),
         server=_server(raw.get("server", {}), where),
     )
 
@@ -107,7 +107,7 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
 _MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.IGNORECASE)
 
 
-def _engine(raw: Any, where: _Where) -> EngineLimits:
+def _engine(raw: Any, where: _Where, base: Path) -> EngineLimits:
     if not isinstance(raw, dict):
         raise where.error("engine", "must be a table")
     _no_unknown(raw, ENGINE_KEYS, "engine.", where)
@@ -116,7 +116,11 @@ def _engine(raw: Any, where: _Where) -> EngineLimits:
         raise where.error("engine.memory_limit", "must be a size such as \"4GB\" or \"512MiB\"")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise where.error("engine.threads", "must be an integer >= 1")
-    return EngineLimits(memory_limit=memory.strip() if memory else None, threads=threads)
+    temp = raw.get("temp_directory")
+    if temp is not None and (not isinstance(temp, str) or not temp.strip()):
+        raise where.error("engine.temp_directory", "must be a directory path")
+    spill = str((base / Path(temp.strip()).expanduser()).resolve()) if temp is not None else None
+    return EngineLimits(memory_limit=memory.strip() if memory else None, threads=threads, temp_directory=spill)
 
 
 def _server(raw: Any, where: _Where) -> ServerSettings:

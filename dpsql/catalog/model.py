@@ -195,6 +195,7 @@ class EngineLimits:
 
     memory_limit: str | None = None  # e.g. "4GB": DuckDB's memory_limit per session
     threads: int | None = None
+    temp_directory: str | None = None  # where DuckDB spills what exceeds memory_limit (absolute path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ it is private). Released values and public domain tables go to the engine's loca
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from typing import Any, Mapping
 
 import numpy
@@ -45,6 +47,18 @@ class Preparation:
             pass
 
 
+_PREPARING: weakref.WeakSet[EngineCalls] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_preparations() -> None:
+    """At interpreter exit, stop background preparations of sessions never closed: a daemon thread
+    still inside DuckDB when the interpreter finalises aborts the process ("terminate called
+    after throwing an instance of ''", then SIGABRT)."""
+    for calls in list(_PREPARING):
+        calls.close()
+
+
 class EngineCalls:
     """A session's engine, as execution uses it."""
 
@@ -65,6 +79,7 @@ class EngineCalls:
             job = Preparation(self.engine, table, self.seeds[table.name])
             self._preparing[table.name] = job
             self.prepared_at_connect.add(table.name)
+            _PREPARING.add(self)
             job.thread.start()
 
     def preparation_state(self, table: Table) -> str:

@@ -32,7 +32,7 @@ from dpsql.backend import mmsql
 from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.engine import EngineResult, bounded_name, keyed_name, source_name
-from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, fetch, robust_queries
+from dpsql.backend.robust_sql import BLOCK_PRIME, DUCKDB_CAPABILITIES, block_hash, fetch, robust_queries
 from dpsql.backend.spark_engine import SparkEngine
 from dpsql.backend.sqlgen import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
@@ -463,6 +463,21 @@ def test_negative_control_other_mode_seeds_change_the_votes(engines: EnginePair,
     for changed in ("mode_seed", "tie_seed"):
         other = fetched(engines.spark, compiled, {**MODE_PARAMS, changed: MODE_PARAMS[changed] + 1})
         assert other[0] != duck[0], changed  # MODE(income): nearly all values tie, so both seeds matter
+
+
+def test_mode_block_hash_of_integer_units(engines: EnginePair, spark_data: SparkData) -> None:
+    # MODE's integer-unit blocks (robust_sql.block_hash) are integer arithmetic below 2^62: the same
+    # on both engines at the BIGINT extremes and for negatives (% keeps the dividend's sign on both).
+    edges = [0, -1, 7, -7, BLOCK_PRIME, -BLOCK_PRIME, 2**40 + 3, -(2**40) - 3, 2**63 - 1, -(2**63)]
+    pid = exp.column("pid", quoted=True)
+    columns = [exp.alias_(block_hash(exp.cast(exp.Literal.number(u), "BIGINT"), "int"), f"e{i}") for i, u in enumerate(edges)]
+    # Also the block itself (hash % B): an operator-precedence slip would show here first.
+    block = exp.Mod(this=block_hash(pid.copy(), "int"), expression=exp.Literal.number(200))
+    select = exp.select(pid, exp.alias_(block_hash(pid.copy(), "int"), "h"), exp.alias_(block, "b"), *columns).from_(
+        exp.to_identifier(source_name(spark_data.policy.table("people")), quoted=True)).where(pid.copy() < 300)
+    rows = assert_identical(*(e.run(select, {"mode_seed": MODE_PARAMS["mode_seed"]}) for e in engines))
+    assert len(rows) > 200 and all(0 <= v < 2**31 for row in rows for v in row[1:] if v is not None)
+    assert all(0 <= row[2] < 200 for row in rows)
 
 
 # --- the Median Mechanism layer's histogram -------------------------------------------------------------------------

@@ -351,11 +351,17 @@ MODE_PARAMS = {"mode_seed": 20261122, "tie_seed": 7}
 
 
 def _block(pid: int) -> int:
-    # The engine's assignment (backend/dialects.py HashBits): the first 15 hex digits of
-    # md5('<mode_seed>:<person id>'), modulo B. Computed here from that definition, so a change of
-    # the engine's hash makes these pairs miss their blocks and the tests below fail.
-    digest = hashlib.md5(f"{MODE_PARAMS['mode_seed']}:{pid}".encode()).hexdigest()
-    return int(digest[:15], 16) % 16
+    # The engine's assignment of an integer unit (backend/robust_sql.py block_hash): x = pid mod P
+    # (P = 2^31 - 1), x -> (a x + b) mod P, x ^ (x >> 16), (c x + d) mod P, x ^ (x >> 15), with
+    # a..d the first 15 hex digits of md5('<mode_seed>:1'..'4') mod P; then modulo B. Computed here
+    # from that definition, so a change of the engine's hash makes these pairs miss their blocks
+    # and the tests below fail.
+    prime = 2**31 - 1
+    a, b, c, d = (int(hashlib.md5(f"{MODE_PARAMS['mode_seed']}:{i}".encode()).hexdigest()[:15], 16) % prime for i in (1, 2, 3, 4))
+    x = (a * (pid % prime) + b) % prime
+    x ^= x >> 16
+    x = (c * x + d) % prime
+    return (x ^ (x >> 15)) % 16
 
 
 def mode_pair(others_y: int, others_x: int) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -4,12 +4,14 @@ argument was written for)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import duckdb
 import pytest
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
-from dpsql.backend.sqlgen import ROW_RANK, bounded_select, rank_by_hash, seed_placeholder
+from dpsql.backend.sqlgen import ROW_RANK, bounded_select, fixed_point_name, fixed_point_units, rank_by_hash, seed_placeholder
 from dpsql.catalog.loader import policy_from_dict
 
 POLICY = policy_from_dict({
@@ -48,9 +50,14 @@ def rows(con: duckdb.DuckDBPyConnection, select: exp.Expr, seed: int) -> list[tu
     return sorted(con.execute(render(select, "duckdb"), {"seed": seed}).fetchall(), key=repr)
 
 
+def policy_columns(select: exp.Expr) -> exp.Select:
+    """The bounded relation without its prepared fixed-point columns (checked apart below)."""
+    return exp.select(*[exp.column(n, quoted=True) for n in TABLE.columns]).from_(select.subquery("b"))
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_same_rows_as_ranking_everybody(con: duckdb.DuckDBPyConnection, seed: int) -> None:
-    new, old = rows(con, bounded_select(TABLE, "src"), seed), rows(con, everybody_ranked(), seed)
+    new, old = rows(con, policy_columns(bounded_select(TABLE, "src")), seed), rows(con, everybody_ranked(), seed)
     assert new == old
     per_person: dict[int, int] = {}
     for pid, *_ in new:
@@ -62,3 +69,20 @@ def test_same_rows_as_ranking_everybody(con: duckdb.DuckDBPyConnection, seed: in
 def test_negative_control_another_seed_changes_the_heavy_rows(con: duckdb.DuckDBPyConnection) -> None:
     # The comparison above can see a difference: heavy persons' rows depend on the seed.
     assert rows(con, bounded_select(TABLE, "src"), 1) != rows(con, bounded_select(TABLE, "src"), 2)
+
+
+def test_prepared_fixed_point_column() -> None:
+    # x (float, bounds [0, 10]) is carried as round(clamp(x) / grid) on the planner's grid, NULL
+    # for NULL, NaN and +-inf: what SUM(x) and AVG(x) then read instead of recomputing it per query.
+    grid, lower, upper = fixed_point_units(TABLE.columns["x"])
+    assert (grid, lower, upper) == (Fraction(1, 2**27), 0, 10 * 2**27)  # about 2^30 steps up to the bound
+    connection = duckdb.connect()
+    connection.execute("""CREATE TABLE src AS SELECT row_number() OVER () AS pid, x::DOUBLE AS x, 's' AS s
+        FROM (VALUES (-3.0), (0.0), (2.5), (1e-9), (1e-7), (10.0), (11.5), (NULL), ('nan'), ('inf'), ('-inf')) v(x)""")
+    got = {r[0]: r[1] for r in connection.execute(render(exp.select(
+        "x", exp.column(fixed_point_name(TABLE.columns["x"]), quoted=True)).from_(bounded_select(TABLE, "src").subquery("b")),
+        "duckdb"), {"seed": 1}).fetchall() if r[0] is not None and r[0] == r[0] and abs(r[0]) != float("inf")}
+    assert got == {-3.0: 0, 0.0: 0, 2.5: 5 * 2**26, 1e-9: 0, 1e-7: 13, 10.0: 10 * 2**27, 11.5: 10 * 2**27}
+    nulls = connection.execute(render(exp.select(exp.func("count", exp.Star())).from_(bounded_select(TABLE, "src").subquery("b")).where(
+        exp.column(fixed_point_name(TABLE.columns["x"]), quoted=True).is_(exp.null())), "duckdb"), {"seed": 1}).fetchone()
+    assert nulls == (4,)  # NULL, NaN, +inf, -inf

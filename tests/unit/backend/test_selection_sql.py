@@ -11,7 +11,7 @@ from sqlglot import exp
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.dialects import render
 from dpsql.backend.engine import keyed_name
-from dpsql.backend.sqlgen import UNIT_KEY, key_heavy_select, keyed_select
+from dpsql.backend.sqlgen import UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import policy_text
 from dpsql.execution.compiled import compile_statement
@@ -62,12 +62,14 @@ def _flags(max_groups: int, seed: int) -> list[tuple[int, str, int, bool]]:
     (NULL is a key too): light persons (all keys kept) and heavy ones (keys ranked by the hash)."""
     table = policy_for(max_groups, max_rows=6).table("people")
     con = duckdb.connect()
-    con.execute("CREATE TABLE b AS SELECT (i // 6) AS person_id, 20 + (i % 7) * 5 AS age, (i * 37 % 1000)::DOUBLE AS income, "
+    con.execute("CREATE TABLE src AS SELECT (i // 6) AS person_id, 20 + (i % 7) * 5 AS age, (i * 37 % 1000)::DOUBLE AS income, "
                 "'sales' AS dept, CASE WHEN i % 11 = 0 THEN NULL ELSE 'r' || ((i * 7) % (1 + (i // 6) % 5)) END AS region "
                 "FROM range(600) t(i)")
+    # The bounded relation's schema: the policy's columns, then the prepared fixed-point ones.
+    con.execute(f"CREATE TABLE b AS {render(exp.select('*', *fixed_point_selects(table)).from_('src'))}")
     con.execute(f"CREATE TABLE h AS {render(key_heavy_select(table, 'b', ('region',)))}")
     rows = con.execute(render(keyed_select(table, "b", ("region",), "h")), {"seed": seed}).fetchall()
-    return [(r[0], r[4], r[1], r[5]) for r in rows]
+    return [(r[0], r[4], r[1], r[-1]) for r in rows]  # the flag is the last column
 
 
 def test_each_person_is_counted_for_at_most_max_groups_keys_whatever_the_where() -> None:

@@ -19,6 +19,7 @@ BASE = {
 
 @pytest.mark.parametrize("engine", [
     {"memory_limit": 4}, {"memory_limit": "lots"}, {"threads": 0}, {"threads": True}, {"threads": "2"}, {"cores": 2},
+    {"temp_directory": 3}, {"temp_directory": " "},
 ])
 def test_invalid_engine_limits_name_the_key(engine: dict[str, object]) -> None:
     with pytest.raises(CatalogError) as info:
@@ -37,7 +38,17 @@ def test_engine_limits_reach_the_session_engine(tmp_path: Path) -> None:
 
 def test_without_engine_limits_duckdb_keeps_its_defaults() -> None:
     policy = policy_from_dict(BASE)
-    assert policy.engine.memory_limit is None and policy.engine.threads is None
+    assert policy.engine.memory_limit is None and policy.engine.threads is None and policy.engine.temp_directory is None
+
+
+def test_temp_directory_is_relative_to_the_policy_and_reaches_duckdb(tmp_path: Path) -> None:
+    # Spilling: what exceeds memory_limit goes to this directory (a 100M-row table under 4GB).
+    policy = policy_from_dict({**BASE, "engine": {"memory_limit": "256MiB", "temp_directory": "spill"}}, tmp_path / "policy.toml")
+    assert policy.engine.temp_directory == str((tmp_path / "spill").resolve())
+    with dpsql.connect(policy=policy, tables={"t": pd.DataFrame({"pid": [1, 2]})}) as con:
+        connection = con.session.engine.backend.connection
+        spill = connection.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    assert spill == str((tmp_path / "spill").resolve())
 
 
 @pytest.mark.parametrize("analyst", [{"epsilon": -1}, {"delta": 1}, {"epsilon": 1, "delta": -0.1}])

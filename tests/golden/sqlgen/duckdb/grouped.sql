@@ -1,6 +1,6 @@
 # Grouped AVG over a public domain: groups outside the declared domain are dropped after aggregation.
 SELECT dept, AVG(income) FROM people GROUP BY dept;
-SELECT "dept" AS __k0, COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) - 1024000000 ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN ISFINITE("income") THEN 1 ELSE NULL END) AS __r1 FROM "__dpsql_bounded_people" GROUP BY "dept"
+SELECT "dept" AS __k0, COALESCE(SUM("__fx_income" - 1024000000), 0) AS __r0, COUNT("__fx_income") AS __r1 FROM "__dpsql_bounded_people" GROUP BY "dept"
 ;
 
 # Partition selection: person counts per key after keeping max_groups keys per person ($seed is secret).
@@ -10,7 +10,7 @@ SELECT "region" AS __k0, COUNT(*) AS __r0, COUNT(CASE WHEN "__unit_key" THEN 1 E
 
 # Two keys with a filter.
 SELECT dept, region, SUM(age) FROM people WHERE income > 1000 GROUP BY dept, region;
-SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223" WHERE COALESCE(income > 1000, FALSE) AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) > 0
+SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223" WHERE income > 1000 AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT(CASE WHEN "__unit_key" THEN 1 ELSE NULL END) > 0
 ;
 
 # GROUP BY a CASE with literal results: the domain is the literals and the ELSE (issue 12 item 4).

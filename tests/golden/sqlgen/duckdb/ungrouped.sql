@@ -5,23 +5,23 @@ SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people"
 
 # The row filter runs inside TRY(...), so an error on a row makes it false.
 SELECT COUNT(*) FROM people WHERE age >= 30 AND dept = 'sales';
-SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(age >= 30 AND dept = 'sales', FALSE)
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE age >= 30 AND dept = 'sales'
 ;
 
 # WHERE with bound qmark parameters: parameters become literals before analysis.
 # params: [30, "north"]
 SELECT COUNT(*) FROM people WHERE age > ? AND region = ?;
-SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(age > 30 AND region = 'north', FALSE)
+SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE age > 30 AND region = 'north'
 ;
 
 # SUM on the float grid: clamp, scale by 4096, round to BIGINT, sum as HUGEINT; NaN/inf dropped.
 SELECT SUM(income) FROM people;
-SELECT COALESCE(SUM(CASE WHEN ISFINITE("income") THEN CAST(ROUND(LEAST(GREATEST("income", 0), 500000) * 4096) AS BIGINT) ELSE NULL END), 0) AS __r0 FROM "__dpsql_bounded_people"
+SELECT COALESCE(SUM("__fx_income"), 0) AS __r0 FROM "__dpsql_bounded_people"
 ;
 
 # AVG on an int column: a centered grid sum and a count.
 SELECT AVG(age) FROM people;
-SELECT COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) - 54 ELSE NULL END), 0) AS __r0, COUNT(CASE WHEN NOT "age" IS NULL THEN 1 ELSE NULL END) AS __r1 FROM "__dpsql_bounded_people"
+SELECT COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END - 54), 0) AS __r0, COUNT(CASE WHEN NOT "age" IS NULL THEN 1 ELSE NULL END) AS __r1 FROM "__dpsql_bounded_people"
 ;
 
 # COUNT(DISTINCT person_id).
