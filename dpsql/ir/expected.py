@@ -21,7 +21,7 @@ from __future__ import annotations
 from dpsql.ir.plan import Estimate, Plan
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import fmt
-from dpsql.mechanisms.laplace import half_width
+from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.variance import PARTS
 
 EXAMPLE_ROWS = (100, 1_000, 10_000)
@@ -43,7 +43,7 @@ def expected_lines(plan: Plan) -> list[str]:
 
 def _width(plan: Plan, release: int, parts: int = 1) -> float:
     spec = plan.releases[release]
-    return float(half_width(spec.spec, 1 - 0.05 / parts) * spec.unit)
+    return float(spec.spec.half_width(1 - 0.05 / parts) * spec.unit)  # Laplace or Gaussian: each spec knows its tail
 
 
 def _per_rows(width: float) -> str:
@@ -53,7 +53,8 @@ def _per_rows(width: float) -> str:
 def _expected(plan: Plan, estimate: Estimate) -> str:
     if estimate.kind in ("count", "sum"):
         every = ", the same for every group" if plan.query.keys else ""
-        return f"±{fmt(_width(plan, estimate.releases[0]))} (discrete Laplace{every})"
+        noise = "discrete Gaussian" if isinstance(plan.releases[estimate.releases[0]].spec, GaussianSpec) else "discrete Laplace"
+        return f"±{fmt(_width(plan, estimate.releases[0]))} ({noise}{every})"
     if estimate.kind == "avg":
         total, count = estimate.releases
         return (f"about ±{fmt(_width(plan, total, 2))} / n for a group of n rows ({_per_rows(_width(plan, total, 2))}); "

@@ -145,6 +145,8 @@ def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: 
 
 def _variance_spec(estimate: Estimate, call: AggregateCall, releases: list[Release]) -> Estimate:
     squares, total, count = (releases[r] for r in estimate.releases)
+    # plan_query keeps Laplace noise for a query with STDDEV/VARIANCE (their intervals assume it)
+    assert isinstance(count.spec, LaplaceSpec) and isinstance(total.spec, LaplaceSpec) and isinstance(squares.spec, LaplaceSpec)
     raw = total.raw
     spec = VarianceSpec(count=count.spec, total=total.spec, squares=squares.spec, grid=raw.grid, square_grid=squares.unit,
                         half_range=Fraction(raw.upper_units - raw.lower_units) * raw.grid / 2,
