@@ -42,7 +42,7 @@ import dpsql.backend.engine as engine_module
 from dpsql.accounting.ledger import Ledger
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.public_facts import EnginePublicFacts
-from dpsql.backend.sqlgen import seed_placeholder
+from dpsql.backend.sqlgen import fixed_point_selects, seed_placeholder
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import SeededRandomSource
@@ -153,12 +153,13 @@ def drop_fanout(monkeypatch: pytest.MonkeyPatch) -> None:
 def drop_bound_after_join(monkeypatch: pytest.MonkeyPatch) -> None:
     original = engine_module.bounded_select
 
-    def unbounded(table, source):  # type: ignore[no-untyped-def]
+    def unbounded(table, source, heavy_name=None):  # type: ignore[no-untyped-def]
         if isinstance(table, JoinedTable):
-            # every joined row kept (the seed parameter is still bound, so it must appear)
+            # every joined row kept (the seed parameter is still bound, so it must appear), with
+            # the prepared fixed-point columns the bounded relation carries
             kept = exp.Not(this=exp.Is(this=seed_placeholder(), expression=exp.Null()))
-            return exp.select("*").from_(exp.to_identifier(source, quoted=True)).where(kept)
-        return original(table, source)
+            return exp.select("*", *fixed_point_selects(table)).from_(exp.to_identifier(source, quoted=True)).where(kept)
+        return original(table, source, heavy_name)
 
     monkeypatch.setattr(engine_module, "bounded_select", unbounded)
 

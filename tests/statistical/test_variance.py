@@ -35,11 +35,12 @@ from fractions import Fraction
 import duckdb
 import pandas as pd
 import pytest
+from sqlglot import exp
 from scipy import stats
 
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.duckdb_engine import render
-from dpsql.backend.sqlgen import engine_select
+from dpsql.backend.sqlgen import engine_select, fixed_point_selects
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.execution.compiled import CompiledQuery, compile_statement
@@ -71,7 +72,10 @@ def compiled(sql: str) -> CompiledQuery:
 
 def raws(plan: Plan, frame: pd.DataFrame) -> list[int]:
     con = duckdb.connect()
-    con.register("__dpsql_bounded_people", frame)
+    con.register("__people", frame)
+    # the bounded relation carries the prepared fixed-point columns that SUM/AVG read
+    view = exp.select("*", *fixed_point_selects(plan.query.table)).from_("__people")
+    con.execute(f"CREATE VIEW __dpsql_bounded_people AS {render(view)}")
     row = con.execute(render(engine_select(plan, "__dpsql_bounded_people"))).fetchone()
     assert row is not None
     return [int(row[i]) for i in range(len(plan.releases))]
