@@ -21,7 +21,6 @@ from __future__ import annotations
 from dpsql.ir.plan import Estimate, Plan
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import fmt
-from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.variance import PARTS
 
 EXAMPLE_ROWS = (100, 1_000, 10_000)
@@ -53,7 +52,8 @@ def _per_rows(width: float) -> str:
 def _expected(plan: Plan, estimate: Estimate) -> str:
     if estimate.kind in ("count", "sum"):
         every = ", the same for every group" if plan.query.keys else ""
-        noise = "discrete Gaussian" if isinstance(plan.releases[estimate.releases[0]].spec, GaussianSpec) else "discrete Laplace"
+        noise = {"gaussian": "discrete Gaussian"}.get(registry.mechanism_for(plan.releases[estimate.releases[0]].spec).name,
+                                                      "discrete Laplace")
         return f"±{fmt(_width(plan, estimate.releases[0]))} ({noise}{every})"
     if estimate.kind == "avg":
         total, count = estimate.releases

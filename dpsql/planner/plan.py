@@ -20,6 +20,7 @@ import dataclasses
 import math
 from dataclasses import replace
 from fractions import Fraction
+from typing import cast
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.errors import InvalidOptionError
@@ -146,9 +147,9 @@ def _estimate(call: AggregateCall, query: BoundQuery, bounding: Bounding, raws: 
 def _variance_spec(estimate: Estimate, call: AggregateCall, releases: list[Release]) -> Estimate:
     squares, total, count = (releases[r] for r in estimate.releases)
     # plan_query keeps Laplace noise for a query with STDDEV/VARIANCE (their intervals assume it)
-    assert isinstance(count.spec, LaplaceSpec) and isinstance(total.spec, LaplaceSpec) and isinstance(squares.spec, LaplaceSpec)
+    assert all(registry.mechanism_for(r.spec).name == "laplace" for r in (count, total, squares))
     raw = total.raw
-    spec = VarianceSpec(count=count.spec, total=total.spec, squares=squares.spec, grid=raw.grid, square_grid=squares.unit,
+    spec = VarianceSpec(count=cast(LaplaceSpec, count.spec), total=cast(LaplaceSpec, total.spec), squares=cast(LaplaceSpec, squares.spec), grid=raw.grid, square_grid=squares.unit,
                         half_range=Fraction(raw.upper_units - raw.lower_units) * raw.grid / 2,
                         sample=call.kind.endswith("_samp"), root=call.kind.startswith("stddev"))
     return dataclasses.replace(estimate, variance=spec)

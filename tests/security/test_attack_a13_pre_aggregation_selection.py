@@ -28,7 +28,8 @@ SELECTING = [
     ("SELECT SUM(s) FROM (SELECT SUM(income) OVER (PARTITION BY person_id) AS s FROM people)", "DP110"),
     # An aggregated subquery is a release of its own (post-processing over released results): its
     # own rules refuse it here (MAX has no mechanism; GROUP BY the privacy unit).
-    ("SELECT COUNT(*) FROM (SELECT dept FROM people GROUP BY dept HAVING MAX(income) > 400000)", "DP109"),
+    # (with MAX(income) this is answered now: a noisy MAX per dept, then a filter on released rows)
+    ("SELECT COUNT(*) FROM (SELECT dept FROM people GROUP BY dept HAVING BOOL_OR(income > 400000))", "DP109"),
     ("SELECT COUNT(*) FROM (SELECT person_id FROM people GROUP BY person_id HAVING COUNT(*) = 1)", "DP107"),
     ("WITH top AS (SELECT * FROM people ORDER BY income DESC LIMIT 1) SELECT COUNT(*) FROM top", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE income > (SELECT quantile_cont(income, 0.99) FROM people)", "DP110"),
