@@ -14,7 +14,8 @@ from typing import Callable, TextIO
 from dpsql import errors
 from dpsql.dbapi.connection import Connection
 from dpsql.policy_command import policy_main
-from dpsql.session import SessionOptions
+from dpsql.demo.people import ensure_demo
+from dpsql.session import DEMO_LEDGER, SessionOptions
 from dpsql.server.commands import hash_password_main, serve_main
 from dpsql.repl.app import run_repl
 from dpsql.repl.runner import run_script
@@ -68,11 +69,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
     with connection:
+        if args.policy is None and args.database is None and args.ledger is None:
+            _note_spent_demo(connection)
         if args.command is not None:
             return _run_text(connection, args.command)
         if not sys.stdin.isatty():
             return _run_text(connection, sys.stdin.read())
         return run_repl(connection.session, confirm_share=args.confirm_share)
+
+
+def _note_spent_demo(connection: Connection) -> None:
+    """The demo's budget survives runs (its ledger sits in the user cache): say how to start afresh
+    once it is too low for a default query, instead of leaving the analyst at a DP200."""
+    session = connection.session
+    if session.remaining.epsilon >= session.default_query_budget.epsilon:
+        return
+    ledger = ensure_demo().parent / DEMO_LEDGER
+    print(f"note: the demo's privacy budget is spent (its ledger: {ledger}); delete that file for a fresh "
+          "demo budget, or run with --ledger :memory: for a throwaway one", file=sys.stderr)
 
 
 def stage_progress(stream: TextIO) -> Callable[[str], None] | None:

@@ -28,3 +28,18 @@ def test_refusal_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "DP104" in result.stderr and "^" in result.stderr and "Traceback" not in result.stderr
     assert "±" in result.stdout
+
+
+def test_a_spent_demo_budget_says_how_to_start_afresh(tmp_path: Path) -> None:
+    # The demo's ledger survives runs: spend almost all of it, and the next run says where the
+    # ledger is and how to get a fresh budget (and a run with budget left says nothing).
+    spend = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 9.95) COUNT(*) FROM people"
+    first = run(["-c", spend], tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "budget is spent" not in first.stderr
+    second = run(["-c", "SELECT COUNT(*) FROM people"], tmp_path=tmp_path)
+    assert second.returncode == 1 and "DP200" in second.stderr
+    assert "the demo's privacy budget is spent" in second.stderr
+    assert str(tmp_path / "cache") in second.stderr and "--ledger :memory:" in second.stderr
+    fresh = run(["--ledger", ":memory:", "-c", "SELECT COUNT(*) FROM people"], tmp_path=tmp_path)
+    assert fresh.returncode == 0 and "budget is spent" not in fresh.stderr
