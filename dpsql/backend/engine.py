@@ -396,14 +396,12 @@ class Engine:
         (DuckDB), else one row of public dummy values (Spark compiles a constant pattern or format
         only at its first row). Never a row of the data. A join's dry-run table is its join over
         its parts' dry-run tables: the join SQL itself is checked before the charge."""
+        dry: exp.Select
         if isinstance(table, JoinedTable):
             joined = joined_select(table, self._join_relations(table, self._empty))
-            if "bind_time_checks" in self.capabilities:
-                return exp.select("*").from_(joined.subquery("__joined")).limit(0)
-            return joined
-        source = exp.to_identifier(self.ensure_source(table), quoted=True)
-        if "bind_time_checks" in self.capabilities:
-            dry = exp.select("*").from_(source).limit(0)
+            dry = exp.select("*").from_(joined.subquery("__joined")).limit(0) if "bind_time_checks" in self.capabilities else joined
+        elif "bind_time_checks" in self.capabilities:
+            dry = exp.select("*").from_(exp.to_identifier(self.ensure_source(table), quoted=True)).limit(0)
         else:
             dry = exp.select(*[exp.alias_(exp.cast(_DUMMY[c.type], TYPE_NAMES[c.type]), c.name, quoted=True) for c in table.columns.values()])
         prepared = fixed_point_selects(table)  # the bounded relation's columns, in its order

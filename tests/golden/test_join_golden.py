@@ -142,3 +142,13 @@ def test_a_public_join_compiled_without_a_session_is_refused() -> None:
     # A private join needs no public facts: it compiles without a session.
     compile_statement("SELECT COUNT(*) FROM people p JOIN visits v USING (person_id)", None,
                       AnalysisContext(policy, policy.budget.default_query))
+
+
+def test_a_sum_over_a_joined_float_column_is_answered(tmp_path: Path) -> None:
+    # The joined relation's dry run carries the prepared fixed-point columns that SUM/AVG of a
+    # bounded float read (before, the dry run lacked them and refused with DP123).
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    with dpsql.connect(policy=str(path), tables=tables(), random_seed=1) as con:
+        rows = con.execute("SELECT COUNT(*), SUM(v.minutes), AVG(v.minutes) FROM people p JOIN visits v USING (person_id)").fetchall()
+        assert len(rows) == 1 and len(con.ledger()) == 1
