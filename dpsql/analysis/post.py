@@ -411,7 +411,9 @@ class _Rewriter:
                 continue
             value = body.copy()
             for column in list(value.find_all(exp.Column)):
-                if column.find_ancestor(exp.AggFunc) is None and _key_of(column, keys) not in (None, *s):
+                # (a column inside an aggregate, MEDIAN(x, b) and IQR(x) included, is an argument, not a key)
+                inside = any(is_aggregate(node) for node in _ancestors(column))
+                if not inside and _key_of(column, keys) not in (None, *s):
                     column.replace(exp.Null())
             if value.find(exp.Grouping, exp.GroupingId) is not None:
                 raise refuse("DP129", "GROUPING() inside an expression", value.find(exp.Grouping, exp.GroupingId),
@@ -676,3 +678,12 @@ def _find_cte(node: exp.Expr, name: str) -> exp.CTE | None:
                     return cte
         current = current.parent
     return None
+
+
+def _ancestors(node: exp.Expr) -> list[exp.Expr]:
+    found = []
+    parent = node.parent
+    while parent is not None:
+        found.append(parent)
+        parent = parent.parent
+    return found

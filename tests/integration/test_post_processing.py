@@ -91,6 +91,18 @@ def test_rollup_rows_costs_and_grouping(people: pd.DataFrame, policy_path: Path)
     assert entries[0].cost.epsilon == Fraction(1, 10)  # the query's epsilon, split across 3 sets
 
 
+def test_a_rolled_up_key_stays_the_argument_of_its_aggregates(people: pd.DataFrame, policy_path: Path) -> None:
+    # In the () set the key age is rolled up (NULL as an output), but MEDIAN(age, b) still ranks
+    # every row's age, as in SQL; a bounded quantile is an anonymous call, not an AggFunc.
+    sql = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (delta = 1e-6) age, MEDIAN(age, 10) AS m, IQR(age) AS q "
+           "FROM people GROUP BY ROLLUP(age)")
+    with connect(people, policy_path) as con:
+        lines = [row[0] for row in con.execute("EXPLAIN " + sql).fetchall()]
+    total = [line for line in lines if "grouping set ()" in line or line.strip().startswith("Query: SELECT") and "GROUP BY" not in line]
+    assert any("MEDIAN(age, 10)" in line and "IQR(age)" in line for line in total), total
+    assert not any("MEDIAN(NULL" in line or "IQR(NULL" in line for line in lines)
+
+
 def test_cube_releases_every_combination_of_public_keys(people: pd.DataFrame, policy_path: Path) -> None:
     with connect(people, policy_path) as con:
         rows = con.execute("SELECT dept, COUNT(*) AS n FROM people GROUP BY CUBE(dept)").fetchall()
