@@ -122,18 +122,3 @@ class DomainIndex:
         full = QueryShape(valid, group[np.flatnonzero(valid)].astype(np.int32), n_groups, columns=columns)
         return full
 
-    def marginal_prior(self, rng: np.random.Generator, diverse: bool) -> np.ndarray:
-        """A product distribution over X: uniform (with a light NULL cell) or random Dirichlet marginals.
-
-        Public post-processing only: `rng` is the layer's public candidate stream.
-        """
-        weights = np.ones(1)
-        for domain in self.config.domains:
-            regular = domain.size - 1
-            if diverse:
-                marginal = np.concatenate([rng.dirichlet(np.ones(regular)) * 0.98, [0.02]])
-            else:
-                marginal = np.concatenate([np.full(regular, 0.98 / regular), [0.02]])
-            weights = np.outer(weights, marginal).ravel()
-        normalised: np.ndarray = weights / weights.sum()
-        return normalised
