@@ -32,11 +32,14 @@ def expected_lines(plan: Plan) -> list[str]:
     for output in plan.query.outputs:
         if output.key is not None or not output.aggregates:
             continue
+        name = output.name
+        if name.startswith("__"):  # an internal column inside a post-processing release: name its aggregate
+            name = f"{name} ({', '.join(plan.query.aggregates[a].label for a in output.aggregates)})"
         if output.aggregate is None:
-            lines.append(f"  {output.name}: post-processed from {len(output.aggregates)} aggregate(s); "
+            lines.append(f"  {name}: post-processed from {len(output.aggregates)} aggregate(s); "
                          "its interval is derived from theirs per cell")
             continue
-        lines.append(f"  {output.name}: {_expected(plan, plan.estimates[output.aggregate])}")
+        lines.append(f"  {name}: {_expected(plan, plan.estimates[output.aggregate])}")
     return ["Expected 95% intervals (public, before any data is read):", *lines] if lines else []
 
 
