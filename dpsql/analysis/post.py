@@ -573,7 +573,9 @@ def _item_sets(item: exp.Expr, sql: str) -> list[tuple[exp.Expr, ...]]:
 def _key_column(node: exp.Expr, sql: str) -> exp.Expr:
     if not isinstance(node, exp.Column):
         raise refuse("DP129", "grouping sets take group key columns", node, sql,
-                     "write ROLLUP(dept, region), CUBE(dept, region) or GROUPING SETS ((dept), ())",
+                     "write ROLLUP(dept, region), CUBE(dept, region) or GROUPING SETS ((dept), ()); to roll up an "
+                     "expression, name it in a subquery: SELECT band, COUNT(*) FROM (SELECT age / 10 AS band FROM t) "
+                     "GROUP BY ROLLUP (band)",
                      span=span_of(node, sql) or keyword_span(sql, "GROUP"))
     return node
 

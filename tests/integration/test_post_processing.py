@@ -157,3 +157,13 @@ def test_outer_query_database_holds_released_rows_only() -> None:
             db.run([], "SET enable_external_access = true")
     finally:
         db.close()
+
+
+def test_rollup_of_an_expression_hints_at_a_subquery_that_is_answered(people: pd.DataFrame, policy_path: Path) -> None:
+    with connect(people, policy_path) as con:
+        with pytest.raises(Error) as info:
+            con.execute("SELECT COUNT(*) AS n FROM people GROUP BY ROLLUP(age / 10)")
+        assert info.value.code == "DP129" and "subquery" in str(info.value)
+        rows = con.execute("SELECT band, COUNT(*) AS n FROM (SELECT age / 10 AS band FROM people) t "
+                           "GROUP BY ROLLUP (band)").fetchall()
+    assert rows and rows[-1][0] is None  # the rolled-up total row
