@@ -94,6 +94,9 @@ class _Binder:
         count), robust aggregates' errors depend on the data's spread, and arithmetic on aggregates
         changes the interval: all refused (DP145), with the option under the caret."""
         node = self.robust.ci95_node
+        if not self.aggregates:  # only keys (e.g. partition selection): no COUNT or SUM to size epsilon for
+            raise self.ctx.refuse("DP145", "ci95 needs a COUNT or SUM to size epsilon for: this query releases keys only",
+                                  node, "add COUNT(*) to the select list, or name an epsilon instead of ci95")
         for call in self.aggregates:
             if call.kind not in ("count_rows", "count", "count_units", "sum"):
                 raise self.ctx.refuse("DP145", f"ci95 cannot be derived for {call.label}: its interval depends on the data "
