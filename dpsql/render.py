@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Mapping
+import math
 from typing import Any
 
 from dpsql.result import NoisyResult
@@ -29,6 +30,23 @@ def format_cell(value: Any, half_width: float | None) -> str:
     if half_width is None or value is None:
         return text
     return f"{text} ± {format_value(float(half_width))}"
+
+
+def format_confidence(confidence: float) -> str:
+    """A MODE release's confidence as a percentage, rounded down (never overstated): `95.3%`, `> 99.9%`."""
+    if confidence >= 0.999:
+        return "> 99.9%"
+    return f"{math.floor(confidence * 1000) / 10:.1f}%"
+
+
+def confidences(info: Mapping[str, Any] | None, rows: int) -> list[float | None]:
+    """Per row, the confidence a MODE column's release states (None: no MODE, or ⊥)."""
+    value = info.get("confidence") if info else None
+    if value is None:
+        return [None] * rows
+    if isinstance(value, tuple):
+        return list(value)
+    return [float(value)] * rows
 
 
 def refusal(info: Mapping[str, Any] | None) -> str | None:
@@ -61,10 +79,15 @@ def render_table(result: NoisyResult) -> str:
     if result.message and not result.columns:
         return result.message
     reasons = [refusal(info) for info in result.noise_info] + [None] * (len(result.columns) - len(result.noise_info))
+    sure = list(zip(*[confidences(info, len(result.rows)) for info in result.noise_info])) or [()] * len(result.rows)
     cells = [
         [REFUSED if v is None and reason else format_cell(v, w) for v, w, reason in zip(row, widths, reasons)]
         for row, widths in zip(result.rows, result.cell_ci95)
     ]
+    for row_cells, row_sure in zip(cells, sure):  # MODE: the confidence that the value is the mode
+        for i, confidence in enumerate(row_sure):
+            if confidence is not None and i < len(row_cells):
+                row_cells[i] += f" (mode with {format_confidence(confidence)} confidence)"
     out = aligned([c.name for c in result.columns], cells, [c.type_name in NUMERIC_TYPES for c in result.columns])
     footer = f"({len(cells)} row{'s' if len(cells) != 1 else ''})"
     if result.kind == "query":

@@ -22,7 +22,7 @@ class ResultColumn:
 
 # The keys of a NoiseInfo mapping, in display order; the first five are always present.
 NOISE_KEYS = ("mechanism", "kind", "scale", "ci95", "epsilon", "delta", "bound", "rank_error95", "candidates", "threshold",
-              "cap", "refusal", "refused", "rank_shift", "blocks", "hard_slots_left", "mode")
+              "cap", "refusal", "refused", "rank_shift", "blocks", "hard_slots_left", "mode", "confidence")
 _ALWAYS = frozenset(NOISE_KEYS[:1] + NOISE_KEYS[2:6])
 
 
@@ -35,8 +35,10 @@ class NoiseInfo(Mapping[str, Any]):
     `epsilon`, `delta`. Where they apply: `bound` (PTR-Laplace's proposed bound), `rank_error95`
     and `candidates` (exponential mechanism), `threshold`, `cap`, `rank_shift`, `blocks`
     (stability tests), `refusal` (the public ⊥ sentence) and `refused` (True/False, or one flag
-    per row), and the Median Mechanism layer's `kind`, `hard_slots_left` and `mode`. A key whose
-    value is None (outside the first five) is absent.
+    per row), the Median Mechanism layer's `kind`, `hard_slots_left` and `mode`, and MODE's
+    `confidence` (the confidence that the released value is the mode, in the sense its mechanism
+    states: one number, or one per row with None for ⊥). A key whose value is None (outside the
+    first five) is absent.
     """
 
     mechanism: str
@@ -56,6 +58,7 @@ class NoiseInfo(Mapping[str, Any]):
     blocks: int | None = None
     hard_slots_left: int | None = None
     mode: str | None = None
+    confidence: float | tuple[float | None, ...] | None = None
 
     def __getitem__(self, key: str) -> Any:
         if key not in NOISE_KEYS or (key not in _ALWAYS and getattr(self, key) is None):

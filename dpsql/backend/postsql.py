@@ -16,7 +16,16 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.backend.sqlgen import number
-from dpsql.ir.plan import INTERVAL_MECHANISMS, Estimate, Plan, release_name, robust_ci_name, robust_name
+from dpsql.ir.plan import (
+    CONFIDENCE_MECHANISMS,
+    INTERVAL_MECHANISMS,
+    Estimate,
+    Plan,
+    release_name,
+    robust_ci_name,
+    robust_confidence_name,
+    robust_name,
+)
 from dpsql.ir.query import ColumnRef, refs
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
@@ -130,6 +139,8 @@ def post_select(plan: Plan) -> exp.Select:
                 ci = exp.column(robust_ci_name(robust[0]))  # a bare value with its per-row 95% interval
                 columns.append(exp.alias_(exp.Sub(this=value.copy(), expression=ci), ColumnRef("low", index).name))
                 columns.append(exp.alias_(exp.Add(this=value.copy(), expression=ci.copy()), ColumnRef("high", index).name))
+            if release.mechanism in CONFIDENCE_MECHANISMS:  # a bare MODE with its per-row confidence
+                columns.append(exp.alias_(exp.column(robust_confidence_name(robust[0])), ColumnRef("confidence", index).name))
     select = exp.select(*columns).from_(exp.to_identifier(NOISY))
     if query.having is not None:
         select = select.where(_safe(_substitute(query.having, plan)))

@@ -14,7 +14,9 @@ and computes, per group, exactly what the mechanism reads:
   bracket only decides how much is read: Python checks that the exact ranks rho_p(n) -+ reach
   are inside, and if a rare bracket misses, an exact window-function query (row_number per group)
   is run instead. Either way the mechanism sees exact order statistics.
-- MODE: one statement. Each person goes to subsample block_hash(unit, $mode_seed) % B (so all
+- MODE by counts (report-noisy-max, stable histogram): per group, the rows of each declared
+  value, or of each value present (NULL and NaN dropped), in one GROUP BY.
+- MODE by A_samp: one statement. Each person goes to subsample block_hash(unit, $mode_seed) % B (so all
   their rows go there, T = 1; integer arithmetic for integer units); per (group, subsample) the most frequent value wins, ties broken by
   hash(value, subsample, $tie_seed); per group, the votes each value got. Empty subsamples are
   absent, i.e. abstain. No Python loop over rows.
@@ -405,9 +407,10 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
     """
     names = _key_names(plan)
     column = request.column
-    if request.counts:  # report-noisy-max: each declared value's row count per group
+    if request.counts:  # each declared value's (report-noisy-max) or each present value's (histogram) rows per group
         value = exp.column(column.name, quoted=True)
-        declared = exp.In(this=value.copy(), expressions=[exp.convert(v) for v in column.values or ()])
+        declared = (exp.In(this=value.copy(), expressions=[exp.convert(v) for v in column.values]) if column.values
+                    else _present(column, keep_infinite=True))
         condition = row_filter(plan)
         return (exp.select(*_keys(plan), exp.alias_(value, MODE), exp.alias_(exp.Count(this=exp.Star()), VOTES))
                 .from_(exp.to_identifier(relation, quoted=True))

@@ -12,7 +12,7 @@ from dpsql.backend.postsql import release_width
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.execution.noise import describe, noise_info
-from dpsql.ir.plan import Estimate, release_name, robust_name
+from dpsql.ir.plan import CONFIDENCE_MECHANISMS, Estimate, release_name, robust_confidence_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry, variance
 from dpsql.mechanisms.median_mechanism.core import Release
@@ -144,11 +144,13 @@ def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, 
     position = {name: i for i, name in enumerate(names)}
     at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
     columns = tuple(ResultColumn(o.name, types[at[i]]) for i, o in enumerate(outputs))
-    values, cells = [], []
+    values, cells, confidences = [], [], []
+    sure = [position.get(ColumnRef("confidence", i).name) for i in range(len(outputs))]
     for row in rows:
         values.append(tuple(row[j] for j in at))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
-    infos = noise_info(compiled, values, cells)
+        confidences.append(tuple(None if j is None else row[j] for j in sure))
+    infos = noise_info(compiled, values, cells, confidences)
     return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
 
 
@@ -156,8 +158,21 @@ def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], type
     """The answer of a simple query straight from the noisy table (no post-processing SQL)."""
     names, out_types, rows, cells = simple_rows(compiled, columns, types)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-    infos = noise_info(compiled, rows, cells)
+    infos = noise_info(compiled, rows, cells, simple_confidences(compiled, columns, len(rows)))
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
+
+
+def simple_confidences(compiled: CompiledQuery, columns: Mapping[str, list[Any]], nrows: int) -> list[tuple[float | None, ...]]:
+    """Per row and output, the confidence of a bare MODE release (None elsewhere and for ⊥), in the
+    noisy table's row order (the order `simple_rows` keeps)."""
+    plan = compiled.plan
+    sources: list[list[Any] | None] = []
+    for output in plan.query.outputs:
+        estimate = plan.estimates[output.aggregate] if output.key is None and output.aggregate is not None else None
+        robust = estimate.robust if estimate is not None else None
+        bare = robust is not None and plan.robust[robust].mechanism in CONFIDENCE_MECHANISMS
+        sources.append(columns.get(robust_confidence_name(robust)) if bare and robust is not None else None)
+    return [tuple(None if source is None else source[i] for source in sources) for i in range(nrows)]
 
 
 def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:

@@ -20,7 +20,8 @@ from dpsql.result import NoiseInfo
 
 
 def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None,
-               cells: Sequence[tuple[float | None, ...]] | None = None) -> list[NoiseInfo | None]:
+               cells: Sequence[tuple[float | None, ...]] | None = None,
+               confidences: Sequence[tuple[float | None, ...]] | None = None) -> list[NoiseInfo | None]:
     """One NoiseInfo per output column (None for group keys): mechanism, scale, ci95, epsilon, delta.
 
     Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
@@ -34,7 +35,20 @@ def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = N
     infos = list(template)
     if rows is not None:
         infos = mark_refusals(infos, rows)
+    if confidences:
+        infos = fill_confidence(infos, confidences)
     return fill_ci(infos, cells) if cells else infos
+
+
+def fill_confidence(infos: list[NoiseInfo | None], confidences: Sequence[tuple[float | None, ...]]) -> list[NoiseInfo | None]:
+    """`confidence` of MODE columns: one number for a single row, else one per row (None for ⊥)."""
+    out = list(infos)
+    for i, info in enumerate(infos):
+        column = tuple(c[i] if i < len(c) else None for c in confidences)
+        if info is None or all(c is None for c in column):
+            continue
+        out[i] = info.replace(confidence=column[0] if len(column) == 1 else column)
+    return out
 
 
 def fill_ci(infos: list[NoiseInfo | None], cells: Sequence[tuple[float | None, ...]]) -> list[NoiseInfo | None]:

@@ -27,9 +27,19 @@ from dpsql.backend.robust_sql import (
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND
-from dpsql.ir.plan import INTERVAL_MECHANISMS, Plan, RobustRelease, release_name, robust_ci_name, robust_name
+from dpsql.ir.plan import (
+    CONFIDENCE_MECHANISMS,
+    INTERVAL_MECHANISMS,
+    Plan,
+    RobustRelease,
+    release_name,
+    robust_ci_name,
+    robust_confidence_name,
+    robust_name,
+)
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import ptr, registry
+from dpsql.mechanisms.confidence import Confident
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.window_exponential import Bracketed
 
@@ -99,6 +109,9 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
     intervals = [r for r, release in enumerate(plan.robust) if release.mechanism in INTERVAL_MECHANISMS]
     names += [robust_ci_name(r) for r in intervals]
     types += ["DOUBLE"] * len(intervals)
+    confident = [r for r, release in enumerate(plan.robust) if release.mechanism in CONFIDENCE_MECHANISMS]
+    names += [robust_confidence_name(r) for r in confident]
+    types += ["DOUBLE"] * len(confident)
     return tuple(names), tuple(types)
 
 
@@ -122,7 +135,7 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
-    if release.mechanism in ("asamp", "noisy-max"):
+    if release.mechanism in CONFIDENCE_MECHANISMS:
         return key_type(plan.requests[release.request].column.type)
     if release.mechanism in ("scale", "exponential-iqr", "exponential-fine-iqr"):
         return "DOUBLE"
@@ -146,18 +159,24 @@ def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[
     for index, release in enumerate(plan.robust):
         raw = data[release.request]
         empty = plan.requests[release.request].empty
-        values, widths = [], []
+        values, widths, confidences = [], [], []
         for row, group in enumerate(groups):
             value = _release_one(release, raw.get(tuple(group), empty), columns, row, rng)
             if isinstance(value, Bracketed):  # a value with its 95% interval (grid units)
                 value, width = _bracketed(release, value)
                 widths.append(width)
+            if release.mechanism in CONFIDENCE_MECHANISMS:  # MODE: the value and its confidence (None for ⊥)
+                confidences.append(value.confidence if isinstance(value, Confident) else None)
+                value = value.value if isinstance(value, Confident) else value
             values.append(None if value is ptr.REFUSED else value)
         columns[robust_name(index)] = values
         types[robust_name(index)] = robust_type(plan, release)
         if widths:
             columns[robust_ci_name(index)] = widths
             types[robust_ci_name(index)] = "DOUBLE"
+        if release.mechanism in CONFIDENCE_MECHANISMS:
+            columns[robust_confidence_name(index)] = confidences
+            types[robust_confidence_name(index)] = "DOUBLE"
 
 
 def _bracketed(release: RobustRelease, bracketed: Bracketed) -> tuple[Any, float]:
@@ -181,7 +200,7 @@ def _release_one(release: RobustRelease, raw: Any, columns: dict[str, list[Any]]
     if release.n_hat is not None:  # Scale: its value is the IQR itself, not a mapped value
         return registry.release(release.spec, ptr.ScaleInput(raw, columns[release_name(release.n_hat)][row]), rng)
     value = registry.release(release.spec, raw, rng)
-    if isinstance(value, Bracketed):  # decoded with its interval by the caller
+    if isinstance(value, (Bracketed, Confident)):  # decoded with its interval or confidence by the caller
         return value
     if release.mechanism == "exponential-iqr":  # a width in grid units, not a value: only the grid applies
         assert release.values is not None

@@ -78,5 +78,14 @@ def _expected(plan: Plan, estimate: Estimate) -> str:
         return f"within {details['rank_error95']} ranks of the true quantile with 95% probability (the value error depends on the data)"
     if error.ci95 is not None:
         return f"±{fmt(error.ci95)} when released (it may answer NULL, ⊥, when the data are not stable enough)"
+    if release.mechanism == "noisy-max":
+        return (f"the mode whenever it leads the runner-up by more than {fmt(2 * release.spec.count_half_width())} rows "  # type: ignore[union-attr]
+                "(95%); each answer states its confidence that it is the mode")
+    if release.mechanism == "stable-histogram":
+        return (f"NULL (⊥) unless some value has about {details['threshold']} rows; each answer states its confidence "
+                "that it is the mode")
+    if release.mechanism == "asamp":
+        return ("depends on the data (a stability test releases the subsample vote's winner or NULL, ⊥); each answer states "
+                "its confidence that no single person changes the winner")
     return "depends on the data (a stability test releases the exact value or NULL, ⊥)"
 

@@ -22,6 +22,7 @@ from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.gaussian import GaussianSpec
+from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
@@ -34,9 +35,9 @@ from dpsql.mechanisms.variance import VarianceSpec
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "variance", "robust"]
 RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max",
-                          "exponential-fine", "exponential-fine-iqr"]
+                          "exponential-fine", "exponential-fine-iqr", "stable-histogram"]
 RobustSpec = (SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
-              | QuantileIntervalSpec | IQRIntervalSpec)
+              | QuantileIntervalSpec | IQRIntervalSpec | HistogramModeSpec)
 EMPTY_HISTOGRAM = Histogram((), ())
 
 
@@ -51,6 +52,14 @@ def robust_name(index: int) -> str:
 
 
 INTERVAL_MECHANISMS = frozenset({"exponential-fine", "exponential-fine-iqr"})
+
+
+CONFIDENCE_MECHANISMS = frozenset({"noisy-max", "asamp", "stable-histogram"})  # MODE: each release states a confidence
+
+
+def robust_confidence_name(index: int) -> str:
+    """The noisy table's column of robust release `index`'s per-row confidence (CONFIDENCE_MECHANISMS)."""
+    return f"{robust_name(index)}__conf"
 
 
 def robust_ci_name(index: int) -> str:
@@ -222,7 +231,8 @@ class RankRequest:
 class ModeRequest:
     """Votes of subsample modes per group: each person hashed (keyed, secret seed) into one of
     `blocks` subsamples; each non-empty subsample votes for its most frequent value. With
-    `counts`, the exact row count of each value per group instead (report-noisy-max)."""
+    `counts`, the exact row count of each value per group instead: of the declared values
+    (report-noisy-max), or of every value present (the stable-histogram mode, no declared values)."""
 
     column: Column
     blocks: int

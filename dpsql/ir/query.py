@@ -23,9 +23,9 @@ VARIANCE_KINDS: frozenset[str] = frozenset({"var_samp", "var_pop", "stddev_samp"
 ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
 
 
-RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high"]
+RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high", "confidence"]
 SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",
-                             "output": "__o", "low": "__lo", "high": "__hi"}
+                             "output": "__o", "low": "__lo", "high": "__hi", "confidence": "__cf"}
 _REF = "dpsql_ref"  # the sqlglot node meta key that holds a placeholder's ColumnRef
 
 

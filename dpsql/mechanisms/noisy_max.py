@@ -9,6 +9,10 @@ noise of scale k / eps to every cell, the declared values with zero count includ
 noisy count (ties to the first declared value) is post-processing. The noise is drawn for every
 declared value of every released group whatever the data, so the release never refuses and its
 cost and shape read the same for every table.
+
+Confidence (mechanisms/confidence.noisy_max_alpha): from the gap g between the top two noisy
+counts, "the released value has the largest true count" holds with confidence
+1 - min(1, K P(N >= ceil(g/2))), K the number of declared values: post-processing of the noisy vector.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.confidence import Confident, noisy_max_alpha
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci
 
@@ -46,14 +51,25 @@ class NoisyMaxModeSpec:
         return float(discrete_laplace_ci(self.scale, confidence))
 
 
-def release(spec: NoisyMaxModeSpec, counts: Mapping[Hashable, int], rng: RandomSource) -> Any:
-    """The declared value with the largest noisy count (one draw per declared value, always)."""
-    best, best_score = None, None
+def release_confident(spec: NoisyMaxModeSpec, counts: Mapping[Hashable, int], rng: RandomSource) -> Confident:
+    """The declared value with the largest noisy count (one draw per declared value, always), with
+    the confidence that it has the largest true count (from the gap to the runner-up's noisy count)."""
+    best, best_score, second = None, None, None
     for value in spec.values:
         score = int(counts.get(value, 0)) + discrete_laplace(spec.scale, rng)
         if best_score is None or score > best_score:
-            best, best_score = value, score
-    return best
+            best, best_score, second = value, score, best_score
+        elif second is None or score > second:
+            second = score
+    assert best_score is not None
+    if second is None:  # one declared value: it is the mode
+        return Confident(best, 1.0)
+    return Confident(best, 1.0 - noisy_max_alpha(spec.scale, len(spec.values), best_score - second))
+
+
+def release(spec: NoisyMaxModeSpec, counts: Mapping[Hashable, int], rng: RandomSource) -> Any:
+    """The declared value with the largest noisy count (the same draws as `release_confident`)."""
+    return release_confident(spec, counts, rng).value
 
 
 class NoisyMaxMode:
@@ -65,13 +81,14 @@ class NoisyMaxMode:
     def cost(self, spec: NoisyMaxModeSpec) -> PrivacyCost:
         return PrivacyCost.of(PrivacyLoss("approx_dp", "noisy-max", spec.epsilon, Fraction(0)))
 
-    def release(self, spec: NoisyMaxModeSpec, raw: Mapping[Hashable, int], rng: RandomSource) -> Any:
-        return release(spec, raw, rng)
+    def release(self, spec: NoisyMaxModeSpec, raw: Mapping[Hashable, int], rng: RandomSource) -> Confident:
+        return release_confident(spec, raw, rng)
 
     def describe(self, spec: NoisyMaxModeSpec, context: Describing = Describing()) -> str:
         return (f"report-noisy-max over the {len(spec.values)} declared values' counts (never ⊥): discrete Laplace "
                 f"scale {fmt(spec.scale)} per count (sensitivity {spec.max_rows}), the mode whenever it leads by more than "
-                f"{fmt(2 * spec.count_half_width())} rows (95%); epsilon {fmt(spec.epsilon)}, delta 0")
+                f"{fmt(2 * spec.count_half_width())} rows (95%); each release states its confidence "
+                f"1 - min(1, {len(spec.values)} P(DLap >= gap/2)) from the gap between the top two noisy counts; epsilon {fmt(spec.epsilon)}, delta 0")
 
     def error(self, spec: NoisyMaxModeSpec) -> ErrorDescription:
         return ErrorDescription(scale=float(spec.scale))

@@ -12,6 +12,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
 from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
 from dpsql.mechanisms.gaussian import Gaussian
+from dpsql.mechanisms.histogram_mode import HistogramMode
 from dpsql.mechanisms.laplace import Laplace
 from dpsql.mechanisms.noisy_max import NoisyMaxMode
 from dpsql.mechanisms.partition import PartitionSelection
@@ -35,6 +36,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     WindowExponentialIQR(),
     ASamp(),
     NoisyMaxMode(),
+    HistogramMode(),
     MedianMechanismReservation(),
     Variance(),
 )

@@ -13,6 +13,12 @@ satisfies (L) |d(x) - d(y)| <= 1 and (S) d >= 1 implies gap >= 2T + 1, so every 
 the same winner. The generic PTR test of `ptr` then releases the winner or ⊥: (eps, delta).
 The normaliser must be 2T for the T actually enforced; normalising by T leaks (the negative
 control in tests/unit/mechanisms catches it). B, T and the hash seeds never depend on the data.
+
+Confidence (mechanisms/confidence.stability_alpha). A release carries the noisy distance's
+p-value: the claim "the released value wins the subsample vote and no single person added or
+removed changes the winner" (d >= 1) holds with confidence 1 - P(DLap(G/eps) >= d^). It is a
+statement about the vote of this data set's subsamples, not that the value has the largest
+count in the whole column (A_samp's votes say nothing sharper without assumptions on the data).
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from typing import Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
-from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, describe_test, passes, test_details
+from dpsql.mechanisms.confidence import Confident, stability_alpha
+from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, describe_test, test_details
 from dpsql.mechanisms.rng import RandomSource
+from dpsql.mechanisms.sampling import discrete_laplace
 
 DEFAULT_BLOCKS = 200
 
@@ -90,14 +98,21 @@ def cost(spec: ASampSpec) -> PrivacyCost:
     return PrivacyCost.of(PrivacyLoss("approx_dp", "asamp", spec.test.epsilon, spec.test.delta))
 
 
-def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -> Hashable | _Refused:
-    """The subsample-mode winner if its noisy stability passes, else REFUSED (no votes: REFUSED)."""
+def release_confident(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -> Confident | _Refused:
+    """The subsample-mode winner if its noisy stability passes (ptr.passes: one draw), with the
+    confidence that no single person changes the winner; else REFUSED (no votes: REFUSED)."""
     distance = vote_distance(votes, spec.normaliser, spec.test.cap)
-    ok = passes(spec.test, distance, rng)
+    noisy = min(max(distance, 0), spec.test.cap) + discrete_laplace(spec.test.scale, rng)
     top = winner(votes)
-    if not ok or top is None:
+    if noisy < spec.test.threshold or top is None:
         return REFUSED
-    return top
+    return Confident(top, 1.0 - stability_alpha(spec.test.scale, noisy))
+
+
+def release(spec: ASampSpec, votes: Mapping[Hashable, int], rng: RandomSource) -> Hashable | _Refused:
+    """The subsample-mode winner or REFUSED (the same draws as `release_confident`)."""
+    out = release_confident(spec, votes, rng)
+    return out if out is REFUSED else out.value  # type: ignore[union-attr]
 
 
 def _lead(spec: ASampSpec) -> int:
@@ -114,15 +129,16 @@ class ASamp:
     def cost(self, spec: ASampSpec) -> PrivacyCost:
         return cost(spec)
 
-    def release(self, spec: ASampSpec, raw: Mapping[Hashable, int] | None, rng: RandomSource) -> Hashable | _Refused:
-        return release(spec, raw or {}, rng)
+    def release(self, spec: ASampSpec, raw: Mapping[Hashable, int] | None, rng: RandomSource) -> Confident | _Refused:
+        return release_confident(spec, raw or {}, rng)
 
     def describe(self, spec: ASampSpec, context: Describing = Describing()) -> str:
         return (f"A_samp: each {context.unit} in {spec.copies} of {spec.blocks} subsamples by a keyed hash (secret seed), "
                 f"subsample modes (random tie-break, empty ones abstain), gap normalised by 2T={spec.normaliser}; "
                 f"{describe_test(spec.test)}; answers (with probability >= 1/2) only when the top value wins at least "
                 f"{_lead(spec)} more subsample votes than the runner-up ({100 * _lead(spec) / spec.blocks:.0f}% of the "
-                f"subsamples), else ⊥: declare the column's values for report-noisy-max, which never refuses; "
+                f"subsamples), else ⊥; a release states its confidence that no single {context.unit} changes the vote's "
+                f"winner (1 - P(DLap >= noisy distance)), a claim about the subsample vote; declare the column's values for report-noisy-max, which never refuses; "
                 f"epsilon {fmt(spec.test.epsilon)}, delta {float(spec.test.delta):.3g}")
 
     def error(self, spec: ASampSpec) -> ErrorDescription:

@@ -91,8 +91,8 @@ def plan_query(query: BoundQuery) -> Plan:
         selection = PartitionSelectionSpec(max_groups=bounding.max_groups, epsilon=share, delta=delta_share)
     specs: list[object] = [r.spec for r in releases] + [r.spec for r in robust] + ([selection] if selection is not None else [])
     cost = sum((registry.cost(spec) for spec in specs), PrivacyCost.zero())
-    return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost, _notes(query, bounding),  # type: ignore[arg-type]
-                planner.finish(), tuple(robust))
+    return Plan(query, bounding, tuple(releases), tuple(estimates), selection, cost,  # type: ignore[arg-type]
+                _notes(query, bounding) + tuple(planner.notes), planner.finish(), tuple(robust))
 
 
 def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], delta_users: int) -> list[Fraction]:

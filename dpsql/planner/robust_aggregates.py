@@ -1,4 +1,5 @@
-"""Plan MEDIAN/QUANTILE (SMed, PTR-Laplace, exponential mechanism), IQR (Scale) and MODE (A_samp).
+"""Plan MEDIAN/QUANTILE (SMed, PTR-Laplace, exponential mechanism), IQR (Scale) and MODE
+(report-noisy-max over declared values; else the stable-histogram mode or A_samp: planner/mode_choice.py).
 
 Every parameter comes from the policy, the query and its budget share, never from data:
 - k = max_rows (rows one person keeps); the rank shift s = ceil(k max(p, 1 - p));
@@ -36,12 +37,14 @@ from dpsql.ir.plan import (
 )
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
+from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import rank_shift
 from dpsql.mechanisms.subsample import ASampSpec, default_blocks
 from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
+from dpsql.planner.mode_choice import choose as choose_mode
 
 HISTOGRAM_MAX_VALUES = 1 << 16
 EM_MAX_CANDIDATES = 1 << 16
@@ -112,6 +115,7 @@ class RobustPlanner:
     releases: list[Release]
     groups: int
     requests: list[RankRequest | ModeRequest] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # EXPLAIN notes on public choices (MODE's mechanism)
     _windows: dict[ValueMap, dict[Fraction, int]] = field(default_factory=dict)
     _order: list[object] = field(default_factory=list)
 
@@ -244,6 +248,15 @@ class RobustPlanner:
             return RobustRelease("noisy-max", index, spec_max, len(self._order) - 1)
         test = PTRTest(epsilon, delta, self.groups)
         spec = ASampSpec(test, blocks=self.query.mode_blocks or default_blocks(test))
+        if self.query.mode_blocks is None:  # no declared values: A_samp or the histogram (public facts only)
+            histogram = HistogramModeSpec(epsilon, delta, self.bounding.max_rows)
+            choice = choose_mode(histogram, spec)
+            if choice.note not in self.notes:
+                self.notes.append(choice.note)
+            if choice.mechanism == "stable-histogram":
+                counts = ModeRequest(call.column, 1, counts=True)
+                self._order.append(counts)
+                return RobustRelease("stable-histogram", index, histogram, len(self._order) - 1)
         request = ModeRequest(call.column, spec.blocks)
         self._order.append(request)
         return RobustRelease("asamp", index, spec, len(self._order) - 1)

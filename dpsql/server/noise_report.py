@@ -12,7 +12,7 @@ from dpsql.execution.charge import more_text
 from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.render import REFUSED, format_value, refusal, utility_notes
+from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, utility_notes
 from dpsql.result import NoisyResult, ResultColumn
 
 CI_SUFFIX = "_ci95"
@@ -35,7 +35,7 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
     remaining budget, and why a ⊥ cell was not released. None for anything but a private query."""
     if result.kind != "query":
         return None
-    intervals, reasons = [], []
+    intervals, reasons, modes = [], [], []
     for index, (column, info) in enumerate(zip(result.columns, result.noise_info)):
         if info is None:
             continue
@@ -47,17 +47,29 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
             # The exponential mechanism's error is known in ranks only (a value interval would need
             # the data's density): say so rather than show nothing.
             intervals.append(f"{column.name} within ± {format_value(float(info['rank_error95']))} ranks ({mechanism})")
+        sure = sorted({c for c in confidences(info, len(result.rows)) if c is not None})
+        if sure:  # MODE: the confidence (lowest to highest over rows) that the released value is the mode
+            low, high = format_confidence(sure[0]), format_confidence(sure[-1])
+            modes.append(f"{column.name} mode with {low} confidence" if low == high
+                         else f"{column.name} mode with {low} to {high} confidence")
         reason = refusal(info)
         if reason and any(row[index] is None for row in result.rows):
             reasons.append(f"{REFUSED} in {column.name}: {reason}")
     lines = []
     if intervals:
         lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
+    if modes:
+        lines.append("dpsql: " + "; ".join(modes) + f" ({info_mechanisms(result)})")
     lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}"
                  + (f"; {more_text(queries_left)} more queries like this fit" if queries_left is not None else ""))
     lines.extend(reasons)
     lines.extend(f"dpsql: {note}" for note in utility_notes(result))
     return "\n".join(lines)
+
+
+def info_mechanisms(result: NoisyResult) -> str:
+    """The mechanisms of an answer's MODE columns, for the notice."""
+    return ", ".join(sorted({str(info["mechanism"]) for info in result.noise_info if info is not None and info.get("confidence") is not None}))
 
 
 def ci_column_names(columns: Sequence[str], noisy: Sequence[bool]) -> list[tuple[str, bool]]:

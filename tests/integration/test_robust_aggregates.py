@@ -51,6 +51,10 @@ EPS1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "
 # Cases about the PTR family (SMed, Scale) and its ⊥ channel pin it: bounded columns default to the
 # exponential mechanism (tests/integration/test_robust_defaults.py).
 PTR1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed') "
+# Cases about A_samp pin it too: a column without declared values defaults to the stable-histogram
+# mode at max_rows = 1 (planner/mode_choice.py); 200 is A_samp's default B at epsilon 1.
+ASAMP1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, mode_blocks = 200) "
+PTR_ASAMP1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed', mode_blocks = 200) "
 
 
 def frame(x: Any, y: Any = None, c: Any = None, g: Any = None, d: Any = None, z: Any = None, rows_per_person: int = 1) -> pd.DataFrame:
@@ -202,21 +206,41 @@ def test_mode_on_zipf_text_is_correct_when_released(open_table) -> None:
     c = rng.choice(labels, size=5000, p=weights / weights.sum())
     released = 0
     for seed in range(8):
-        rows, info = answer(open_table(frame(np.zeros(5000, dtype=int), c=list(c)), seed=seed), EPS1 + "MODE(c) FROM t")
+        rows, info = answer(open_table(frame(np.zeros(5000, dtype=int), c=list(c)), seed=seed), ASAMP1 + "MODE(c) FROM t")
         assert rows[0][0] in (None, "k00")
         released += rows[0][0] == "k00"
         assert info[0]["mechanism"] == "asamp"
     assert released >= 7
 
 
+def test_mode_on_zipf_text_by_default_is_the_histogram_and_always_right(open_table) -> None:
+    rng = np.random.default_rng(2)
+    labels = np.array(["k%02d" % i for i in range(20)])
+    weights = 1 / np.arange(1, 21) ** 1.2
+    c = rng.choice(labels, size=5000, p=weights / weights.sum())
+    for seed in range(8):
+        rows, info = answer(open_table(frame(np.zeros(5000, dtype=int), c=list(c)), seed=seed), EPS1 + "MODE(c) FROM t")
+        assert rows[0][0] == "k00" and info[0]["mechanism"] == "stable-histogram" and info[0]["confidence"] > 0.99
+
+
 def test_near_tied_mode_is_refused_never_confidently_wrong(open_table) -> None:
     c = ["p"] * 2020 + ["q"] * 1980
     outcomes = Counter()
     for seed in range(12):
-        rows, _ = answer(open_table(frame(np.zeros(4000, dtype=int), c=c), seed=seed), EPS1 + "MODE(c) FROM t")
+        rows, _ = answer(open_table(frame(np.zeros(4000, dtype=int), c=c), seed=seed), ASAMP1 + "MODE(c) FROM t")
         outcomes[rows[0][0]] += 1
     assert outcomes["q"] == 0
     assert outcomes[None] >= 11, outcomes
+
+
+def test_near_tied_mode_by_the_histogram_answers_with_a_low_confidence(open_table) -> None:
+    # A_samp refuses this (above); the histogram answers: p leads q by 40 rows, 20 times its noise
+    # scale 2k/eps = 2, so it is right, and a wrong answer would have to claim less than 90%.
+    c = ["p"] * 2020 + ["q"] * 1980
+    for seed in range(12):
+        rows, info = answer(open_table(frame(np.zeros(4000, dtype=int), c=c), seed=seed), EPS1 + "MODE(c) FROM t")
+        assert rows[0][0] in ("p", "q") and info[0]["mechanism"] == "stable-histogram"
+        assert rows[0][0] == "p" or info[0]["confidence"] < 0.9
 
 
 def test_mode_with_ties_inside_small_subsamples_is_not_the_smallest_label(open_table) -> None:
@@ -256,7 +280,7 @@ def test_exponential_mechanism_never_refuses_and_is_close(open_table) -> None:
 
 
 def test_refusal_reads_the_same_whatever_the_data(open_table) -> None:
-    sql = PTR1 + "MEDIAN(x), IQR(y), MODE(c) FROM t"
+    sql = PTR_ASAMP1 + "MEDIAN(x), IQR(y), MODE(c) FROM t"
     # The median in the gap of a bimodal column; Q1 at the last of 250 zeros (one more row moves it
     # to 999); a near-tied text column.
     bimodal = frame([25] * 500 + [70] * 500, y=[0.0] * 250 + [999.0] * 750, c=["a", "b"] * 500)
@@ -284,9 +308,11 @@ def test_refused_cells_render_as_bottom_with_the_sentence(open_table) -> None:
 
 def test_ledger_records_the_mechanisms_and_charges_on_refusal(open_table) -> None:
     con = open_table(frame([42]))
-    answer(con, PTR1 + "MEDIAN(x), MODE(c) FROM t")
+    answer(con, PTR_ASAMP1 + "MEDIAN(x), MODE(c) FROM t")
     entry = con.ledger()[-1]
     assert entry.mechanism == "smed+asamp"
+    answer(con, PTR1 + "MEDIAN(x), MODE(c) FROM t")  # MODE's default without declared values at max_rows = 1
+    assert con.ledger()[-1].mechanism == "smed+stable-histogram"
     assert float(entry.cost.epsilon) == pytest.approx(1.0) and float(entry.cost.delta) == pytest.approx(1e-6)
 
 
@@ -298,7 +324,10 @@ def test_explain_shows_which_mechanism_runs(open_table) -> None:
     plan = "\n".join(r[0] for r in cur.fetchall())
     cur.execute("EXPLAIN " + PTR1 + "MEDIAN(x) FROM t")
     plan += "\n".join(r[0] for r in cur.fetchall())
-    for word in ("SMed", "exponential mechanism", "PTR-Laplace", "Scale", "A_samp", "request 0", "RESERVOIR_QUANTILE", "ROW_NUMBER() OVER (PARTITION BY __sid"):
+    cur.execute("EXPLAIN " + ASAMP1 + "MODE(c) FROM t")
+    plan += "\n".join(r[0] for r in cur.fetchall())
+    for word in ("SMed", "exponential mechanism", "PTR-Laplace", "Scale", "A_samp", "request 0", "RESERVOIR_QUANTILE",
+                 "ROW_NUMBER() OVER (PARTITION BY __sid", "stable-histogram mode", "MODE without declared values"):
         assert word in plan, word
     cur.execute("EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(x) FROM t")
     assert any("exponential mechanism" in r[0] for r in cur.fetchall())

@@ -440,9 +440,12 @@ def test_negative_control_other_bounded_rows_change_the_order_statistics(engines
 
 MODES = [
     "SELECT MODE(region) FROM people",
-    "SELECT MODE(income), MODE(day), MODE(active) FROM people",     # floats through hash_input (inf kept), dates, bools
+    # A_samp asked for (the default without declared values is the stable-histogram mode at max_rows = 3):
+    # floats through hash_input (inf kept), dates, bools
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (mode_blocks = 200) MODE(income), MODE(day), MODE(active) FROM people",
     "SELECT dept, MODE(age), MODE(region) FROM people GROUP BY dept",
     "SELECT region, MODE(dept) FROM people WHERE age < 60 GROUP BY region",
+    "SELECT MODE(income), MODE(day), MODE(active) FROM people",     # the histogram's per-value counts (inf kept)
 ]
 
 
@@ -546,6 +549,8 @@ SESSION_QUERIES = [
     "SELECT dept, MEDIAN(score) AS m, COUNT(*) FROM people GROUP BY dept ORDER BY m DESC",
     "SELECT MODE(region), MODE(income) FROM people",
     "SELECT dept, MODE(age) FROM people GROUP BY dept",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (mode_blocks = 200) MODE(income) FROM people",  # A_samp, asked for
+    "SELECT MODE(dept), MODE(region) FROM people",  # report-noisy-max (declared) and the stable histogram
     "SELECT COUNT(*) FROM people WHERE age >= 40 AND dept = 'sales'",              # the Median Mechanism layer
     "SELECT dept, COUNT(*) FROM people WHERE active GROUP BY dept",                 # the layer again (grouped)
     "SELECT dept, region, COUNT(*) FROM people GROUP BY dept, region",
@@ -575,6 +580,7 @@ def test_sessions_give_identical_answers(spark: Any, spark_data: SparkData, tmp_
     mechanisms = [entry[1] for entry in duck_ledger]
     assert "median_mechanism" in mechanisms and any("partition_selection" in m for m in mechanisms)
     assert any("smed" in m for m in mechanisms) and any("asamp" in m for m in mechanisms)
+    assert any("stable-histogram" in m for m in mechanisms) and any("noisy-max" in m for m in mechanisms)
     assert any("exponential" in m for m in mechanisms)
     # Not vacuous: some of these queries release many rows, all of them with noise.
     assert sum(len(rows) for _, rows, _ in duck) > 60

@@ -28,6 +28,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing, Mechanism
 from dpsql.mechanisms.gaussian import GaussianSpec
+from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
@@ -76,6 +77,9 @@ EXAMPLES: dict[str, Example] = {
                                      "95% interval", "epsilon 2 x (0.375 + 2 x 0.0625)")),
     "noisy-max": Example(NoisyMaxModeSpec(Fraction(1), 3, ("a", "b", "c")), {"a": 150, "b": 20},
                          ("report-noisy-max", "3 declared values", "scale 3", "epsilon 1", "delta 0")),
+    "stable-histogram": Example(HistogramModeSpec(Fraction(1), DELTA, 3), {"a": 150, "b": 20, "c": 1},
+                                ("stable-histogram", "scale 6", "sensitivity 3", "report-noisy-max", "epsilon 0.5 + 0.5",
+                                 "delta 1e-06")),
     "asamp": Example(ASampSpec(PTRTest(Fraction(1), DELTA), blocks=200), {"a": 150, "b": 20},
                      ("A_samp", "200 subsamples", "2T=2", "epsilon 1", "delta 1e-06")),
     "variance": Example(
@@ -185,7 +189,8 @@ class TestMechanismContract:
 
     def test_a_mechanism_that_can_refuse_says_why(self, mechanism: Mechanism, example: Example) -> None:
         reason = mechanism.refusal(example.spec)
-        tested = "cap" in dict(mechanism.error(example.spec).details)  # a PTR stability test: ⊥ is possible
+        # A PTR stability test, or a noisy threshold the released value must pass (the histogram mode): ⊥ is possible.
+        tested = "cap" in dict(mechanism.error(example.spec).details) or mechanism.name == "stable-histogram"
         assert (reason is not None) == tested
         assert reason is None or (reason.endswith(".") and "Try" in reason)
 
