@@ -45,6 +45,11 @@ DEFAULT_ACCOUNTANT: AccountantName = "pld"
 # dp-accounting's grid for privacy-loss values: every PLD must share it to be composed. A loss is
 # rounded up to the next multiple (pessimistic), which over-states by at most this per release.
 DISCRETISATION = 1e-4
+# A composed PLD's support grows with the total loss: past this many grid steps of total (basic)
+# epsilon the grid doubles until it fits (a coarser grid is still pessimistic; it over-states the
+# total by at most one step per release: n / PLD_STEPS of it for n releases). Without this a budget of
+# epsilon 1000 took a minute per headroom search: millions of points per composition.
+PLD_STEPS = 1_000_000
 # Above this integer sensitivity the exact discrete PLD's construction grows too large; the pure
 # (epsilon, 0) PLD is used instead (it dominates every epsilon-DP mechanism, so it is still sound).
 MAX_EXACT_SENSITIVITY = 1000
@@ -289,11 +294,20 @@ def _pld_module() -> Any:
     return privacy_loss_distribution
 
 
-def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction) -> Any:
+def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction, grid: float = DISCRETISATION) -> Any:
     from dp_accounting.pld import common
 
     params = common.DifferentialPrivacyParameters(_float_up(epsilon), _float_up(delta))
-    return _pld_module().from_privacy_parameters(params, value_discretization_interval=DISCRETISATION)
+    return _pld_module().from_privacy_parameters(params, value_discretization_interval=grid)
+
+
+def pld_grid(total_epsilon: Fraction) -> float:
+    """The loss grid for a composition of this total basic epsilon: DISCRETISATION, doubled until
+    the total spans at most PLD_STEPS steps (powers of two keep the memoised PLDs few)."""
+    grid = DISCRETISATION
+    while total_epsilon / Fraction(grid) > PLD_STEPS:
+        grid *= 2
+    return grid
 
 
 def pld_of(loss: PrivacyLoss) -> Any:
@@ -303,7 +317,7 @@ def pld_of(loss: PrivacyLoss) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _pld_of(key: tuple[Any, ...]) -> Any:
+def _pld_of(key: tuple[Any, ...], grid: float = DISCRETISATION) -> Any:
     family, epsilon, delta, sensitivity, scale, sigma2 = key
     loss = PrivacyLoss(family, "", epsilon, delta, sensitivity, scale, sigma2)
     pld = _pld_module()
@@ -312,20 +326,20 @@ def _pld_of(key: tuple[Any, ...]) -> Any:
         if k <= MAX_EXACT_SENSITIVITY:
             # pmf proportional to exp(-|x| / scale): parameter 1 / scale, rounded up (more loss).
             return pld.from_discrete_laplace_mechanism(_float_up(1 / loss.scale), sensitivity=k,
-                                                       value_discretization_interval=DISCRETISATION)
-        return _pure_or_approx_pld(loss.epsilon, Fraction(0))
+                                                       value_discretization_interval=grid)
+        return _pure_or_approx_pld(loss.epsilon, Fraction(0), grid)
     if loss.family == "discrete_gaussian" and loss.sigma2 and loss.sensitivity:
         k = math.ceil(loss.sensitivity)
         if k <= MAX_EXACT_SENSITIVITY:
             sigma = math.nextafter(math.sqrt(_float_down(loss.sigma2)), 0.0)  # rounded down (more loss)
-            return pld.from_discrete_gaussian_mechanism(sigma, sensitivity=k, value_discretization_interval=DISCRETISATION)
-    return _pure_or_approx_pld(loss.epsilon, loss.delta)
+            return pld.from_discrete_gaussian_mechanism(sigma, sensitivity=k, value_discretization_interval=grid)
+    return _pure_or_approx_pld(loss.epsilon, loss.delta, grid)
 
 
 @functools.lru_cache(maxsize=8)  # a composed PLD can take megabytes: keep a few
-def _self_composed(key: tuple[Any, ...], times: int) -> Any:
+def _self_composed(key: tuple[Any, ...], times: int, grid: float = DISCRETISATION) -> Any:
     """``times`` copies of one term's PLD (memoised: a headroom search asks for the same ones)."""
-    single = _pld_of(key)
+    single = _pld_of(key, grid)
     return single if times == 1 else single.self_compose(times)
 
 
@@ -360,11 +374,12 @@ class PldComposition(Composition):
         self-composition of each distinct term, composed in a canonical order."""
         if not self._composed:
             composed = None
+            grid = pld_grid(self.basic_epsilon - self.big[0])  # one grid for every term: PLDs compose only on a shared grid
             for loss, times in self._terms():
                 # A zcdp term with parts is composed through its parts' exact distributions.
                 counts = Counter(_key(term)[:6] for term in _pld_terms([loss]) if term.epsilon <= BIG_EPSILON)
                 for key in sorted(counts, key=repr):
-                    part = _self_composed(key, times * counts[key])
+                    part = _self_composed(key, times * counts[key], grid)
                     composed = part if composed is None else composed.compose(part)
             self._pld, self._composed = composed, True
         return self._pld
