@@ -21,12 +21,15 @@ in that rank window (the windowed path of backend.robust_sql; or a histogram), n
 loop over rows. The clip changes no weight above rho^T, i.e. it can move at most K rho^T <= 1e-6
 of probability mass.
 
-Exact sampling: candidates form runs of equal score (gaps between window values, each value, the
-two outer regions). Each run gets an envelope weight e >= 2^64 rho^d (d = score - min score),
-a fixed-point upper bound from exact big-integer powers; a run is drawn with probability
-proportional to length x e by `randbelow`, a candidate uniformly in it, and it is accepted with
-probability 2^64 rho^d / e by comparing a uniform drawn bit by bit with refined bounds of rho^d.
-The output is exactly proportional to rho^min(U, T); no floating point touches a probability.
+Exact sampling: the clipped score is quasi-convex in c, so each set {c : min(U, T) <= t} is an
+interval whose ends are two order statistics inside the window (`_SublevelSets`). Candidates are
+grouped by envelope level (at most two runs each, from two such intervals); each level gets an
+envelope weight e >= 2^64 rho^d (d = score - min score), a fixed-point upper bound from exact
+big-integer powers; a level is drawn with probability proportional to its size x e by `randbelow`,
+a candidate uniformly in it, and it is accepted with probability 2^64 rho^d / e by comparing a
+uniform drawn bit by bit with refined bounds of rho^d. The output is exactly proportional to
+rho^min(U, T); no floating point touches a probability, and a draw reads O(levels + log T) order
+statistics whatever the window's width.
 
 The interval (`QuantileIntervalSpec`): besides the quantile itself (3/4 of epsilon) two more
 releases of the same kind at rank offsets -m and +m (1/8 of epsilon each). A lower end above
