@@ -72,7 +72,9 @@ class RobustQuery:
         out: list[tuple[exp.Select, dict[str, Any]]] = [(self.main, {MODE_SEED: 0, TIE_SEED: 0} if self.seeded else {})]
         if self.scan is not None:
             assert isinstance(self.request, RankRequest)
-            names = ("lo", "hi", "xlo", "xhi") if self.width is not None else ("lo", "hi", "from", "to")
+            names: tuple[str, ...] = ("lo", "hi", "from", "to")
+            if self.width is not None:
+                names = ("lo", "hi", "xlo", "xhi") if _prefilters(self.request.values) else ("lo", "hi")
             out.append((self.scan, {f"{name}{i}": 0 for i in range(len(self.request.windows)) for name in names}))
         if self.fallback is not None:
             out.append((self.fallback, {}))
