@@ -330,8 +330,7 @@ def _range_params(request: RankRequest, windows: list[BucketWindow]) -> dict[str
 def counted_windows(n: int, windows: list[BucketWindow], pairs: list[tuple[Any, Any]]) -> CountedWindows | None:
     """The range read's (value, count) pairs, sorted, cut into the windows; None if a window's
     rows differ from the coarse histogram's (never expected: both read the same relation)."""
-    values = [int(v) for v, _ in pairs]
-    counts = [int(c) for _, c in pairs]
+    values, counts = tuple(zip(*pairs)) or ((), ())  # ints already (normalise: integral columns)
     parts = []
     for window in windows:
         start, stop = bisect.bisect_left(values, window.low), bisect.bisect_right(values, window.high)
