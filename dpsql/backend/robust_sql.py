@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import operator
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
@@ -330,11 +331,12 @@ def _range_params(request: RankRequest, windows: list[BucketWindow]) -> dict[str
 def counted_windows(n: int, windows: list[BucketWindow], pairs: list[tuple[Any, Any]]) -> CountedWindows | None:
     """The range read's (value, count) pairs, sorted, cut into the windows; None if a window's
     rows differ from the coarse histogram's (never expected: both read the same relation)."""
-    values, counts = tuple(zip(*pairs)) or ((), ())  # ints already (normalise: integral columns)
+    values = tuple(map(operator.itemgetter(0), pairs))  # ints already (BIGINT columns)
+    counts = tuple(map(operator.itemgetter(1), pairs))
     parts = []
     for window in windows:
         start, stop = bisect.bisect_left(values, window.low), bisect.bisect_right(values, window.high)
-        cumulative = tuple(itertools.accumulate(counts[start:stop]))
+        cumulative = tuple(itertools.accumulate(itertools.islice(counts, start, stop)))
         if not cumulative or cumulative[-1] != window.rows:
             return None
         parts.append((window.below, tuple(values[start:stop]), cumulative))
