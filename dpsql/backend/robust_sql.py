@@ -10,7 +10,7 @@ and computes, per group, exactly what the mechanism reads:
 - rank windows, ungrouped on DuckDB with a bounded value map: two statements, a coarse
   histogram (per public bucket of width W = 2^j, about 2^12 buckets over the index range: counts
   only), then the distinct values with their counts in the buckets that hold the ranks
-  rho_p(n) -+ reach (`bucket_select`, `range_select`; see `_bucket_windows`).
+  rho_p(n) -+ reach (`bucket_select`, `range_select`; see `bucket_windows`).
 - rank windows (otherwise): one statement. A first scan counts n per group and takes
   reservoir_quantile of v at a fixed ladder of quantiles p -+ 2^-j; SQL then picks, per group,
   the narrowest rung wide enough for +-(C + 1) s ranks plus 5 standard deviations of the sample
