@@ -93,6 +93,8 @@ QUERIES = (
     # Raw DuckDB's mode() / quantile_disc are the baselines.
     Query("mode", "SELECT mode(region) FROM people", "SELECT MODE(region) FROM people"),
     Query("median", "SELECT quantile_disc(income, 0.5) FROM people", "SELECT MEDIAN(income) FROM people"),
+    # IQR: two EM quartiles (each with its interval) from one engine read; raw: two quantile_disc.
+    Query("iqr", "SELECT quantile_disc(income, 0.75) - quantile_disc(income, 0.25) FROM people", "SELECT IQR(income) FROM people"),
     # Post-processing over a release: the aggregate runs in the engine, the outer query over
     # the released rows in the session's released-rows database (no extra cost).
     Query(

@@ -47,7 +47,7 @@ class DuckDBBackend:
     """One private in-memory DuckDB connection per session; the data stays inside it."""
 
     dialect = DIALECT
-    capabilities = frozenset({"reservoir_quantile", "bind_time_checks"})
+    capabilities = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks"})
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
                  frames: Mapping[str, pandas.DataFrame] | None = None) -> None:

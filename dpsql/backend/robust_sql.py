@@ -7,6 +7,10 @@ and computes, per group, exactly what the mechanism reads:
 
 - histogram (the mapped column has at most 2^16 possible values, known from the policy):
   `SELECT keys, v, count(*) ... GROUP BY keys, v`: one scan.
+- rank windows, ungrouped on DuckDB with a bounded value map: two statements, a coarse
+  histogram (per public bucket of width W = 2^j, about 2^12 buckets over the index range: counts
+  only), then the distinct values with their counts in the buckets that hold the ranks
+  rho_p(n) -+ reach (`bucket_select`, `range_select`; see `bucket_windows`).
 - rank windows (otherwise): one statement. A first scan counts n per group and takes
   reservoir_quantile of v at a fixed ladder of quantiles p -+ 2^-j; SQL then picks, per group,
   the narrowest rung wide enough for +-(C + 1) s ranks plus 5 standard deviations of the sample
@@ -25,7 +29,10 @@ Seeds are fresh secret per-query parameters, drawn by the session after the char
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+import operator
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
@@ -38,7 +45,7 @@ from dpsql.backend.sqlgen import key_sql, number, ordered, row_filter
 from dpsql.catalog.model import Column
 from dpsql.ir.plan import ModeRequest, Plan, RankRequest, ValueMap
 from dpsql.ir.query import key_name
-from dpsql.mechanisms.ranks import Histogram, OrderStatistics, WindowedOrderStatistics, quantile_rank
+from dpsql.mechanisms.ranks import CountedWindows, Histogram, OrderStatistics, WindowedOrderStatistics, quantile_rank
 
 GroupKey = tuple[Any, ...]
 RESERVOIR_UNGROUPED = 65536
@@ -47,6 +54,9 @@ LADDER = tuple(Fraction(1, 2**j) for j in range(1, 17))  # quantile half-widths 
 SIGMAS = 5
 MODE_SEED, TIE_SEED = "mode_seed", "tie_seed"
 VALUE, COUNT, N, BELOW, WINDOW, RANK, VOTES, MODE = "__v", "__c", "__n", "__below", "__win", "__rk", "__votes", "__mode"
+BUCKET = "__bucket"
+BUCKETS = 1 << 12  # the coarse histogram's buckets over the index range (at most; public)
+PREFILTER_LIMIT = 1 << 40  # grid indices up to this are exact enough in a DOUBLE for the raw-column prefilter
 
 
 @dataclass(frozen=True)
@@ -58,13 +68,17 @@ class RobustQuery:
     fallback: exp.Select | None = None
     scan: exp.Select | None = None  # ungrouped windows: the second statement, bracket bound as $lo/$hi
     exact: bool = False  # main is the exact window query itself (engines without reservoir_quantile)
+    width: int | None = None  # two-stage read: main is the coarse histogram of buckets this wide, scan the range read
 
     def statements(self) -> tuple[tuple[exp.Select, dict[str, Any]], ...]:
         """Every statement with placeholder values (dry runs on an empty table, EXPLAIN)."""
         out: list[tuple[exp.Select, dict[str, Any]]] = [(self.main, {MODE_SEED: 0, TIE_SEED: 0} if self.seeded else {})]
         if self.scan is not None:
             assert isinstance(self.request, RankRequest)
-            out.append((self.scan, {f"{name}{i}": 0 for i in range(len(self.request.windows)) for name in ("lo", "hi", "from", "to")}))
+            names: tuple[str, ...] = ("lo", "hi", "from", "to")
+            if self.width is not None:
+                names = ("lo", "hi", "xlo", "xhi") if _prefilters(self.request.values) else ("lo", "hi")
+            out.append((self.scan, {f"{name}{i}": 0 for i in range(len(self.request.windows)) for name in names}))
         if self.fallback is not None:
             out.append((self.fallback, {}))
         return tuple(out)
@@ -75,7 +89,7 @@ class RobustQuery:
         return self.request.seeded
 
 
-DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks"})
+DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks"})
 
 
 def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[RobustQuery, ...]:
@@ -93,6 +107,10 @@ def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUC
             out.append(RobustQuery(request, histogram_select(plan, request, relation)))
         elif "reservoir_quantile" not in capabilities:
             out.append(RobustQuery(request, exact_window_select(plan, request, relation), exact=True))
+        elif not plan.query.keys and "bucketed_ranks" in capabilities and request.values.index_range is not None:
+            width = bucket_width(request.values)
+            out.append(RobustQuery(request, bucket_select(plan, request, relation, width), exact_window_select(plan, request, relation),
+                                   range_select(plan, request, relation), width=width))
         elif plan.query.keys:
             out.append(RobustQuery(request, window_select(plan, request, relation), exact_window_select(plan, request, relation)))
         else:
@@ -145,12 +163,13 @@ def _key_names(plan: Plan) -> list[str]:
     return [key_name(i) for i in range(len(plan.query.keys))]
 
 
-def base_select(plan: Plan, values: ValueMap, relation: str) -> exp.Select:
-    """Keys and the mapped value of every row that passes the query's filter and has a value."""
+def base_select(plan: Plan, values: ValueMap, relation: str, value: exp.Expr | None = None) -> exp.Select:
+    """Keys and the mapped value (or `value`) of every row that passes the query's filter and has a value."""
     condition = row_filter(plan)
     present = _present(values.column)
     where = exp.and_(condition, present) if condition is not None else present
-    return exp.select(*_keys(plan), exp.alias_(value_expr(values), VALUE)).from_(exp.to_identifier(relation, quoted=True)).where(where)
+    mapped = value if value is not None else value_expr(values)
+    return exp.select(*_keys(plan), exp.alias_(mapped, VALUE)).from_(exp.to_identifier(relation, quoted=True)).where(where)
 
 
 # --- histogram path ------------------------------------------------------------------------------
@@ -164,6 +183,166 @@ def histogram_select(plan: Plan, request: RankRequest, relation: str) -> exp.Sel
         .from_(base_select(plan, request.values, relation).subquery("__b"))
         .group_by(*names, VALUE)
     )
+
+
+# --- two-stage path (ungrouped, bounded value map) -------------------------------------------------
+#
+# Privacy: nothing read here is released; the mechanisms release draws whose distribution is a
+# function of the exact order statistics x_(rho -+ reach) alone (the fine-grid EM: of its clipped
+# scores, which are the public cap T outside those ranks), and both statements return exactly
+# those (plus other exact values of the same buckets), so the releases and their privacy argument
+# are those of the single read. Which buckets the second statement reads is decided by the ranks
+# rho_p(n) -+ reach (public reach, exact n) and the public bucket boundaries, like the windows
+# themselves; the bucket counts never leave this module.
+
+
+def bucket_width(values: ValueMap) -> int:
+    """W = 2^j, the least power of two with at most BUCKETS buckets over the index range (public)."""
+    size = values.domain_size
+    assert size is not None
+    width = 1
+    while -(-size // width) > BUCKETS:
+        width *= 2
+    return width
+
+
+def _bounded_value(values: ValueMap) -> exp.Expr:
+    """The mapped value clamped to the index range (grid indices already are; ints and dates
+    on their unit grid are clamped here, which commutes with order statistics, as `clamp`)."""
+    value = value_expr(values)
+    if values.indexed:
+        return value
+    span = values.index_range
+    assert span is not None
+    return exp.func("least", exp.func("greatest", value, exp.Literal.number(span[0])), exp.Literal.number(span[1]))
+
+
+def _two_stage_base(plan: Plan, values: ValueMap, relation: str, prefilter: exp.Expr | None = None) -> exp.Select:
+    base = base_select(plan, values, relation, _bounded_value(values))
+    return base.where(prefilter, copy=False) if prefilter is not None else base
+
+
+def bucket_select(plan: Plan, request: RankRequest, relation: str, width: int) -> exp.Select:
+    """First statement: rows per public bucket (v - lower) // W (counts only)."""
+    span = request.values.index_range
+    assert span is not None
+    bucket = exp.IntDiv(this=exp.paren(exp.Sub(this=exp.column(VALUE), expression=exp.Literal.number(span[0]))),
+                        expression=exp.Literal.number(width))
+    return (exp.select(_as(bucket, BUCKET), _as(exp.Count(this=exp.Star()), COUNT), copy=False)
+            .from_(_two_stage_base(plan, request.values, relation).subquery("__b", copy=False), copy=False)
+            .group_by(exp.column(BUCKET), copy=False))
+
+
+def _prefilters(values: ValueMap) -> bool:
+    """Whether the range read also filters the raw column (a grid index of a number: the raw
+    comparison is cheap and lets the engine skip computing the index for most rows)."""
+    return values.indexed and values.column.type in ("int", "float")
+
+
+def range_select(plan: Plan, request: RankRequest, relation: str) -> exp.Select:
+    """Second statement: every mapped value in [$lo_i, $hi_i] (any window i) with its count, sorted.
+
+    With `_prefilters`, rows must also have the raw value in [$xlo_i, $xhi_i] for some i, a
+    superset of the rows whose index lies in [$lo_i, $hi_i] (`_raw_bounds`), so it changes no count.
+    """
+    value = exp.column(VALUE)
+    inside = exp.or_(*[exp.Between(this=value.copy(), low=exp.Placeholder(this=f"lo{i}"), high=exp.Placeholder(this=f"hi{i}"))
+                       for i in range(len(request.windows))])
+    prefilter = None
+    if _prefilters(request.values):
+        raw = exp.column(request.values.column.name, quoted=True)
+        prefilter = exp.or_(*[exp.and_(exp.GTE(this=raw.copy(), expression=exp.Placeholder(this=f"xlo{i}")),
+                                       exp.LTE(this=raw.copy(), expression=exp.Placeholder(this=f"xhi{i}")))
+                              for i in range(len(request.windows))])
+    return (exp.select(VALUE, _as(exp.Count(this=exp.Star()), COUNT), copy=False)
+            .from_(_two_stage_base(plan, request.values, relation, prefilter).subquery("__b", copy=False), copy=False)
+            .where(inside, copy=False).group_by(VALUE, copy=False).order_by(VALUE, copy=False))
+
+
+def _raw_bounds(values: ValueMap, low: int, high: int) -> tuple[float, float]:
+    """Raw-value bounds [xlo, xhi] holding every row whose index round(clamp(x) / g) lies in [low, high].
+
+    One grid step of margin each side: x < (low - 1) g gives x / g < low - 1 + (float error, far
+    below 1/2 for indices under 2^40), so its index is below `low`; likewise above. An end at the
+    index range's own bound also holds the clamped rows: it stays open (+-inf)."""
+    span, grid = values.index_range, values.grid
+    assert span is not None and grid is not None
+    if max(abs(low), abs(high)) >= PREFILTER_LIMIT:
+        return -math.inf, math.inf
+    xlo, xhi = -math.inf, math.inf
+    if low > span[0]:
+        exact = (low - 1) * grid
+        xlo = float(exact)
+        if xlo > exact:
+            xlo = math.nextafter(xlo, -math.inf)
+    if high < span[1]:
+        exact = (high + 1) * grid
+        xhi = float(exact)
+        if xhi < exact:
+            xhi = math.nextafter(xhi, math.inf)
+    return xlo, xhi
+
+
+@dataclass(frozen=True)
+class BucketWindow:
+    """The values of one rank window's buckets: [low, high] in index units, the rows below `low`
+    and the rows inside (from the coarse histogram)."""
+
+    below: int
+    low: int
+    high: int
+    rows: int
+
+
+def bucket_windows(request: RankRequest, width: int, buckets: list[tuple[int, int]]) -> tuple[int, list[BucketWindow]]:
+    """n, and per window (p, reach) the buckets that hold the ranks max(1, rho - reach) .. min(n, rho + reach).
+
+    Only those ranks' values are needed (the engine's single read returns exactly them); the
+    buckets around them hold them all, and the rows below the first such bucket are counted
+    exactly by the buckets before it, so every value read has its exact rank."""
+    span = request.values.index_range
+    assert span is not None
+    ordered = sorted(buckets)
+    cumulative, total = [], 0
+    for _, count in ordered:
+        total += int(count)
+        cumulative.append(total)
+    out: list[BucketWindow] = []
+    if not total:
+        return 0, out
+    for p, reach in request.windows:
+        rho = quantile_rank(total, p)
+        first, last = max(1, rho - reach), min(total, rho + reach)
+        start, stop = bisect.bisect_left(cumulative, first), bisect.bisect_left(cumulative, last)
+        below = cumulative[start - 1] if start else 0
+        low = span[0] + int(ordered[start][0]) * width
+        high = min(span[1], span[0] + (int(ordered[stop][0]) + 1) * width - 1)
+        out.append(BucketWindow(below, low, high, cumulative[stop] - below))
+    return total, out
+
+
+def _range_params(request: RankRequest, windows: list[BucketWindow]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for i, window in enumerate(windows):
+        params[f"lo{i}"], params[f"hi{i}"] = window.low, window.high
+        if _prefilters(request.values):
+            params[f"xlo{i}"], params[f"xhi{i}"] = _raw_bounds(request.values, window.low, window.high)
+    return params
+
+
+def counted_windows(n: int, windows: list[BucketWindow], pairs: list[tuple[Any, Any]]) -> CountedWindows | None:
+    """The range read's (value, count) pairs, sorted, cut into the windows; None if a window's
+    rows differ from the coarse histogram's (never expected: both read the same relation)."""
+    values = tuple(map(operator.itemgetter(0), pairs))  # ints already (BIGINT columns)
+    counts = tuple(map(operator.itemgetter(1), pairs))
+    parts = []
+    for window in windows:
+        start, stop = bisect.bisect_left(values, window.low), bisect.bisect_right(values, window.high)
+        cumulative = tuple(itertools.accumulate(itertools.islice(counts, start, stop)))
+        if not cumulative or cumulative[-1] != window.rows:
+            return None
+        parts.append((window.below, tuple(values[start:stop]), cumulative))
+    return CountedWindows(n, tuple(parts))
 
 
 # --- windowed path -------------------------------------------------------------------------------
@@ -460,6 +639,18 @@ def fetch(query: RobustQuery, plan: Plan, run: Runner, params: Mapping[str, Any]
         return {key: clamp(request.values, Histogram.from_counts(values)) for key, values in pairs.items()}
     if query.exact:
         return {key: clamp(request.values, stats) for key, stats in _exact_windows(rows, nkeys).items()}
+    if query.width is not None:  # ungrouped two-stage: buckets, then the values of the windows' buckets
+        assert query.scan is not None
+        n, buckets = bucket_windows(request, query.width, [(row[0], row[1]) for row in rows])
+        if not n:
+            return {}
+        _, pairs = run(query.scan, _range_params(request, buckets))
+        counted = counted_windows(n, buckets, pairs)
+        if counted is not None:
+            return {(): counted}  # clamped in the engine
+        assert query.fallback is not None
+        _, exact = run(query.fallback, {})
+        return {key: clamp(request.values, stats) for key, stats in _exact_windows(exact, nkeys).items()}
     if query.scan is not None:  # ungrouped: bracket from the sample, then one scan with it bound
         n, sample = (int(rows[0][0]), rows[0][1]) if rows else (0, None)
         _, scanned = run(query.scan, _brackets(plan, request, n, sample))

@@ -155,9 +155,11 @@ class CompiledQuery:
         for index, query in enumerate(self.robust_queries_for(capabilities)):
             lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
             if query.scan is not None:
-                lines.append(f"  request {index}, then with the bracket bound: {self.render_once(query.scan, dialect)}")
+                bound = "the windows' bucket ranges" if query.width is not None else "the bracket"
+                lines.append(f"  request {index}, then with {bound} bound: {self.render_once(query.scan, dialect)}")
             if query.fallback is not None:
-                lines.append(f"  request {index}, exact fallback when a bracket misses: {self.render_once(query.fallback, dialect)}")
+                when = "if the two reads' counts ever disagree" if query.width is not None else "when a bracket misses"
+                lines.append(f"  request {index}, exact fallback {when}: {self.render_once(query.fallback, dialect)}")
         return lines
 
     @functools.cached_property

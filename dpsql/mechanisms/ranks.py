@@ -131,3 +131,28 @@ class Histogram:
     def count(self, index: int) -> int:
         """The count of the index-th distinct value."""
         return self.cumulative[index] - (self.cumulative[index - 1] if index else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class CountedWindows:
+    """Windows of order statistics as distinct values with their counts (the two-stage read).
+
+    `windows` holds (values below, sorted distinct values, cumulative counts) triples: window w
+    covers ranks below + 1 .. below + cumulative[-1], and values[i] is x_(rank) for the ranks
+    below + cumulative[i - 1] + 1 .. below + cumulative[i]. Together they cover every rank a
+    mechanism asks for (the engine checks that before building this object).
+    """
+
+    n: int
+    windows: tuple[tuple[int, tuple[Value, ...], tuple[int, ...]], ...]
+
+    def at(self, rank: int) -> Value:
+        """x_(rank); LookupError for a rank inside 1..n that no window covers (a bug, never data)."""
+        if rank < 1:
+            return NEG_INF
+        if rank > self.n:
+            return POS_INF
+        for below, values, cumulative in self.windows:
+            if below < rank <= below + cumulative[-1]:
+                return values[bisect.bisect_left(cumulative, rank - below)]
+        raise LookupError(f"rank {rank} is outside the windows read from the engine")

@@ -21,12 +21,15 @@ in that rank window (the windowed path of backend.robust_sql; or a histogram), n
 loop over rows. The clip changes no weight above rho^T, i.e. it can move at most K rho^T <= 1e-6
 of probability mass.
 
-Exact sampling: candidates form runs of equal score (gaps between window values, each value, the
-two outer regions). Each run gets an envelope weight e >= 2^64 rho^d (d = score - min score),
-a fixed-point upper bound from exact big-integer powers; a run is drawn with probability
-proportional to length x e by `randbelow`, a candidate uniformly in it, and it is accepted with
-probability 2^64 rho^d / e by comparing a uniform drawn bit by bit with refined bounds of rho^d.
-The output is exactly proportional to rho^min(U, T); no floating point touches a probability.
+Exact sampling: the clipped score is quasi-convex in c, so each set {c : min(U, T) <= t} is an
+interval whose ends are two order statistics inside the window (`_SublevelSets`). Candidates are
+grouped by envelope level (at most two runs each, from two such intervals); each level gets an
+envelope weight e >= 2^64 rho^d (d = score - min score), a fixed-point upper bound from exact
+big-integer powers; a level is drawn with probability proportional to its size x e by `randbelow`,
+a candidate uniformly in it, and it is accepted with probability 2^64 rho^d / e by comparing a
+uniform drawn bit by bit with refined bounds of rho^d. The output is exactly proportional to
+rho^min(U, T); no floating point touches a probability, and a draw reads O(levels + log T) order
+statistics whatever the window's width.
 
 The interval (`QuantileIntervalSpec`): besides the quantile itself (3/4 of epsilon) two more
 releases of the same kind at rank offsets -m and +m (1/8 of epsilon each). A lower end above
@@ -53,7 +56,7 @@ from typing import Sequence
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
 from dpsql.mechanisms.exponential import RHO_BITS, _power_bounds
-from dpsql.mechanisms.ranks import Histogram, OrderStatistics, WindowedOrderStatistics
+from dpsql.mechanisms.ranks import OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
 
 ENVELOPE_BITS = 64
@@ -169,134 +172,148 @@ class _Scorer:
         return min(score, self.clip)
 
 
+@dataclass(frozen=True, slots=True)
+class _SublevelSets:
+    """S_t = {c : min(U(c), T) <= t} for every t: an interval whose ends are two order statistics.
+
+    For 0 <= t < T, b #lt(c) - target <= t iff #lt(c) <= A = floor((t + target) / b) iff c <= x_(A+1),
+    and target - b #le(c) <= t iff #le(c) >= B = ceil((target - t) / b) iff c >= x_(B) (x_(i) = -inf
+    for i < 1, +inf for i > n; the lower bound drops the first condition, the upper bound the
+    second), so S_t = [clamp(x_(B)), clamp(x_(A+1))] with clamp to [lower, upper]; S_t is every
+    candidate for t >= T and empty for t < 0. The ranks read are within the window: b c >= target >
+    b (c - 1) for the centre c gives c - R <= B and A + 1 <= c + R - 1 for t < T.
+    """
+
+    stats: OrderStatistics
+    low: int
+    high: int
+    b: int
+    target: int
+    clip: int
+
+    @classmethod
+    def of(cls, spec: WindowQuantileSpec, stats: OrderStatistics) -> _SublevelSets:
+        return cls(stats, spec.lower, spec.upper, spec.scale, spec.target(stats.n), spec.clip)
+
+    def _value(self, rank: int, below: int, above: int) -> int:
+        if rank < 1:
+            return below
+        if rank > self.stats.n:
+            return above
+        value = self.stats.at(rank)
+        if value < self.low or value > self.high:
+            raise ValueError("an order statistic lies outside the candidate range (the engine clamps them)")
+        return int(value)
+
+    def interval(self, t: int) -> tuple[int, int] | None:
+        """S_t as (first, last) candidate, or None when empty."""
+        if t < 0:
+            return None
+        if t >= self.clip:
+            return self.low, self.high
+        left = self._value(-((t - self.target) // self.b), self.low, self.high)
+        right = self._value((t + self.target) // self.b + 1, self.low, self.high)
+        return (left, right) if left <= right else None
+
+    def size(self, t: int) -> int:
+        span = self.interval(t)
+        return 0 if span is None else span[1] - span[0] + 1
+
+    def least(self) -> int:
+        """The smallest score (S_t grows with t and S_T is every candidate)."""
+        low, high = 0, self.clip
+        while low < high:
+            middle = (low + high) // 2
+            if self.interval(middle) is None:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def score(self, candidate: int, low: int, high: int) -> int:
+        """min(U(c), T) of a candidate known to score within [low, high]."""
+        while low < high:
+            middle = (low + high) // 2
+            span = self.interval(middle)
+            if span is not None and span[0] <= candidate <= span[1]:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+
 def runs(spec: WindowQuantileSpec, stats: OrderStatistics) -> list[tuple[int, int, int]]:
-    """(first candidate, length, clipped score) runs covering lower..upper, in order, from the window only."""
-    n, low, high = stats.n, spec.lower, spec.upper
-    score = _Scorer.of(spec, n)
-    clip = score.clip
+    """(first candidate, length, clipped score) runs covering lower..upper, in order, from the
+    sublevel sets (tests: one interval per score up to T, so O(T) order statistics)."""
+    sets = _SublevelSets.of(spec, stats)
     out: list[tuple[int, int, int]] = []
-
-    def add(start: int, stop: int, count: int) -> None:
-        """Candidates start..stop (inclusive) with #lt = #le = count, except the bounds' infinite cover."""
-        if start > stop:
-            return
-        if start == low:
-            out.append((low, 1, score(None, count if low < high else None)))
-            start += 1
-        if start > stop:
-            return
-        if stop == high:
-            if stop > start:
-                out.append((start, stop - start, score(count, count)))
-            out.append((high, 1, score(count, None)))
-            return
-        out.append((start, stop - start + 1, score(count, count)))
-
-    if n == 0:  # #lt = #le = 0 everywhere, except the bounds' infinite cover
-        add(low, high, 0)
-        return out
-    centre, reach = spec.centre(n), spec.reach
-    first, last = max(1, centre - reach), min(n, centre + reach)
-    if first > last:  # the target lies beyond the data: the window is the nearest end
-        first = last = 1 if centre < 1 else n
-    window = _window(stats, first, last)
-    smallest, largest = window[0], window[-1]
-    if smallest < low or largest > high:
-        raise ValueError("an order statistic lies outside the candidate range (the engine clamps them)")
-    # Below the window: every candidate scores >= T when first > 1; #lt = #le = 0 when first = 1.
-    if smallest > low:
-        if first > 1:
-            out.append((low, smallest - low, clip))
+    previous: tuple[int, int] | None = None
+    for t in range(sets.least(), sets.clip + 1):
+        span = sets.interval(t)
+        assert span is not None
+        if previous is None:
+            out.append((span[0], span[1] - span[0] + 1, t))
         else:
-            add(low, smallest - 1, 0)
-    b, target = score.b, score.target
-    size, index, before = len(window), 0, first - 1
-    while index < size:
-        value = window[index]
-        through = bisect.bisect_right(window, value, index)
-        # #lt is exact unless value = x_(first) with first > 1 (then f(#lt) < 0: dropped) or it is the
-        # lower bound (covers every rank below); #le likewise at x_(last) with last < n, or the upper bound.
-        term = 0
-        if value != low and (index > 0 or first == 1):
-            term = max(term, b * (before + index) - target)
-        if value != high and (through < size or last == n):
-            term = max(term, target - b * (before + through))
-        out.append((value, 1, min(term, clip)))
-        if through < size and window[through] > value + 1:
-            out.append((value + 1, window[through] - value - 1, min(abs(b * (before + through) - target), clip)))
-        index = through
-    # Above the window: >= T when last < n; #lt = #le = n when last = n.
-    if largest < high:
-        if last < n:
-            out.append((largest + 1, high - largest, clip))
-        else:
-            add(largest + 1, high, n)
-    return out
-
-
-def _window(stats: OrderStatistics, first: int, last: int) -> list[int]:
-    """x_(first..last) as ints (a slice of the engine's window, or cut from a histogram)."""
-    if isinstance(stats, WindowedOrderStatistics):
-        for start, values in stats.windows:
-            if start <= first and last < start + len(values):
-                return [int(v) for v in values[first - start: last - start + 1]]
-    if isinstance(stats, Histogram):
-        out: list[int] = []
-        index = bisect.bisect_left(stats.cumulative, first)
-        rank = first
-        while rank <= last:
-            stop = min(stats.cumulative[index], last)
-            out.extend([int(stats.values[index])] * (stop - rank + 1))
-            rank, index = stop + 1, index + 1
-        return out
-    return [int(stats.at(r)) for r in range(first, last + 1)]
+            if span[0] < previous[0]:
+                out.append((span[0], previous[0] - span[0], t))
+            if span[1] > previous[1]:
+                out.append((previous[1] + 1, span[1] - previous[1], t))
+        previous = span
+    return sorted(out)
 
 
 def sample(spec: WindowQuantileSpec, stats: OrderStatistics, rng: RandomSource) -> int:
     """A candidate drawn with probability exactly proportional to rho^min(U, T).
 
-    Two levels: runs are grouped by envelope level ell = floor(d / s) (d = score - least, s with
+    Two levels: candidates are grouped by envelope level ell = floor(d / s) (d = score - least, s with
     rho^s >= 1/2), each level weighing (its candidates) x e_ell, e_ell >= 2^64 rho^(ell s) an exact
-    upper bound; a level is drawn, then a candidate uniformly among its candidates, then accepted
-    with probability 2^64 rho^d / e_ell >= 1/2 (exactly, by `_accept`).
+    upper bound; a level is drawn, then a candidate uniformly among its candidates (in increasing
+    order), then accepted with probability 2^64 rho^d / e_ell >= 1/2 (exactly, by `_accept`).
+
+    The score is quasi-convex in c (`_SublevelSets`), so level ell's candidates are S_hi minus
+    S_lo for two nested intervals: at most two runs, found from two order statistics each. The
+    work is O(levels + log T) order statistics per draw, whatever the window's size, and the
+    draws equal those of a walk over every run of equal score (the levels, their sizes and the
+    candidates' order are the same).
     """
     rho = spec.rho
     if rho.numerator == rho.denominator:
         return spec.lower + rng.randbelow(spec.candidates)
-    pieces = runs(spec, stats)
-    least = min(score for _, _, score in pieces)
+    sets = _SublevelSets.of(spec, stats)
+    least, clip = sets.least(), sets.clip
     step = max(1, math.floor(math.log(2) / -math.log(rho)))
     big_p, big_q = rho.numerator, rho.denominator
-    levels: dict[int, list[int]] = {}
-    for index, (_, _, score) in enumerate(pieces):
-        levels.setdefault((score - least) // step, []).append(index)
     upper_bound = _UpperPowers(big_p, big_q)
-    order = sorted(levels)
-    within: list[list[int]] = []
+    levels: list[tuple[int, tuple[int, int] | None, tuple[int, int]]] = []  # (level, S below it, S through it)
     envelopes: list[int] = []
     cumulative, total = [], 0
-    for level in order:
-        running, sums = 0, []
-        for index in levels[level]:
-            running += pieces[index][1]
-            sums.append(running)
-        within.append(sums)
-        envelope = max(1, upper_bound(level * step))
-        envelopes.append(envelope)
-        total += running * envelope
-        cumulative.append(total)
+    inner = sets.interval(least - 1)
+    for level in range((clip - least) // step + 1):
+        outer = sets.interval(min(clip, least + (level + 1) * step - 1))
+        assert outer is not None
+        count = outer[1] - outer[0] + 1 - (0 if inner is None else inner[1] - inner[0] + 1)
+        if count:
+            levels.append((level, inner, outer))
+            envelope = max(1, upper_bound(level * step))
+            envelopes.append(envelope)
+            total += count * envelope
+            cumulative.append(total)
+        inner = outer
     while True:
         draw = rng.randbelow(total)
-        level = bisect.bisect_right(cumulative, draw)
-        envelope = envelopes[level]
-        position, remainder = divmod(draw - (cumulative[level - 1] if level else 0), envelope)
-        sums = within[level]
-        run = bisect.bisect_right(sums, position)
-        start, _, score = pieces[levels[order[level]][run]]
-        offset = position - (sums[run - 1] if run else 0)
+        index = bisect.bisect_right(cumulative, draw)
+        envelope = envelopes[index]
+        position, remainder = divmod(draw - (cumulative[index - 1] if index else 0), envelope)
+        level, inside, through = levels[index]
+        if inside is None:
+            candidate = through[0] + position
+        else:
+            left = inside[0] - through[0]
+            candidate = through[0] + position if position < left else inside[1] + 1 + position - left
+        score = sets.score(candidate, least + level * step, min(clip, least + (level + 1) * step - 1))
         # V uniform in [remainder, remainder + 1) / 2^64 below e_ell / 2^64: accept iff V < rho^d.
         if _accept(big_p, big_q, score - least, remainder, rng):
-            return start + offset
+            return candidate
 
 
 class _UpperPowers:
