@@ -77,8 +77,11 @@ class Charger:
     def charge_query(self, compiled: CompiledQuery) -> None:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
-        self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(_mechanisms(plan)) or "laplace",
-                     query_params(plan), plan.cost)
+        record = compiled.memo.get("ledger_record")
+        if record is None:  # the plan's public description, the same for every charge of it
+            record = compiled.memo["ledger_record"] = ("+".join(_mechanisms(plan)) or "laplace", query_params(plan))
+        mechanism, params = record
+        self._charge(compiled.statement.sql, compiled.plan_hash, mechanism, params, plan.cost)
         self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
     def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:
