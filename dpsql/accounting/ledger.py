@@ -179,6 +179,8 @@ class Ledger:
         self._cache: dict[tuple[str, str], _Cached] = {}
         # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
         self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
+        # Per (analyst, accountant): the last `more` answer and what it was computed from.
+        self._more_memo: dict[tuple[str, str], tuple[Composition, tuple[PrivacyLoss, ...], PrivacyCost, int]] = {}
 
     @property
     def path(self) -> Path | None:
@@ -276,6 +278,16 @@ class Ledger:
 
         def count() -> int:
             history = self._composition(analyst, chosen, in_charge=False)
+            # Asked again with nothing charged since (the REPL asks after every query): the same
+            # cached history object, so the same answer.
+            memo = self._more_memo.get((analyst, chosen.name))
+            if memo is not None and memo[0] is history and memo[1] == losses and memo[2] == budget:
+                return memo[3]
+            fit = counted(history)
+            self._more_memo[(analyst, chosen.name)] = (history, losses, budget, fit)
+            return fit
+
+        def counted(history: Composition) -> int:
             kind = chosen.empty().add(losses)
             known, capped = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(
                 frozenset(kind.tally.items()), (None, False))
