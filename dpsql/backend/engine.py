@@ -277,8 +277,8 @@ def normalise_rows(raw: RawRows, declared: Sequence[str | None] | None = None) -
         assert kind is not None
         target = declared[i] if declared is not None and i < len(declared) else None
         convert = _DECLARED.get(target) if target else None
-        if convert is not None:
-            types[i] = target  # type: ignore[call-overload]
+        if convert is not None and target is not None:
+            types[i] = target
         converters.append(convert if convert is not None else (_python if kind[1] else None))
     rows = raw.rows
     if any(c is not None for c in converters):
