@@ -236,8 +236,9 @@ _DUMMY: dict[str, exp.Expr] = {
 # DuckDB type names whose plain Python values (DB-API fetchall) are exactly what `normalise` makes
 # of the same column through Arrow (DECIMAL(p, s) and lists of these are handled apart): a
 # backend returns plain rows only when every column has one of them (checked before fetching).
-ROW_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "DOUBLE",
-                       "VARCHAR", "DATE", "TIMESTAMP"})
+# DATE and TIMESTAMP are not among them: DuckDB's ±infinity become date.max/min as rows but fail
+# in Arrow's conversion, so they keep the Arrow path.
+ROW_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "DOUBLE", "VARCHAR"})
 _DECIMAL = re.compile(r"DECIMAL\((\d+),(\d+)\)")
 
 
