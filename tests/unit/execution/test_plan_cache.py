@@ -7,8 +7,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
+import pytest
+
 import dpsql
 from dpsql.catalog.loader import load_policy
+from dpsql.errors import BudgetExhaustedError
 from dpsql.mechanisms.rng import SeededRandomSource
 
 COUNT = "SELECT COUNT(*) FROM people"
@@ -92,3 +95,20 @@ def test_another_policy_gives_a_new_plan(connect: Callable[..., dpsql.Connection
     session.policy = load_policy(policy_file(name="other.toml", max_rows=2))
     second = session.compile(COUNT)[1]
     assert second is not first and second.plan.cost.losses[0].sensitivity == 2
+
+
+def test_a_cached_plan_is_refused_in_the_same_words_and_never_charged(connect: Callable[..., dpsql.Connection],
+                                                                     policy_file: Callable[..., Any]) -> None:
+    # 0.123456789 prints differently under :g and .12g, so the two refusal texts would differ
+    con = connect(policy=policy_file(epsilon=0.4, default_epsilon=0.123456789, accountant="basic"))
+    session = con.session
+    for _ in range(3):
+        con.execute(COUNT).fetchall()
+    assert "duckdb" in session.compile(COUNT)[1].dry_runs_passed  # the repeat skips the fail-fast check
+    with pytest.raises(BudgetExhaustedError) as cached:
+        con.execute(COUNT)
+    other = "SELECT COUNT(*) FROM people WHERE age > 1"  # a new plan: refused by the fail-fast check
+    with pytest.raises(BudgetExhaustedError) as fresh:
+        con.execute(other)
+    assert str(cached.value) == str(fresh.value).replace(other, COUNT)
+    assert cached.value.remaining == fresh.value.remaining and len(session.ledger_entries()) == 3
