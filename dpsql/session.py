@@ -68,7 +68,8 @@ class Session:
         self._ledger = ledger
         self._lock = threading.RLock()
         self._default = policy.budget.default_query
-        self._plans: dict[tuple[Any, ...], Any] = {}
+        self._plans: dict[tuple[Any, ...], Any] = {}  # compiled statements; see compile
+        self._plans_policy = policy
         self._facts = EnginePublicFacts(engine)  # joins read public tables' fan-outs and domains (free)
         charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
         self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
@@ -137,8 +138,13 @@ class Session:
         """Parse, analyse and plan without data or budget.
 
         Compiling is pure in (SQL, parameters, policy, session defaults), so plans are cached:
-        a repeated query skips parsing and rendering, never the charge or the noise.
+        a repeated query skips parsing and rendering, never the charge or the noise. A cached
+        plan holds nothing secret or random: the bounded relations' seeds live in the session's
+        engine calls, and per-query seeds and noise are drawn at execution, after the charge.
         """
+        if self.policy is not self._plans_policy:  # a plan is only valid for the policy it was made for
+            self._plans.clear()
+            self._plans_policy = self.policy
         try:
             key = (sql, tuple(parameters or ()), self._default)
             hash(key)

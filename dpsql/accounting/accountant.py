@@ -57,6 +57,8 @@ MAX_EXACT_SENSITIVITY = 1000
 BIG_EPSILON = 50
 # Float results are rounded up by this relative margin (and 1e-15 absolute).
 _MARGIN = 1e-9
+# How many one-copy ``add`` results a composition keeps.
+_ADDED_MEMO = 4
 
 
 def _up(value: float) -> Fraction:
@@ -121,10 +123,24 @@ def _loss(record: Any) -> PrivacyLoss:
 LossKey = tuple[object, ...]
 
 
+class _LossKey(tuple[object, ...]):
+    """A term's key that hashes its Fractions once (pure-Python Fraction hashing dominated a
+    charge: every tally lookup of a plain tuple rehashes them). Equal to the plain tuple."""
+
+    _hash: int
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = tuple.__hash__(self)
+            return self._hash
+
+
 def _key(loss: PrivacyLoss) -> LossKey:
     """What determines a term's composition (terms with equal keys are self-composed at once)."""
-    return (loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2, loss.rho,
-            tuple(_key(part) for part in loss.parts))
+    return _LossKey((loss.family, loss.epsilon, loss.delta, loss.sensitivity, loss.scale, loss.sigma2, loss.rho,
+                     tuple(_key(part) for part in loss.parts)))
 
 
 def _pld_terms(losses: Sequence[PrivacyLoss]) -> list[PrivacyLoss]:
@@ -146,11 +162,25 @@ class Composition(ABC):
         self.tally: Mapping[LossKey, int] = tally or {}  # term key -> how many times (never mutated)
         self._reps: Mapping[LossKey, PrivacyLoss] = reps or {}  # one term per key
         self._epsilons: dict[Fraction, Fraction | None] = {}  # epsilon_at, memoised (the object never changes)
+        # The last few ``add`` results of one copy (the object never changes): a query's fail-fast
+        # check and its charge extend the same cached history by the same terms; the second is a lookup.
+        self._added: list[tuple[tuple[PrivacyLoss, ...], Composition]] = []
 
     def add(self, losses: Sequence[PrivacyLoss], times: int = 1) -> Composition:
         """This history followed by ``times`` copies of ``losses``."""
         if times < 0:
             raise ValueError("times must be >= 0")
+        if times != 1:  # a headroom search's many copies: not kept (their PLDs can be large)
+            return self._add(losses, times)
+        terms = tuple(losses)
+        for known, added in self._added:  # compared, not hashed: equal terms, equal result
+            if known is terms or known == terms:
+                return added
+        added = self._add(terms, 1)
+        self._added = [*self._added[-(_ADDED_MEMO - 1):], (terms, added)]
+        return added
+
+    def _add(self, losses: Sequence[PrivacyLoss], times: int) -> Composition:
         tally, reps = dict(self.tally), dict(self._reps)
         for loss in losses:
             key = _key(loss)

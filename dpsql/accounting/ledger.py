@@ -90,6 +90,17 @@ def _group_losses(rows: Iterable[GroupRow]) -> list[tuple[tuple[PrivacyLoss, ...
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
 
+def _terms(cost: PrivacyCost) -> tuple[PrivacyLoss, ...]:
+    """The terms a charge of ``cost`` records, as a re-read composes them (memoised: a repeated
+    query asks for the same ones before every charge)."""
+    return _cost_terms(cost.epsilon, cost.delta, cost.losses)
+
+
+@functools.lru_cache(maxsize=256)
+def _cost_terms(epsilon: Fraction, delta: Fraction, losses: tuple[PrivacyLoss, ...]) -> tuple[PrivacyLoss, ...]:
+    return losses_of({"losses": [x.record() for x in losses]}, PrivacyCost(epsilon, delta, losses))
+
+
 @functools.lru_cache(maxsize=1024)
 def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> tuple[PrivacyLoss, ...]:
     """One row's terms; repeated queries repeat their rows' text, so a rebuild parses each once."""
@@ -168,6 +179,8 @@ class Ledger:
         self._cache: dict[tuple[str, str], _Cached] = {}
         # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
         self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
+        # Per (analyst, accountant): the last `more` answer and what it was computed from.
+        self._more_memo: dict[tuple[str, str], tuple[Composition, tuple[PrivacyLoss, ...], PrivacyCost, int]] = {}
 
     @property
     def path(self) -> Path | None:
@@ -234,7 +247,7 @@ class Ledger:
         if accountant == "basic":
             return self.spent(analyst) + PrivacyCost(cost.epsilon, cost.delta)
         chosen = _accountant(accountant)
-        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        losses = _terms(cost)
         return self._read(lambda: self._composition(analyst, chosen, in_charge=False).add(losses)).spent(budget)
 
     def remaining(self, analyst: str, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
@@ -246,7 +259,7 @@ class Ledger:
         if accountant == "basic":
             return cost.fits_in(self.remaining(analyst, budget))
         chosen = _accountant(accountant)
-        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        losses = _terms(cost)
         return self._read(lambda: self._fits(analyst, chosen, self._composition(analyst, chosen, in_charge=False),
                                              losses, budget))
 
@@ -261,10 +274,20 @@ class Ledger:
             counts = [left.epsilon // cost.epsilon if cost.epsilon else None, left.delta // cost.delta if cost.delta else None]
             return min(MORE_LIMIT, int(min(c for c in counts if c is not None)))
         chosen = _accountant(accountant)
-        losses = losses_of({"losses": [x.record() for x in cost.losses]}, cost)
+        losses = _terms(cost)
 
         def count() -> int:
             history = self._composition(analyst, chosen, in_charge=False)
+            # Asked again with nothing charged since (the REPL asks after every query): the same
+            # cached history object, so the same answer.
+            memo = self._more_memo.get((analyst, chosen.name))
+            if memo is not None and memo[0] is history and memo[1] == losses and memo[2] == budget:
+                return memo[3]
+            fit = counted(history)
+            self._more_memo[(analyst, chosen.name)] = (history, losses, budget, fit)
+            return fit
+
+        def counted(history: Composition) -> int:
             kind = chosen.empty().add(losses)
             known, capped = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(
                 frozenset(kind.tally.items()), (None, False))
@@ -286,10 +309,11 @@ class Ledger:
         return self._read(count)
 
     def _fits(self, analyst: str, chosen: Accountant, history: Composition, losses: tuple[PrivacyLoss, ...],
-              budget: PrivacyCost) -> bool:
-        """Whether history + losses fits ``budget`` (call under the lock): covered by a known-fitting
-        multiset, or else the largest number of such charges that fit is searched once and kept."""
-        after = history.add(losses)
+              budget: PrivacyCost, after: Composition | None = None) -> bool:
+        """Whether history + losses (``after``, when the caller has it) fits ``budget`` (call under the
+        lock): covered by a known-fitting multiset, or else the largest number of such charges that
+        fit is searched once and kept."""
+        after = history.add(losses) if after is None else after
         known = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).values()
         if any(fitting.covers(after) for fitting, _ in known):
             return True
@@ -319,13 +343,15 @@ class Ledger:
                          params_json: str, cost: PrivacyCost, budget: PrivacyCost, chosen: Accountant) -> LedgerEntry:
         """The check-and-charge under a composing accountant, in the store's one transaction."""
         store = self._store
-        new_losses = losses_of(json.loads(params_json), cost)  # exactly what a later re-read composes
+        fractions = (str(cost.epsilon.numerator), str(cost.epsilon.denominator), str(cost.delta.numerator),
+                     str(cost.delta.denominator))
+        new_losses = _row_losses(params_json, *fractions)  # exactly what a later re-read composes
 
         def charged() -> LedgerEntry:
             with store.charging(analyst):
                 history = self._composition(analyst, chosen, in_charge=True)
                 after = history.add(new_losses)
-                if not self._fits(analyst, chosen, history, new_losses, budget):
+                if not self._fits(analyst, chosen, history, new_losses, budget, after):
                     raise _exhausted(cost, budget - history.spent(budget))
                 count, max_id = self._cache[(analyst, chosen.name)][:2]
                 entry = self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)

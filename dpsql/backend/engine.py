@@ -76,6 +76,11 @@ class Backend(Protocol):
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
         """Run SQL rendered for this dialect; BackendFailure on any engine error."""
 
+    def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> RawRows | pyarrow.Table:
+        """Run SQL like `execute`; the result as plain rows with the engine's type names where
+        `normalise_rows` gives exactly what `normalise` gives for its Arrow form, else as Arrow.
+        (Per-query cost: DuckDB's Arrow conversion takes longer than a small aggregate itself.)"""
+
     def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
         """Keep a SELECT as the session relation `name`: computed once, or a view (BackendFailure on error)."""
 
@@ -226,6 +231,60 @@ _DUMMY: dict[str, exp.Expr] = {
     "bool": exp.true(), "date": exp.Literal.string("2000-01-01"),
     "timestamp": exp.Literal.string("2000-01-01 00:00:00"),
 }
+
+
+# DuckDB type names whose plain Python values (DB-API fetchall) are exactly what `normalise` makes
+# of the same column through Arrow (DECIMAL(p, s) and lists of these are handled apart): a
+# backend returns plain rows only when every column has one of them (checked before fetching).
+# DATE and TIMESTAMP are not among them: DuckDB's ±infinity become date.max/min as rows but fail
+# in Arrow's conversion, so they keep the Arrow path.
+ROW_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "DOUBLE", "VARCHAR"})
+_DECIMAL = re.compile(r"DECIMAL\((\d+),(\d+)\)")
+
+
+@dataclass(frozen=True, slots=True)
+class RawRows:
+    """A result as the engine's DB-API gives it: names, the engine's type names, rows."""
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def row_type(engine_type: str) -> tuple[str, bool] | None:
+    """(the name `type_name` gives the same column's Arrow type, whether its values are integral
+    decimals to turn into ints), or None when plain rows of this type are not known to match."""
+    if engine_type in ROW_TYPES:
+        return engine_type, False
+    if engine_type.endswith("[]"):
+        inner = row_type(engine_type[:-2])
+        return None if inner is None else (f"{inner[0]}[]", inner[1])
+    match = _DECIMAL.fullmatch(engine_type)
+    if match is None:
+        return None
+    precision, scale = int(match.group(1)), int(match.group(2))
+    return ("HUGEINT" if scale == 0 and precision >= 38 else engine_type), scale == 0
+
+
+def normalise_rows(raw: RawRows, declared: Sequence[str | None] | None = None) -> EngineResult:
+    """`normalise` for plain rows (RawRows of ROW_TYPES, DECIMAL and lists of them): the same names,
+    type names and Python values as the Arrow path."""
+    kinds = [row_type(t) for t in raw.types]
+    if any(k is None for k in kinds):
+        raise ValueError("plain rows of a type without a known Arrow equivalent")
+    types = [k[0] for k in kinds if k is not None]
+    converters: list[Callable[[Any], Any] | None] = []
+    for i, kind in enumerate(kinds):
+        assert kind is not None
+        target = declared[i] if declared is not None and i < len(declared) else None
+        convert = _DECLARED.get(target) if target else None
+        if convert is not None and target is not None:
+            types[i] = target
+        converters.append(convert if convert is not None else (_python if kind[1] else None))
+    rows = raw.rows
+    if any(c is not None for c in converters):
+        rows = [tuple(v if c is None or v is None else c(v) for c, v in zip(converters, row)) for row in rows]
+    return EngineResult(raw.names, tuple(types), rows)
 
 
 def _sanitized(action: Callable[[], Any], error: Callable[[], Exception]) -> Any:
@@ -420,7 +479,10 @@ class Engine:
     def run(self, select: exp.Expr | str, params: Mapping[str, Any] | None = None,
             declared: Sequence[str | None] | None = None) -> EngineResult:
         """Run a plan's engine SQL (an expression or its text in this dialect), normalised."""
-        return normalise(self.arrow(select, params), declared)
+        sql = select if isinstance(select, str) else self.render(select)
+        with self._lock:
+            raw = self._private(lambda: self.backend.rows(sql, dict(params or {})))
+        return normalise(raw, declared) if isinstance(raw, pyarrow.Table) else normalise_rows(raw, declared)
 
     def private_arrays(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> dict[str, numpy.ndarray]:
         """Columns of a query over private data as arrays; engine errors come back sanitized."""

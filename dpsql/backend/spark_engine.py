@@ -273,6 +273,10 @@ class SparkBackend:
                 message = _first_line(err)
         raise BackendFailure(message)
 
+    def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
+        """Run Spark SQL; always Arrow (Spark's own result conversion goes through Arrow)."""
+        return self.execute(sql, params)
+
     def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
         """A temp view over the SELECT; unless `view`, computed once and persisted (MEMORY_AND_DISK)."""
         from pyspark import StorageLevel

@@ -210,9 +210,12 @@ def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
     # `bounded_name` is then the session's keyed relation (keyed_select): the person counts come
     # from its precomputed flag, in the same aggregation as the released values. Privacy and
     # utility: see keyed_select. A key no counted person holds is never returned (HAVING), as
-    # before: its presence would depend on one person's rows outside their kept keys.
-    counted = exp.Count(this=exp.If(this=exp.column(UNIT_KEY, quoted=True), true=exp.Literal.number(1), false=exp.Null()))
-    return aggregate.select(exp.alias_(counted, UNITS)).having(
+    # before: its presence would depend on one person's rows outside their kept keys. COUNT_IF
+    # (DuckDB and Spark SQL) counts the same rows as COUNT(CASE WHEN flag THEN 1 END), NULL flags
+    # not counted, and is DuckDB's cheaper native form; cast to BIGINT, the type Spark returns
+    # (DuckDB's is HUGEINT), so both engines hand back the same raw types.
+    counted = exp.CountIf(this=exp.column(UNIT_KEY, quoted=True))
+    return aggregate.select(exp.alias_(exp.cast(counted, exp.DataType.build("BIGINT")), UNITS)).having(
         exp.GT(this=counted.copy(), expression=exp.Literal.number(0)))
 
 

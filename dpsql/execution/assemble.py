@@ -104,9 +104,28 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
     Rows keep the order of the noisy table (sorted keys); a cell's interval is the corner
     evaluation of its estimate with each release at level 1 - 0.05/m, as in postsql.
     """
+    nrows = len(next(iter(columns.values()))) if columns else 1
+    # What to compute per cell depends on the plan and the noisy table's types alone (both public,
+    # the same on every run of the plan): built once per compiled query and types.
+    shapes = compiled.memo.setdefault("simple_rows", {})
+    types_key = tuple(sorted(types.items()))
+    shape = shapes.get(types_key)
+    if shape is None:
+        shape = shapes[types_key] = _simple_shape(compiled, types)
+    names, out_types, cellers = shape
+    rows: list[tuple[Any, ...]] = []
+    cells: list[tuple[float | None, ...]] = []
+    for i in range(nrows):
+        pairs = [celler.cell(columns, i) for celler in cellers]
+        rows.append(tuple(value for value, _ in pairs))
+        cells.append(tuple(width for _, width in pairs))
+    return names, out_types, rows, cells
+
+
+def _simple_shape(compiled: CompiledQuery, types: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[_Cell, ...]]:
+    """Output names, output types and one cell builder per output of a simple query (no data)."""
     plan = compiled.plan
     outputs = plan.query.outputs
-    nrows = len(next(iter(columns.values()))) if columns else 1
     names = tuple(o.name for o in outputs)
     out_types: list[str] = []
     cellers: list[_Cell] = []
@@ -129,13 +148,7 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
             continue
         widths = [float(release_width(plan, r, len(estimate.releases))) for r in estimate.releases]
         cellers.append(_EstimateCell(estimate, widths, tuple(release_name(r) for r in estimate.releases)))
-    rows: list[tuple[Any, ...]] = []
-    cells: list[tuple[float | None, ...]] = []
-    for i in range(nrows):
-        pairs = [celler.cell(columns, i) for celler in cellers]
-        rows.append(tuple(value for value, _ in pairs))
-        cells.append(tuple(width for _, width in pairs))
-    return names, tuple(out_types), rows, cells
+    return names, tuple(out_types), tuple(cellers)
 
 
 def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]]) -> NoisyResult:

@@ -67,8 +67,11 @@ class Charger:
         """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
         if self.ledger.fits(self._analyst, cost, self._budget(), self.accountant):
             return
+        raise self._exhausted(cost)
+
+    def _exhausted(self, cost: PrivacyCost) -> BudgetExhaustedError:
         remaining = self.remaining()
-        raise BudgetExhaustedError(
+        return BudgetExhaustedError(
             f"privacy budget exhausted: requested epsilon={float(cost.epsilon):g}, delta={float(cost.delta):g}; "
             f"remaining epsilon={float(remaining.epsilon):g}, delta={float(remaining.delta):g}",
             requested=cost, remaining=remaining,
@@ -77,8 +80,17 @@ class Charger:
     def charge_query(self, compiled: CompiledQuery) -> None:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
-        self._charge(compiled.statement.sql, compiled.plan_hash, "+".join(_mechanisms(plan)) or "laplace",
-                     query_params(plan), plan.cost)
+        record = compiled.memo.get("ledger_record")
+        if record is None:  # the plan's public description, the same for every charge of it
+            record = compiled.memo["ledger_record"] = ("+".join(_mechanisms(plan)) or "laplace", query_params(plan))
+        mechanism, params = record
+        refused = False
+        try:
+            self._charge(compiled.statement.sql, compiled.plan_hash, mechanism, params, plan.cost)
+        except BudgetExhaustedError:
+            refused = True
+        if refused:  # the same words as the fail-fast check's refusal (a query may skip that check)
+            raise self._exhausted(plan.cost)
         self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
     def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:

@@ -107,8 +107,11 @@ class Executor:
         taken = self.layers.take(compiled)
         if taken is not None:
             return taken
-        self.charger.check(compiled.plan.cost)  # fail fast, without touching the engine
-        self._dry_runs(compiled)
+        if self.calls.dialect not in compiled.dry_runs_passed:
+            self.charger.check(compiled.plan.cost)  # fail fast, before the dry runs touch the engine
+            self._dry_runs(compiled)
+        # (A plan whose dry runs passed goes straight to the charge: it checks the budget itself,
+        # atomically, and refuses in the same words.)
         self.charger.charge_query(compiled)
         # Charged: from here on, nothing is refunded, whatever happens.
         return self._answer(compiled)

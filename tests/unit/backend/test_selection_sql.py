@@ -38,11 +38,21 @@ def test_key_bounding_reads_the_keyed_relation_in_one_pass() -> None:
     assert compiled.engine.find(exp.Window) is None and compiled.engine.find(exp.Join) is None and not compiled.uses_seed
     assert compiled.engine.find(exp.Subquery) is None
     assert f'FROM "{keyed_name(table, ("region",))}"' in compiled.engine_sql
-    assert f'COUNT(CASE WHEN "{UNIT_KEY}" THEN 1 ELSE NULL END) AS __units' in compiled.engine_sql
+    assert f'CAST(COUNT_IF("{UNIT_KEY}") AS BIGINT) AS __units' in compiled.engine_sql
     assert "HAVING" in compiled.engine_sql  # a key no counted person holds is never returned
     # The key bounding itself is a seeded window in the (cached) keyed relation.
     keyed = keyed_select(table, "b", compiled.keyed_columns, "h")
     assert keyed.find(exp.Window) is not None and keyed.find(exp.Placeholder) is not None
+
+
+def test_count_if_counts_the_flagged_rows_as_the_case_form_did() -> None:
+    # The person count of a key: rows whose flag is TRUE; FALSE and NULL flags are not counted.
+    rows = "(VALUES ('a', TRUE), ('a', FALSE), ('a', NULL), ('a', TRUE), ('b', FALSE), ('b', NULL), ('c', TRUE))"
+    con = duckdb.connect()
+    new = con.execute(f"SELECT k, COUNT_IF(f) FROM {rows} t(k, f) GROUP BY k ORDER BY k").fetchall()
+    old = con.execute(f"SELECT k, COUNT(CASE WHEN f THEN 1 ELSE NULL END) FROM {rows} t(k, f) GROUP BY k ORDER BY k").fetchall()
+    assert new == old == [("a", 2), ("b", 0), ("c", 1)]
+    assert render(exp.CountIf(this=exp.column(UNIT_KEY, quoted=True)), "spark") == f"COUNT_IF(`{UNIT_KEY}`)"
 
 
 def test_one_keyed_relation_per_grouping_column_set() -> None:
