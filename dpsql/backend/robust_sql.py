@@ -21,8 +21,8 @@ and computes, per group, exactly what the mechanism reads:
 - MODE by counts (report-noisy-max, stable histogram): per group, the rows of each declared
   value, or of each value present (NULL and NaN dropped), in one GROUP BY.
 - MODE by A_samp: one statement. Each person goes to subsample block_hash(unit, $mode_seed) % B (so all
-  their rows go there, T = 1; integer arithmetic for integer units); per (group, subsample) the most frequent value wins, ties broken by
-  hash(value, subsample, $tie_seed); per group, the votes each value got. Empty subsamples are
+  their rows go there, T = 1; bitwise integer arithmetic for integer units); per (group, subsample) the most frequent value wins, ties broken by
+  hash(value, subsample, $tie_seed) (ARG_MIN, no window); per group, the votes each value got. Empty subsamples are
   absent, i.e. abstain. No Python loop over rows.
 Seeds are fresh secret per-query parameters, drawn by the session after the charge.
 """
@@ -530,51 +530,78 @@ def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.
 # --- MODE ------------------------------------------------------------------------------------------
 
 
-BLOCK_PRIME = 2**31 - 1  # the universal hash's modulus: every product below stays under 2^62
+BLOCK_X = "__x"  # block_hash_layers: the column holding the previous layer
+BLOCK_MASK = 2**31 - 1  # the hash works on 31-bit lanes: every product below stays under 2^62
 
 
 def block_hash(unit: exp.Expr, unit_type: str) -> exp.Expr:
     """A person's secret subsample hash in [0, 2^31) under $mode_seed (MODE's A_samp).
 
-    Integer units: two rounds of x -> (a x + b) mod P, each followed by x ^ (x >> s), starting
-    from u mod P, with P = 2^31 - 1 and a, b, c, d = HashBits($mode_seed, 1..4) mod P. The
-    coefficients depend on the parameter only, so the engine folds them to constants once per
-    query; per row this is integer arithmetic (an MD5 per row was 90% of MODE's time). Every
-    intermediate stays below 2^62, % is the truncated remainder and ^/>> are bitwise on both
-    engines, so DuckDB and Spark assign the same blocks. The first round alone is a universal
-    (pairwise-independent) hash; the xor-shifts and the second round break its lattice structure,
-    which on sequential ids made blocks far more balanced than random subsamples (a near-tied
-    MODE was then released where random blocks refuse). Other units (text, dates) keep
-    HashBits($mode_seed, u).
+    Integer units: fold u to 31 bits, x = (u ^ (u >> 31) ^ (u >> 62)) & M with M = 2^31 - 1,
+    then two keyed rounds x -> ((x ^ k) * a) & M, each followed by x ^ (x >> s) (s = 16, 15),
+    with k1, a1, k2, a2 = HashBits($mode_seed, 1..4) & M (a1, a2 made odd). The coefficients
+    depend on the parameter only, so the engine folds them to constants once per query; per row
+    this is bitwise arithmetic and two products below 2^62, no division (the rounds mod 2^31 - 1
+    this replaces made MODE 3.2x raw DuckDB's mode() at 1M rows, with the window below). & (on two's complement), ^ and
+    the arithmetic >> are the same on DuckDB and Spark, nothing overflows, so both engines assign
+    the same blocks. Multiply-xorshift rounds are the structure of MurmurHash3's finaliser: on
+    sequential or strided ids the block counts are as spread as random subsamples' (a chi-square
+    near its degrees of freedom; tests/unit/backend/test_block_hash.py), where one affine round
+    alone puts them on a lattice, far more even than random (a near-tied MODE was then released
+    where random blocks refuse). Other units (text, dates) keep HashBits($mode_seed, u).
 
     Privacy: A_samp's guarantee needs only that every person is in exactly one block, by a rule
     that does not read the data: removing a person changes one block. The block of u is a
     function of u and the secret per-query seed alone, whatever the coefficients are. The seed
-    only buys utility (blocks that behave like random subsamples); units congruent mod P (ids of
-    2^31 and above) always share a block, which costs randomness, never privacy.
+    only buys utility (blocks that behave like random subsamples); units equal in their folded
+    31 bits always share a block, which costs randomness, never privacy.
     """
+    layers = block_hash_layers(unit, unit_type)
+    hashed = layers[0]
+    for layer in layers[1:]:
+        hashed = _substitute(layer, hashed)
+    return hashed
+
+
+def _substitute(layer: exp.Expr, previous: exp.Expr) -> exp.Expr:
+    """`layer` with every reference to the column BLOCK_X replaced by `previous`."""
+    return layer.transform(lambda node: previous.copy() if isinstance(node, exp.Column) and node.name == BLOCK_X else node)
+
+
+def block_hash_layers(unit: exp.Expr, unit_type: str) -> list[exp.Expr]:
+    """block_hash as successive projections: the first reads the unit, each later one the column
+    BLOCK_X holding the previous one. Nested as subqueries, every step and every coefficient
+    appears once in the SQL (inlined into one expression, the xor-shifts double the text at each
+    round and the engine parses and folds every copy of the coefficients)."""
     seed = exp.Placeholder(this=MODE_SEED)
     if unit_type != "int":
-        return HashBits(this=seed, expressions=[hash_input(unit, unit_type)])
-    prime = exp.Literal.number(BLOCK_PRIME)
+        return [HashBits(this=seed, expressions=[hash_input(unit, unit_type)])]
+    mask = exp.Literal.number(BLOCK_MASK)
 
-    def coefficient(index: int) -> exp.Expr:
-        return exp.paren(exp.Mod(this=HashBits(this=seed.copy(), expressions=[exp.Literal.number(index)]), expression=prime.copy()))
+    def coefficient(index: int, odd: bool = False) -> exp.Expr:
+        bits = exp.paren(exp.BitwiseAnd(this=HashBits(this=seed.copy(), expressions=[exp.Literal.number(index)]), expression=mask.copy()))
+        return exp.paren(exp.BitwiseOr(this=bits, expression=exp.Literal.number(1))) if odd else bits
 
-    def affine(x: exp.Expr, a: int, b: int) -> exp.Expr:
-        return exp.Mod(this=exp.paren(exp.Add(this=exp.Mul(this=coefficient(a), expression=exp.paren(x)), expression=coefficient(b))),
-                       expression=prime.copy())
+    def shifted(x: exp.Expr, shift: int) -> exp.Expr:
+        return exp.paren(exp.BitwiseRightShift(this=exp.paren(x), expression=exp.Literal.number(shift)))
 
-    def xorshift(x: exp.Expr, shift: int) -> exp.Expr:
-        # Parenthesised whole: Spark renders ^ as an operator, which binds looser than % (the
-        # block is this value % B).
-        return exp.paren(exp.BitwiseXor(this=exp.paren(x), expression=exp.paren(exp.BitwiseRightShift(
-            this=exp.paren(x.copy()), expression=exp.Literal.number(shift)))))
+    def xor(x: exp.Expr, y: exp.Expr) -> exp.Expr:
+        # Parenthesised whole: Spark renders ^ and & as operators, which bind looser than * and %.
+        return exp.paren(exp.BitwiseXor(this=exp.paren(x), expression=y))
 
-    # u mod P in [0, P): % keeps the sign of u on both engines, so shift negatives into range.
-    residue = exp.Mod(this=exp.paren(exp.Add(this=exp.paren(exp.Mod(this=unit, expression=prime.copy())), expression=prime.copy())),
-                      expression=prime.copy())
-    return xorshift(affine(xorshift(affine(residue, 1, 2), 16), 3, 4), 15)
+    def product(x: exp.Expr, k: int, a: int) -> exp.Expr:  # ((x ^ k) * a) & M
+        return exp.paren(exp.BitwiseAnd(this=exp.paren(exp.Mul(this=xor(x, coefficient(k)), expression=coefficient(a, odd=True))),
+                                        expression=mask.copy()))
+
+    def column() -> exp.Expr:
+        return exp.column(BLOCK_X)
+
+    folded = exp.paren(exp.BitwiseAnd(this=xor(xor(unit, shifted(unit.copy(), 31)), shifted(unit.copy(), 62)), expression=mask.copy()))
+    return [
+        product(folded, 1, 2),
+        product(xor(column(), shifted(column(), 16)), 3, 4),
+        xor(column(), shifted(column(), 15)),
+    ]
 
 
 def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
@@ -583,6 +610,8 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
     Person u goes to subsample block_hash(u) % B (all their rows, T = 1). In each
     (group, subsample) the most frequent value wins; ties go to the smallest keyed hash of
     (value, subsample) under $tie_seed, then to the smallest value, so every engine picks the same.
+    Three aggregations, no window: counts per (group, subsample, value), the mode per (group,
+    subsample) by ARG_MIN over (-count, tie hash, value), then the votes per (group, value).
     """
     names = _key_names(plan)
     column = request.column
@@ -596,23 +625,25 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
                 .where(exp.and_(condition, declared) if condition is not None else declared)
                 .group_by(*[key_sql(k) for k in plan.query.keys], value.copy()))
     unit = exp.column(plan.bounding.unit, quoted=True)
-    unit_type = plan.query.table.columns[plan.bounding.unit].type
-    subsample = exp.Mod(this=block_hash(unit, unit_type), expression=exp.Literal.number(request.blocks))
+    layers = block_hash_layers(unit, plan.query.table.columns[plan.bounding.unit].type)
     condition = row_filter(plan)
     present = _present(column, keep_infinite=True)
-    counts = (
-        exp.select(*_keys(plan), exp.alias_(subsample, "__sid"), exp.alias_(exp.column(column.name, quoted=True), VALUE),
-                   exp.alias_(exp.Count(this=exp.Star()), COUNT))
-        .from_(exp.to_identifier(relation, quoted=True))
-        .where(exp.and_(condition, present) if condition is not None else present)
-        .group_by(*[key_sql(k) for k in plan.query.keys], subsample.copy(), exp.column(column.name, quoted=True))
-    )
+    # Each block_hash layer once per row, in nested subqueries; the block is grouped by name.
+    blocked = (exp.select(*_keys(plan), exp.alias_(exp.column(column.name, quoted=True), VALUE), exp.alias_(layers[0], BLOCK_X))
+               .from_(exp.to_identifier(relation, quoted=True))
+               .where(exp.and_(condition, present) if condition is not None else present))
+    for i, layer in enumerate(layers[1:]):
+        blocked = exp.select(*names, VALUE, exp.alias_(layer, BLOCK_X)).from_(blocked.subquery(f"__h{i}"))
+    subsample = exp.Mod(this=exp.column(BLOCK_X), expression=exp.Literal.number(request.blocks))
+    counts = (exp.select(*names, exp.alias_(subsample, "__sid"), VALUE, exp.alias_(exp.Count(this=exp.Star()), COUNT))
+              .from_(blocked.subquery("__s")).group_by(*names, subsample.copy(), VALUE))
     tie = KeyedHash(this=exp.Placeholder(this=TIE_SEED), expressions=[hash_input(exp.column(VALUE), column.type), exp.column("__sid")])
-    order = [exp.Ordered(this=exp.column(COUNT), desc=True, nulls_first=False), ordered(tie), ordered(exp.column(VALUE))]
-    rank = exp.Window(this=exp.RowNumber(), partition_by=[*_columns(*names), exp.column("__sid")], order=exp.Order(expressions=order))
-    ranked = exp.select(*names, "__sid", VALUE, exp.alias_(rank, RANK)).from_(counts.subquery("__c"))
-    modes = (exp.select(*names, exp.alias_(exp.column(VALUE), MODE)).from_(ranked.subquery("__r"))
-             .where(exp.EQ(this=exp.column(RANK), expression=exp.Literal.number(1))))
+    # The subsample's mode: the value first in (count descending, tie hash, value), as one
+    # aggregate (a row_number window over the counts cost as much as the block assignment).
+    # Tuples compare field by field on both engines; none of the fields is NULL.
+    first = exp.Struct(expressions=[exp.Neg(this=exp.column(COUNT)), tie, exp.column(VALUE)])
+    modes = (exp.select(*names, exp.alias_(exp.ArgMin(this=exp.column(VALUE), expression=first), MODE))
+             .from_(counts.subquery("__c")).group_by(*names, "__sid"))
     return (exp.select(*names, MODE, exp.alias_(exp.Count(this=exp.Star()), VOTES))
             .from_(modes.subquery("__m")).group_by(*names, MODE))
 

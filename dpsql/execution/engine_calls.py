@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy
 from sqlglot import exp
 
-from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name
+from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name, keyed_name
 from dpsql.catalog.model import Table
 from dpsql.errors import Error
 from dpsql.ir.join import JoinedTable
@@ -90,6 +90,12 @@ class EngineCalls:
         if self.engine.has_relation(bounded_name(table)):
             return "prepared at connect" if table.name in self.prepared_at_connect else "prepared by an earlier query"
         return "built by the first query that reads it"
+
+    def keyed_state(self, table: Table, keys: tuple[str, ...]) -> str:
+        """For EXPLAIN: whether the keyed relation of a grouping exists yet (no data: timing only)."""
+        if self.engine.has_relation(keyed_name(table, keys)):
+            return "built by an earlier query"
+        return "built by the first query that groups by these columns, after the bounded relation (once per session)"
 
     def _wait(self, table: Table) -> None:
         job = self._preparing.pop(table.name, None)

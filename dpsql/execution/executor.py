@@ -65,7 +65,11 @@ class Executor:
         # The budget's view right under the query's own cost (the plan's "Cost:" line).
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
         lines[at:at] = self.budget_lines(self.cost_of(compiled))
-        return lines + [f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}"]
+        lines.append(f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}")
+        if compiled.keyed_columns:  # partition selection with key bounding: the keyed relation too
+            lines.append(f"Keyed relation of {table.name} ({', '.join(compiled.keyed_columns)}): "
+                         f"{self.calls.keyed_state(table, compiled.keyed_columns)}")
+        return lines
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's

@@ -32,7 +32,7 @@ from dpsql.backend import mmsql
 from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.engine import EngineResult, bounded_name, keyed_name, source_name
-from dpsql.backend.robust_sql import BLOCK_PRIME, DUCKDB_CAPABILITIES, block_hash, fetch, robust_queries
+from dpsql.backend.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, fetch, robust_queries
 from dpsql.backend.spark_engine import SparkEngine
 from dpsql.backend.sqlgen import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
@@ -470,9 +470,10 @@ def test_negative_control_other_mode_seeds_change_the_votes(engines: EnginePair,
 
 
 def test_mode_block_hash_of_integer_units(engines: EnginePair, spark_data: SparkData) -> None:
-    # MODE's integer-unit blocks (robust_sql.block_hash) are integer arithmetic below 2^62: the same
-    # on both engines at the BIGINT extremes and for negatives (% keeps the dividend's sign on both).
-    edges = [0, -1, 7, -7, BLOCK_PRIME, -BLOCK_PRIME, 2**40 + 3, -(2**40) - 3, 2**63 - 1, -(2**63)]
+    # MODE's integer-unit blocks (robust_sql.block_hash) are bitwise arithmetic with products below
+    # 2^62: the same on both engines at the BIGINT extremes and for negatives (>> is arithmetic and
+    # & acts on two's complement on both).
+    edges = [0, -1, 7, -7, BLOCK_MASK, -BLOCK_MASK, 2**40 + 3, -(2**40) - 3, 2**63 - 1, -(2**63)]
     pid = exp.column("pid", quoted=True)
     columns = [exp.alias_(block_hash(exp.cast(exp.Literal.number(u), "BIGINT"), "int"), f"e{i}") for i, u in enumerate(edges)]
     # Also the block itself (hash % B): an operator-precedence slip would show here first.

@@ -351,16 +351,18 @@ MODE_PARAMS = {"mode_seed": 20261122, "tie_seed": 7}
 
 
 def _block(pid: int) -> int:
-    # The engine's assignment of an integer unit (backend/robust_sql.py block_hash): x = pid mod P
-    # (P = 2^31 - 1), x -> (a x + b) mod P, x ^ (x >> 16), (c x + d) mod P, x ^ (x >> 15), with
-    # a..d the first 15 hex digits of md5('<mode_seed>:1'..'4') mod P; then modulo B. Computed here
+    # The engine's assignment of an integer unit (backend/robust_sql.py block_hash):
+    # x = (pid ^ (pid >> 31) ^ (pid >> 62)) & M (M = 2^31 - 1), x -> ((x ^ k1) * a1) & M,
+    # x ^ (x >> 16), ((x ^ k2) * a2) & M, x ^ (x >> 15), with k1, a1, k2, a2 the first 15 hex
+    # digits of md5('<mode_seed>:1'..'4') & M (a1, a2 made odd); then modulo B. Computed here
     # from that definition, so a change of the engine's hash makes these pairs miss their blocks
     # and the tests below fail.
-    prime = 2**31 - 1
-    a, b, c, d = (int(hashlib.md5(f"{MODE_PARAMS['mode_seed']}:{i}".encode()).hexdigest()[:15], 16) % prime for i in (1, 2, 3, 4))
-    x = (a * (pid % prime) + b) % prime
+    mask = 2**31 - 1
+    k1, a1, k2, a2 = (int(hashlib.md5(f"{MODE_PARAMS['mode_seed']}:{i}".encode()).hexdigest()[:15], 16) & mask for i in (1, 2, 3, 4))
+    x = (pid ^ (pid >> 31) ^ (pid >> 62)) & mask
+    x = ((x ^ k1) * (a1 | 1)) & mask
     x ^= x >> 16
-    x = (c * x + d) % prime
+    x = ((x ^ k2) * (a2 | 1)) & mask
     return (x ^ (x >> 15)) % 16
 
 

@@ -105,3 +105,22 @@ def test_the_kept_keys_depend_on_the_secret_seed() -> None:
     # Negative control: another seed keeps other keys (so the choice is the keyed hash's, not fixed).
     kept = [{(p, r) for p, r, _, flag in _flags(2, seed) if flag} for seed in (1, 2)]
     assert kept[0] != kept[1] and len(kept[0]) == len(kept[1])
+
+
+def test_key_heavy_persons_are_those_with_more_than_max_groups_key_tuples() -> None:
+    # key_heavy_select forms key pairs only for persons with more than max_groups rows: the same
+    # persons as counting the distinct key tuples of every person (NULL keys are tuples too).
+    for max_groups in (1, 2, 3):
+        table = policy_for(max_groups, max_rows=6).table("people")
+        con = duckdb.connect()
+        con.execute("CREATE TABLE b AS SELECT (i // 6) - 20 AS person_id, 30 AS age, 1.0 AS income, "
+                    "CASE WHEN i % 4 = 0 THEN NULL ELSE 'd' || (i % (1 + (i // 6) % 3)) END AS dept, "
+                    "CASE WHEN i % 9 = 0 THEN NULL ELSE 'r' || ((i * 7) % (1 + (i // 6) % 5)) END AS region "
+                    "FROM range(600) t(i) WHERE i % 6 < 1 + (i // 6) % 6")  # persons with 1 to 6 rows
+        for keys in (("region",), ("dept", "region")):
+            got = {r[0] for r in con.execute(render(key_heavy_select(table, "b", keys))).fetchall()}
+            tuples = defaultdict(set)
+            for row in con.execute(f"SELECT person_id, {', '.join(keys)} FROM b").fetchall():
+                tuples[row[0]].add(row[1:])
+            assert got == {p for p, t in tuples.items() if len(t) > max_groups}, (max_groups, keys)
+            assert got or max_groups == 3  # not vacuous

@@ -38,10 +38,11 @@ def wait_for_preparation(con) -> None:  # noqa: ANN001
         job.thread.join()
 
 
-def explain_last_line(con, sql: str) -> str:  # noqa: ANN001
+def explain_line(con, sql: str, prefix: str = "Bounded relation of ") -> str:  # noqa: ANN001
+    """EXPLAIN's line about a session relation (the bounded one by default)."""
     cur = con.cursor()
     cur.execute("EXPLAIN " + sql)
-    return str(cur.fetchall()[-1][0])
+    return next(str(row[0]) for row in cur.fetchall() if str(row[0]).startswith(prefix))
 
 
 def answers(policy: Path, prepare: bool) -> list[list[tuple]]:
@@ -58,12 +59,12 @@ def test_connect_prepares_and_explain_says_so(tmp_path: Path) -> None:
     policy = write_data(tmp_path)
     with dpsql.connect(policy=str(policy)) as con:
         wait_for_preparation(con)
-        assert explain_last_line(con, QUERIES[0]) == "Bounded relation of people: prepared at connect"
+        assert explain_line(con, QUERIES[0]) == "Bounded relation of people: prepared at connect"
     # Negative control: without preparation EXPLAIN tells the first query builds it.
     with dpsql.connect(policy=str(policy), prepare=False) as con:
-        assert explain_last_line(con, QUERIES[0]) == "Bounded relation of people: built by the first query that reads it"
+        assert explain_line(con, QUERIES[0]) == "Bounded relation of people: built by the first query that reads it"
         con.cursor().execute(QUERIES[1])
-        assert explain_last_line(con, QUERIES[0]) == "Bounded relation of people: prepared by an earlier query"
+        assert explain_line(con, QUERIES[0]) == "Bounded relation of people: prepared by an earlier query"
 
 
 def test_prepared_relation_gives_the_answers_of_building_it_at_the_first_query(tmp_path: Path) -> None:
@@ -105,3 +106,18 @@ def test_exit_without_close_during_preparation_does_not_abort(tmp_path: Path) ->
               "cur = con.cursor(); cur.execute('EXPLAIN SELECT COUNT(*) FROM people'); cur.fetchall()\n")
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / POLICY_NAME)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-500:]
+
+
+def test_explain_says_whether_the_keyed_relation_of_a_grouping_exists(tmp_path: Path) -> None:
+    # Partition selection with key bounding (max_groups < max_rows) also reads the keyed relation
+    # of its grouping columns, built by the first such query: EXPLAIN says so, then that it exists.
+    policy = write_data(tmp_path)
+    with dpsql.connect(policy=str(policy)) as con:
+        keyed = "Keyed relation of people (region): "
+        assert explain_line(con, QUERIES[0], keyed) == keyed + (
+            "built by the first query that groups by these columns, after the bounded relation (once per session)")
+        con.cursor().execute(QUERIES[0])
+        assert explain_line(con, QUERIES[0], keyed) == keyed + "built by an earlier query"
+        cur = con.cursor()
+        cur.execute("EXPLAIN " + QUERIES[1])  # public keys: no keyed relation, no line
+        assert not any(str(row[0]).startswith("Keyed relation") for row in cur.fetchall())
