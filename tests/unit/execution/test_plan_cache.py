@@ -15,7 +15,7 @@ from dpsql.errors import BudgetExhaustedError
 from dpsql.mechanisms.rng import SeededRandomSource
 
 COUNT = "SELECT COUNT(*) FROM people"
-MODE = "SELECT MODE(region) FROM people"
+MODE = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (mode_blocks = 50) MODE(region) FROM people"  # A_samp: seeded per query
 
 
 class CountingSource(SeededRandomSource):
