@@ -360,7 +360,7 @@ def _span(operand: exp.Expr, table: Table) -> tuple[ColumnType, dt.datetime, dt.
     if column.name == table.privacy_unit:
         raise NoDomain("it reads the privacy unit (every group would be one person)", operand)
     if not column.bounded:
-        raise _TooMany("int")
+        raise _TooMany(column.type)  # the caller names the key's own type
     assert column.lower is not None and column.upper is not None
     if column.type == "date":
         first = dt.datetime.fromordinal(int(column.lower))
@@ -385,7 +385,10 @@ def _days(first: dt.datetime, last: dt.datetime) -> Iterable[dt.date]:
 
 
 def _part(node: exp.Expr, part: str, operand: exp.Expr, table: Table) -> _Values:
-    kind, first, last = _span(operand, table)
+    try:
+        kind, first, last = _span(operand, table)
+    except _TooMany:
+        raise _TooMany("int") from None  # a date part is an integer
     if part in ("hour", "minute", "second"):
         if kind == "date":
             return _Values("int", frozenset({0}), node)
@@ -419,14 +422,17 @@ def _truncation(node: exp.Expr, table: Table) -> _Values:
             "hours": "hour", "minutes": "minute", "seconds": "second"}.get(text, text)
     if text not in _UNITS:
         raise NoDomain(f"dpsql lists no domain for date_trunc to '{text}'", node)
-    kind, first, last = _span(node.this, table)
+    try:
+        kind, first, last = _span(node.this, table)
+    except _TooMany as many:  # unbounded: partition selection over keys of the truncation's type
+        raise _TooMany("date" if many.type == "date" and text not in ("hour", "minute", "second") else "timestamp") from None
     start = truncate(first, text)
     keys: list[dt.datetime] = []
     current = start
     while current <= last:
         keys.append(current)
         if len(keys) > MAX_DERIVED_KEYS:
-            raise _TooMany(kind)
+            raise _TooMany("date" if kind == "date" and text not in ("hour", "minute", "second") else "timestamp")
         current = _next(current, text)
     if kind == "date" and text not in ("hour", "minute", "second"):
         return _Values("date", frozenset(k.date() for k in keys), node)  # the key is cast back to DATE

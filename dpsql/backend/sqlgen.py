@@ -99,12 +99,27 @@ def number(value: Fraction | int) -> exp.Expr:
     return exp.Literal.number(repr(float(value)))
 
 
+# Dates and timestamps outside years 1-9999 (DuckDB's 'infinity' and far years) have no Python
+# value: one such row would make a result fail to convert, an error channel that says whether any
+# person holds one. The source view maps them to NULL, a per-row map like TRY_CAST's.
+_TIME_RANGE = {
+    "date": ("0001-01-01", "9999-12-31"),
+    "timestamp": ("0001-01-01 00:00:00", "9999-12-31 23:59:59.999999"),
+}
+
+
+def _typed(column: str, type_name: str) -> exp.Expr:
+    cast = exp.TryCast(this=exp.column(column, quoted=True), to=exp.DataType.build(TYPE_NAMES[type_name]))
+    if type_name not in _TIME_RANGE:
+        return cast
+    low, high = (exp.cast(exp.Literal.string(v), TYPE_NAMES[type_name]) for v in _TIME_RANGE[type_name])
+    return exp.Case(ifs=[exp.If(this=exp.Between(this=cast, low=low, high=high), true=cast.copy())])
+
+
 def source_select(table: Table, source: exp.Expr) -> exp.Select:
-    """The policy's columns of `source`, cast to their declared types (TRY_CAST: bad values -> NULL)."""
-    columns = [
-        exp.alias_(exp.TryCast(this=exp.column(c.name, quoted=True), to=exp.DataType.build(TYPE_NAMES[c.type])), c.name, quoted=True)
-        for c in table.columns.values()
-    ]
+    """The policy's columns of `source`, cast to their declared types (TRY_CAST: bad values -> NULL;
+    dates and timestamps outside years 1-9999 -> NULL)."""
+    columns = [exp.alias_(_typed(c.name, c.type), c.name, quoted=True) for c in table.columns.values()]
     return exp.select(*columns).from_(source)
 
 
