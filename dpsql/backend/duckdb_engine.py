@@ -27,6 +27,7 @@ from dpsql.backend.engine import (
     source_name,
 )
 from dpsql.backend.local_duckdb import LocalDuckDB
+from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError
 
@@ -50,7 +51,7 @@ class DuckDBBackend:
     """One private in-memory DuckDB connection per session; the data stays inside it."""
 
     dialect = DIALECT
-    capabilities = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks"})
+    capabilities = DUCKDB_CAPABILITIES
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
                  frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
@@ -232,10 +233,12 @@ _MATERIALIZE_SETTINGS: Mapping[str, Any] = {"preserve_insertion_order": False, "
 
 
 def _temp_table(name: str, select: exp.Expr) -> exp.Create:
-    """CREATE TEMPORARY TABLE name AS select (the session's private relations)."""
+    """CREATE OR REPLACE TEMPORARY TABLE name AS select (the session's private relations; OR
+    REPLACE: a build interrupted after some steps is rebuilt from the start by the next query)."""
     return exp.Create(
         this=exp.to_identifier(name, quoted=True),
         kind="TABLE",
+        replace=True,
         expression=select,
         properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
     )

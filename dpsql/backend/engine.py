@@ -33,10 +33,11 @@ import pyarrow
 from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
+from dpsql.backend.bounding import Step, bounding_steps
 from dpsql.backend.dialects import render
 from dpsql.backend.join_sql import joined_select
 from dpsql.backend.sqlgen import (
-    TYPE_NAMES, UNIT_KEY, bounded_select, fixed_point_selects, key_heavy_select, keyed_select, row_heavy_select, source_select,
+    TYPE_NAMES, UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select, source_select,
 )
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
@@ -368,13 +369,19 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                heavy = bounded_heavy_name(table)
-                # On private data: errors come back sanitized, never as setup errors. Two steps:
-                # the heavy persons once (a count per person over every row), then the rows.
-                self._private(lambda: self.backend.materialize(heavy, row_heavy_select(table, source)))
-                self._private(lambda: self.backend.materialize(name, bounded_select(table, source, heavy), {"seed": seed}))
+                # On private data: errors come back sanitized, never as setup errors. The steps
+                # (backend/bounding.py) count the heavy persons once, then keep the rows.
+                for step in bounding_steps(table, source, name, bounded_heavy_name(table), self.capabilities):
+                    self._private(lambda step=step: self._run_step(step, seed))
                 self._relations.add(name)
             return name
+
+    def _run_step(self, step: Step, seed: int) -> None:
+        params = {"seed": seed} if step.seeded else None
+        if step.table is not None:
+            self.backend.materialize(step.table, step.sql, params)
+        else:
+            self.backend.execute(self.render(step.sql), params)
 
     def ensure_keyed(self, table: Table, keys: tuple[str, ...], bounded_seed: int, seed: int) -> str:
         """Materialise the keyed relation of a table and grouping-column set once per session: the

@@ -89,7 +89,9 @@ class RobustQuery:
         return self.request.seeded
 
 
-DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks"})
+# DuckDB's plan shortcuts (DuckDBBackend.capabilities; EXPLAIN prints its SQL for these); in_place_bounding:
+# backend/bounding.py.
+DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks", "in_place_bounding"})
 
 
 def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[RobustQuery, ...]:

@@ -27,7 +27,8 @@ from dpsql.backend.engine import (
 from dpsql.backend.join_sql import joined_select
 from dpsql.backend.postsql import post_select
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
-from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed, row_heavy_select
+from dpsql.backend.bounding import bounding_steps
+from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.join import JoinedTable
 from dpsql.ir.plan import Plan
@@ -143,8 +144,8 @@ class CompiledQuery:
                 lines.append(f"  {bounded_name(part)} := {render(bounded_select(part, source_name(part)), dialect)}")
             relations = {t.name: bounded_name(t) for t in table.private_parts} | {t.name: source_name(t) for t in table.public_tables}
             lines.append(f"  {source_name(table)} := {render(joined_select(table, relations), dialect)}")
-        lines.append(f"  {bounded_heavy_name(table)} := {render(row_heavy_select(table, source_name(table)), dialect)}")
-        lines.append(f"  {bounded_name(table)} := {render(bounded_select(table, source_name(table), bounded_heavy_name(table)), dialect)}")
+        for step in bounding_steps(table, source_name(table), bounded_name(table), bounded_heavy_name(table), capabilities):
+            lines.append(f"  {step.table} := {render(step.sql, dialect)}" if step.table else f"  {render(step.sql, dialect)}")
         if self.keyed_columns:
             name = keyed_name(table, self.keyed_columns)
             heavy = key_heavy_select(table, bounded_name(table), self.keyed_columns)

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 from sqlglot import exp
 
+from dpsql.backend.bounding import IN_PLACE, bounding_steps
 from dpsql.backend.dialects import render
 from dpsql.backend.sqlgen import ROW_RANK, bounded_select, fixed_point_name, fixed_point_units, rank_by_hash, seed_placeholder
 from dpsql.catalog.loader import policy_from_dict
@@ -86,3 +87,74 @@ def test_prepared_fixed_point_column() -> None:
     nulls = connection.execute(render(exp.select(exp.func("count", exp.Star())).from_(bounded_select(TABLE, "src").subquery("b")).where(
         exp.column(fixed_point_name(TABLE.columns["x"]), quoted=True).is_(exp.null())), "duckdb"), {"seed": 1}).fetchone()
     assert nulls == (4,)  # NULL, NaN, +inf, -inf
+
+
+# --- the two plans of backend/bounding.py --------------------------------------------------------
+
+def built(con: duckdb.DuckDBPyConnection, capabilities: frozenset[str], seed: int, name: str) -> list[tuple]:
+    """Run bounding_steps as Engine.ensure_bounded does; the bounded relation's rows, sorted."""
+    for step in bounding_steps(TABLE, "src", name, f"{name}_heavy", capabilities):
+        params = {"seed": seed} if step.seeded else {}
+        if step.table is not None:
+            con.execute(render(exp.Create(this=exp.to_identifier(step.table, quoted=True), kind="TABLE", replace=True,
+                                          expression=step.sql, properties=exp.Properties(expressions=[exp.TemporaryProperty()])),
+                               "duckdb"), params)
+        else:
+            con.execute(render(step.sql, "duckdb"), params)
+    return sorted(con.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_in_place_plan_keeps_the_same_rows(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    # DuckDB copies once, then deletes the heavy persons' rows and inserts their ranked ones: the
+    # same multiset of rows (with the fixed-point columns) as the portable plan, for each seed.
+    portable = built(con, frozenset(), seed, "b_portable")
+    in_place = built(con, frozenset({IN_PLACE}), seed, "b_in_place")
+    assert in_place == portable
+    assert len(portable) == len(rows(con, everybody_ranked(), seed))
+    assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name = 'b_in_place_heavy_rows'").fetchall()
+
+
+def test_negative_control_in_place_without_the_delete(con: duckdb.DuckDBPyConnection) -> None:
+    # The comparison above sees a plan that forgets to remove the heavy persons' extra rows.
+    steps = [s for s in bounding_steps(TABLE, "src", "b_broken", "b_broken_heavy", frozenset({IN_PLACE}))
+             if not isinstance(s.sql, exp.Delete)]
+    for step in steps:
+        sql = step.sql if step.table is None else exp.Create(
+            this=exp.to_identifier(step.table, quoted=True), kind="TABLE", replace=True, expression=step.sql,
+            properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
+        con.execute(render(sql, "duckdb"), {"seed": 1} if step.seeded else {})
+    broken = sorted(con.execute('SELECT * FROM "b_broken"').fetchall(), key=repr)
+    assert broken != built(con, frozenset(), 1, "b_portable")
+
+
+def test_a_build_interrupted_after_the_delete_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine registers the relation only after the last step, and its tables are CREATE OR
+    # REPLACE: a failure between DELETE and INSERT (an interrupt, a timeout) leaves nothing a
+    # query reads, and the next query rebuilds the same rows.
+    import pandas
+
+    from dpsql.backend.duckdb_engine import DuckDBEngine
+    from dpsql.backend.engine import BackendFailure, bounded_name
+    from dpsql.errors import EngineError
+
+    frame = pandas.DataFrame({"pid": [1, 1, 1, 1, 1, 2, 3, 3], "x": [0.5, 1, 2, 3, 4, 5, 6, 7], "s": list("abcdefgh")})
+    engine = DuckDBEngine(POLICY, None, {"t": frame})
+    backend = engine.backend
+    original = backend.execute
+    failed = []
+
+    def failing(sql: str, params: object = None) -> object:
+        if sql.startswith("INSERT") and not failed:
+            failed.append(sql)
+            raise BackendFailure("interrupted")
+        return original(sql, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "execute", failing)
+    with pytest.raises(EngineError):
+        engine.ensure_bounded(TABLE, 7)
+    assert failed and not engine.has_relation(bounded_name(TABLE))
+    name = engine.ensure_bounded(TABLE, 7)
+    kept = backend.connection.execute(f'SELECT pid, COUNT(*) FROM "{name}" GROUP BY pid ORDER BY pid').fetchall()
+    assert kept == [(1, 3), (2, 1), (3, 2)]
+    engine.close()
