@@ -254,6 +254,16 @@ class Session:
                 self._ledger.close()
 
 
+def open_shared(policy: Policy, database: str | Path | None = None, *, prepare: bool = True) -> Any:
+    """One DuckDB database for many sessions of this process (SessionOptions(shared=...)): each
+    private table is bounded once for all of them; `prepare` starts bounding the policy's sources
+    in the background now. Close it (`.close()`) after every session using it."""
+    shared = engines.open_shared(policy, database)
+    if prepare:
+        engines.prepare_shared(shared)
+    return shared
+
+
 def start_spark(master: str | None = None, remote: str | None = None) -> Any:
     """A SparkSession for engine='spark' sessions to share (the server starts one per process)."""
     return engines.start_spark(master, remote)
@@ -287,6 +297,7 @@ class SessionOptions:
     remote: str | None = None
     progress: Any = None
     prepare: bool = True  # build the policy's bounded relations in the background from connect on
+    shared: Any = None  # the process's shared DuckDB database (open_shared; the server), else the session's own
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -302,7 +313,8 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
-        runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress)
+        runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
+                                     self.shared)
         # A seeded source is for tests and explicitly marked experiments only (docs/privacy-model.md).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
         analyst = self.analyst or DEFAULT_ANALYST

@@ -28,12 +28,12 @@ from dpsql.backend.engine import (
 )
 from dpsql.backend.local_duckdb import LocalDuckDB
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
+from dpsql.backend.shared_duckdb import MATERIALIZE_SETTINGS, DB_ALIAS, SharedDuckDB, attach_statement, configure, current_settings
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import CatalogError
+from dpsql.errors import CatalogError, InterfaceError
 
 DIALECT = "duckdb"
 _CACHE_SIZE = 256  # statements remembered per session (parsed, or needing Arrow)
-_DB_ALIAS = "__dpsql_db"
 __all__ = ["DuckDBBackend", "DuckDBEngine", "EngineResult", "LocalDuckDB", "bounded_name", "empty_name", "key_type",
            "render", "source_name", "ENGINE_FAILED"]
 
@@ -54,38 +54,33 @@ class DuckDBBackend:
     capabilities = DUCKDB_CAPABILITIES
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
         self._frames = {name.lower(): frame for name, frame in (frames or {}).items()}
-        self.connection = duckdb.connect(":memory:")
+        resolved = Path(database).expanduser().resolve() if database else None
+        if shared is not None and (self._frames or resolved != shared.database):
+            # A shared relation is built from whichever session asks first: every session must read the same data.
+            raise InterfaceError("a shared DuckDB database reads the policy's sources and its own database file only")
+        # Its own database, or its own connection to the process's shared one (backend/shared_duckdb.py).
+        self.connection = duckdb.connect(":memory:") if shared is None else shared.connection()
+        self.shared = shared
         self.lock = threading.RLock()
         self._arrow_only: set[str] = set()  # statements whose result types need Arrow (see rows)
         self._statements: dict[str, Any] = {}  # parsed statements by text (see _parsed)
-        # DuckDB 2.0 rewrites `row_number() OVER (PARTITION BY unit ...) <= k` into a per-unit
-        # top-N aggregate that is 1.7-2.6x slower for contribution bounding (bench/).
-        self.connection.execute("SET disabled_optimizers = 'top_n_window_elimination'")
-        # The policy's resource limits ([engine]): one session cannot take the whole machine.
-        # temp_directory: larger-than-memory sorts, joins and aggregates spill there instead of
-        # failing at memory_limit (a 100M-row table bounded under 4GB).
-        for setting, value in (("memory_limit", policy.engine.memory_limit), ("threads", policy.engine.threads),
-                               ("temp_directory", policy.engine.temp_directory)):
-            if value is not None:
-                self.connection.execute(render(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
-                    this=exp.var(setting), expression=exp.Literal.string(str(value)) if isinstance(value, str) else exp.Literal.number(value)))])))
+        if shared is None:
+            configure(self.connection, policy)
         # Under a policy memory_limit, a per-person count array of up to 2^24 entries per thread
         # could exceed it where a hash table spills: the perfect hash threshold stays as it is.
-        self._materialize = {k: v for k, v in _MATERIALIZE_SETTINGS.items()
+        self._materialize = {k: v for k, v in MATERIALIZE_SETTINGS.items()
                              if not (k == "perfect_ht_threshold" and policy.engine.memory_limit is not None)}
-        current = exp.select(*[exp.func("current_setting", exp.Literal.string(s)) for s in self._materialize])
-        self._defaults = dict(zip(self._materialize, self.connection.execute(render(current)).fetchall()[0]))
-        self._database = Path(database).expanduser().resolve() if database else None
-        if self._database is not None:
+        # The settings are database-wide: sessions of a shared database restore the values it had
+        # when it opened, never another session's build settings read mid-build.
+        self._defaults = current_settings(self.connection, self._materialize) if shared is None else \
+            {k: shared.defaults[k] for k in self._materialize}
+        self._database = resolved
+        if self._database is not None and shared is None:
             if not self._database.exists():
                 raise CatalogError(f"database file not found: {self._database}", code="DP002")
-            attach = exp.Attach(
-                this=exp.alias_(exp.Literal.string(str(self._database)), _DB_ALIAS),
-                expressions=[exp.AttachOption(this=exp.var("READ_ONLY"))],
-            )
-            self._setup(render(attach))
+            self._setup(attach_statement(self._database))
         for name in self._frames:
             if policy.table(name) is None:
                 raise CatalogError(f"the DataFrame '{name}' is not a table of the policy", code="DP002")
@@ -118,9 +113,9 @@ class DuckDBBackend:
                 raise CatalogError(f"table '{table.name}': source file not found: {table.source}", code="DP002")
             return exp.func(reader, exp.Literal.string(str(table.source)))
         if self._database is not None:
-            return exp.table_(table.engine_table or table.name, db="main", catalog=_DB_ALIAS, quoted=True) \
+            return exp.table_(table.engine_table or table.name, db="main", catalog=DB_ALIAS, quoted=True) \
                 if not table.engine_table or "." not in table.engine_table \
-                else exp.to_table(table.engine_table, catalog=_DB_ALIAS)
+                else exp.to_table(table.engine_table, catalog=DB_ALIAS)
         raise CatalogError(
             f"table '{table.name}' has no data: give connect(database=...), tables={{...}}, or a source in the policy",
             code="DP002",
@@ -182,9 +177,14 @@ class DuckDBBackend:
         """Interrupt the running statement (DuckDB allows this from another thread)."""
         self.connection.interrupt()
 
-    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
-        """CREATE TEMPORARY TABLE (or VIEW) name AS select."""
+    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False,
+                    shared: bool = False) -> None:
+        """CREATE TEMPORARY TABLE (or VIEW) name AS select; `shared`: a table of the shared database
+        every session reads (backend/shared_duckdb.py), not a temporary one."""
         create = _temp_table(name, select)
+        if shared:
+            assert self.shared is not None and not view
+            create.set("properties", None)
         if view:
             create.set("kind", "VIEW")
         message = None
@@ -221,15 +221,7 @@ class DuckDBBackend:
         with self.lock:
             self.connection.close()
 
-# Settings for building the session's relations (bounded, keyed), restored after each one:
-# - preserve_insertion_order = false: the rows of a relation may be stored in any order (every
-#   statement over them aggregates, and order-sensitive steps order by values explicitly), so
-#   DuckDB inserts in parallel without re-ordering: 10-20% of the bounding pass at 10M rows.
-# - perfect_ht_threshold = 24: GROUP BY a dense integer unit (ids spanning < 2^24, from the column
-#   statistics) counts rows per person in an array instead of a hash table: the count per person
-#   of bounding took 4x less at 10M rows. Connection-wide it would also size warm queries' tables.
-# Neither changes what a statement computes, only how, so the relations and answers are the same.
-_MATERIALIZE_SETTINGS: Mapping[str, Any] = {"preserve_insertion_order": False, "perfect_ht_threshold": 24}
+
 
 
 def _temp_table(name: str, select: exp.Expr) -> exp.Create:
@@ -248,6 +240,6 @@ class DuckDBEngine(Engine):
     """The DuckDB engine: Engine over a DuckDBBackend, sharing its connection for released values."""
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None) -> None:
-        backend = DuckDBBackend(policy, database, frames)
-        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock))
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
+        backend = DuckDBBackend(policy, database, frames, shared)
+        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), shared)

@@ -82,8 +82,11 @@ class Backend(Protocol):
         `normalise_rows` gives exactly what `normalise` gives for its Arrow form, else as Arrow.
         (Per-query cost: DuckDB's Arrow conversion takes longer than a small aggregate itself.)"""
 
-    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
-        """Keep a SELECT as the session relation `name`: computed once, or a view (BackendFailure on error)."""
+    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False,
+                    shared: bool = False) -> None:
+        """Keep a SELECT as the session relation `name`: computed once, or a view (BackendFailure on
+        error); `shared`: a relation of the process's shared database (SharedRelations), only
+        asked of a backend opened with one."""
 
     def schema(self, name: str) -> pyarrow.Schema:
         """Column names and Arrow types of a registered relation."""
@@ -96,6 +99,19 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Drop the session's relations and release the engine."""
+
+
+class SharedRelations(Protocol):
+    """Relations built once for every session of a process (backend/shared_duckdb.py)."""
+
+    def seed(self, name: str) -> int:
+        """The relation's secret seed, drawn once from the OS CSPRNG."""
+
+    def has(self, name: str) -> bool:
+        """Whether the relation is built."""
+
+    def once(self, name: str, build: Callable[[], None]) -> None:
+        """Run `build` unless the relation is built (one builder at a time; a failure leaves it unbuilt)."""
 
 
 class ReleasedValues(Protocol):
@@ -304,9 +320,10 @@ def _sanitized(action: Callable[[], Any], error: Callable[[], Exception]) -> Any
 class Engine:
     """The privacy-relevant engine logic over one Backend; the private data stays in the backend."""
 
-    def __init__(self, policy: Policy, backend: Backend, local: ReleasedValues) -> None:
+    def __init__(self, policy: Policy, backend: Backend, local: ReleasedValues, shared: SharedRelations | None = None) -> None:
         self._policy = policy
         self.backend = backend
+        self.shared = shared  # the process's shared bounded and keyed relations (the server), else None
         self.local = local  # released values and public domain tables only
         self._lock = threading.RLock()
         self._relations: set[str] = set()
@@ -322,8 +339,9 @@ class Engine:
         return self.backend.capabilities
 
     def has_relation(self, name: str) -> bool:
-        """Whether this session already holds the relation (no data read; for EXPLAIN)."""
-        return name in self._relations
+        """Whether this session already holds the relation, or the shared database does (no data
+        read; for EXPLAIN)."""
+        return name in self._relations or (self.shared is not None and self.shared.has(name))
 
     def render(self, expression: exp.Expr) -> str:
         """Engine SQL text for this engine."""
@@ -369,17 +387,31 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                # On private data: errors come back sanitized, never as setup errors. The steps
-                # (backend/bounding.py) count the heavy persons once, then keep the rows.
-                for step in bounding_steps(table, source, name, bounded_heavy_name(table), self.capabilities):
-                    self._private(lambda step=step: self._run_step(step, seed))
+                steps = bounding_steps(table, source, name, bounded_heavy_name(table), self.capabilities)
+                self._build(name, steps, seed)
                 self._relations.add(name)
             return name
 
-    def _run_step(self, step: Step, seed: int) -> None:
+    def _build(self, name: str, steps: Sequence[Step], seed: int) -> None:
+        """Run a relation's steps; with a shared database, once for every session, with the
+        shared relation's own seed (backend/shared_duckdb.py: why that is private)."""
+        shared = self.shared
+        if shared is None:
+            for step in steps:
+                # On private data: errors come back sanitized, never as setup errors.
+                self._private(lambda step=step: self._run_step(step, seed, shared=False))
+            return
+
+        def build() -> None:
+            for step in steps:
+                self._private(lambda step=step: self._run_step(step, shared.seed(name), shared=True))
+
+        shared.once(name, build)
+
+    def _run_step(self, step: Step, seed: int, *, shared: bool) -> None:
         params = {"seed": seed} if step.seeded else None
         if step.table is not None:
-            self.backend.materialize(step.table, step.sql, params)
+            self.backend.materialize(step.table, step.sql, params, shared=shared)
         else:
             self.backend.execute(self.render(step.sql), params)
 
@@ -392,8 +424,8 @@ class Engine:
                 bounded = self.ensure_bounded(table, bounded_seed)
                 heavy = f"{name}_heavy"
                 # Two steps: as one statement, DuckDB 2.0 plans the persons' subquery 4x slower.
-                self._private(lambda: self.backend.materialize(heavy, key_heavy_select(table, bounded, keys)))
-                self._private(lambda: self.backend.materialize(name, keyed_select(table, bounded, keys, heavy), {"seed": seed}))
+                self._build(name, (Step(key_heavy_select(table, bounded, keys), heavy),
+                                   Step(keyed_select(table, bounded, keys, heavy), name, seeded=True)), seed)
                 self._relations.add(name)
             return name
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.engine import Engine
+from dpsql.backend.shared_duckdb import SharedDuckDB
 from dpsql.catalog.model import Policy
 from dpsql.errors import InterfaceError
 
@@ -23,13 +24,31 @@ def start_spark(master: str | None = None, remote: str | None = None) -> Any:
     return start(master, remote)
 
 
+def open_shared(policy: Policy, database: str | Path | None = None) -> SharedDuckDB:
+    """One DuckDB database for the DuckDB sessions of a process (the server): each private table is
+    bounded once for all of them (backend/shared_duckdb.py)."""
+    return SharedDuckDB(policy, database)
+
+
+def prepare_shared(shared: SharedDuckDB) -> None:
+    """Start bounding, in the background, the private tables whose source the policy names (the
+    server at startup): the first query of the first connection waits only for what is left."""
+    engine = DuckDBEngine(shared.policy, shared.database, shared=shared)
+    tables = [t for t in shared.policy.tables.values() if not t.public and t.source is not None]
+    # The seed argument is unused: a shared relation has its own (SharedDuckDB.seed).
+    shared.prepare(tables, lambda table: engine.ensure_bounded(table, 0), engine.interrupt)
+
+
 def open_engine(policy: Policy, name: str, database: str | Path | None, tables: Mapping[str, Any] | None, spark: Any,
-                master: str | None, remote: str | None, progress: Any) -> Engine:
-    """The engine a session runs on: DuckDB (a database file and/or DataFrames) or Spark."""
+                master: str | None, remote: str | None, progress: Any, shared: Any = None) -> Engine:
+    """The engine a session runs on: DuckDB (a database file and/or DataFrames, or the process's
+    shared database) or Spark."""
     if name == "duckdb":
         if spark is not None or master is not None or remote is not None:
             raise InterfaceError("spark=, master= and remote= need engine='spark'")
-        return DuckDBEngine(policy, database, tables)
+        return DuckDBEngine(policy, database, tables, shared)
+    if shared is not None:
+        raise InterfaceError("shared= is a DuckDB database; a Spark session shares its SparkSession (spark=)")
     if name == "spark":
         if database is not None:
             raise InterfaceError("database= is a DuckDB file; with engine='spark' name Parquet paths or Spark tables in the policy")

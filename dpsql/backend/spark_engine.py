@@ -277,8 +277,10 @@ class SparkBackend:
         """Run Spark SQL; always Arrow (Spark's own result conversion goes through Arrow)."""
         return self.execute(sql, params)
 
-    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False) -> None:
-        """A temp view over the SELECT; unless `view`, computed once and persisted (MEMORY_AND_DISK)."""
+    def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False,
+                    shared: bool = False) -> None:
+        """A temp view over the SELECT; unless `view`, computed once and persisted (MEMORY_AND_DISK).
+        (`shared` is never asked: a Spark session shares no relations.)"""
         from pyspark import StorageLevel
 
         message = None

@@ -87,12 +87,20 @@ class EngineCalls:
         job = self._preparing.get(table.name)
         if job is not None and job.thread.is_alive():
             return "being prepared in the background since connect (the query waits for the rest)"
+        if self.engine.shared is not None:
+            if self.engine.has_relation(bounded_name(table)):
+                return "prepared once for every connection of this process (shared)"
+            return "built once for every connection of this process, by the first query that reads it (shared)"
         if self.engine.has_relation(bounded_name(table)):
             return "prepared at connect" if table.name in self.prepared_at_connect else "prepared by an earlier query"
         return "built by the first query that reads it"
 
     def keyed_state(self, table: Table, keys: tuple[str, ...]) -> str:
         """For EXPLAIN: whether the keyed relation of a grouping exists yet (no data: timing only)."""
+        if self.engine.shared is not None:
+            if self.engine.has_relation(keyed_name(table, keys)):
+                return "built by an earlier query (shared by every connection of this process)"
+            return "built by the first query that groups by these columns, after the bounded relation (once per process: shared)"
         if self.engine.has_relation(keyed_name(table, keys)):
             return "built by an earlier query"
         return "built by the first query that groups by these columns, after the bounded relation (once per session)"

@@ -27,7 +27,7 @@ from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
 from dpsql.accounting.ledger import Ledger, open_ledger, redact
-from dpsql.session import Session, SessionOptions, choose_ledger, start_spark
+from dpsql.session import Session, SessionOptions, choose_ledger, open_shared, start_spark
 
 log = logging.getLogger("dpsql.server")
 DEFAULT_HOST = "127.0.0.1"
@@ -92,15 +92,19 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     # gets its own child session (temp views, settings) and bounded relations.
     spark = start_spark(config.spark_master, config.spark_remote) if config.engine == "spark" else None
 
+    # DuckDB: one database for every connection, so each private table is bounded once per server
+    # (not once per login: BI tools open pools of connections and reconnect often), starting now
+    # in the background; each connection reads it through its own DuckDB connection.
+    shared = open_shared(loaded, config.database) if config.engine == "duckdb" else None
+
     def session_for(analyst: str) -> Session:
-        # No background bounding per connection: BI tools open many connections that never read
-        # private data, and one bounding pass per login would let a logged-in analyst multiply
-        # the server's work; a session bounds a table when its first query needs it.
+        # No background bounding per connection: the shared database prepares the tables once.
         return SessionOptions(config.database, loaded, analyst=analyst, ledger=ledger, engine=config.engine, spark=spark,
-                              prepare=False).open()
+                              prepare=False, shared=shared).open()
 
     limits = config.limits(loaded)
-    return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits)
+    return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits,
+                         close=shared.close if shared is not None else None)
 
 
 def _tls_context(config: ServerConfig) -> ssl.SSLContext | None:
@@ -147,6 +151,8 @@ class PgServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._pool.shutdown(wait=True)
         self.context.emulation.close()
+        if self.context.close is not None:
+            self.context.close()
 
     @property
     def connections(self) -> int:

@@ -44,6 +44,7 @@ class ServerContext:
     tls: bool = False
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     limits: ServerSettings = field(default_factory=ServerSettings)
+    close: Callable[[], None] | None = None  # releases what the connections shared (after they ended)
 
 
 @dataclass
