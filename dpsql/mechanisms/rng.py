@@ -54,20 +54,20 @@ class _UrandomPool:
     buffer to discard after a fork and the sources themselves hold no bytes.
     """
 
-    __slots__ = ("_buf", "_lock", "_pid", "_pos")
+    __slots__ = ("buf", "lock", "pid", "pos")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._buf = b""
-        self._pos = 0
-        self._pid = os.getpid()
+        self.lock = threading.Lock()
+        self.buf = b""
+        self.pos = 0
+        self.pid = os.getpid()
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
         # Drop every unserved byte (the position is past the end, so the next serve refills).
         # The old bytes object is released; nothing derived from it can be served again.
-        self._buf = b""
-        self._pos = 0
-        self._pid = os.getpid()
+        self.buf = b""
+        self.pos = 0
+        self.pid = os.getpid()
 
     def after_fork_in_child(self) -> None:
         # Fork safety, first guard: the child starts with a copy of the parent's memory, so
@@ -75,43 +75,8 @@ class _UrandomPool:
         # analyst seeing both answers could cancel it). Discard them before the child runs any
         # Python code. The lock is replaced too: another parent thread may have held it at the
         # moment of the fork, and nothing in the child would ever release it.
-        self._lock = threading.Lock()
-        self._discard()
-
-    def randbelow(self, n: int) -> int:
-        # Exact rejection sampling, as secrets.randbelow: k uniform bits, retry while >= n; never
-        # a modulo reduction (which would favour small values). k = (n - 1).bit_length() is the
-        # least k with 2**k >= n (secrets uses n.bit_length(), one bit more when n is a power of
-        # two); every accepted value has probability exactly 1/n either way. A candidate takes
-        # whole fresh bytes from the buffer; the surplus low bits of its last byte are dropped,
-        # never kept for a later candidate. n == 1 needs no randomness.
-        k = (n - 1).bit_length()
-        if k == 0:
-            return 0
-        size = (k + 7) >> 3
-        shift = (size << 3) - k
-        # Thread safety: the pgwire server answers from several threads on one process. The
-        # lock makes "read the position, advance it" atomic, so two threads can never be served
-        # the same bytes (measured: about 0.15 us per call, uncontended).
-        with self._lock:
-            # Fork safety, second guard: a fork that bypassed os.register_at_fork (a C-level
-            # fork() without PyOS_AfterFork_Child) still cannot reuse the parent's bytes,
-            # because the buffer is tied to the pid that filled it (about 0.1 us per call).
-            if self._pid != os.getpid():
-                self._discard()
-            buf, pos = self._buf, self._pos
-            while True:
-                end = pos + size
-                if end > len(buf):
-                    # Bytes served once: the cursor only moves forward, and a refill replaces
-                    # the buffer wholesale (a leftover tail shorter than one candidate is dropped).
-                    buf = self._buf = os.urandom(_BLOCK)
-                    pos, end = 0, size
-                value = (buf[pos] if size == 1 else int.from_bytes(buf[pos:end], "big")) >> shift
-                pos = end
-                if value < n:
-                    self._pos = pos
-                    return value
+        self.lock = threading.Lock()
+        self.discard()
 
     def __reduce__(self) -> tuple[object, ...]:
         # Never copied or pickled: a copy of the buffer would serve the same bytes twice.
@@ -148,7 +113,41 @@ class SystemRandomSource:
         if n.__class__ is not int or n < 1:  # the fast path skips the call for plain ints
             _check_bound(n)
             n = int(n)  # an int subclass (IntEnum, ...) is read as its value
-        return _POOL.randbelow(n)
+        # Exact rejection sampling, as secrets.randbelow: k uniform bits, retry while >= n; never
+        # a modulo reduction (which would favour small values). k = (n - 1).bit_length() is the
+        # least k with 2**k >= n (secrets uses n.bit_length(), one bit more when n is a power of
+        # two); every accepted value has probability exactly 1/n either way. A candidate takes
+        # whole fresh bytes from the buffer; the surplus low bits of its last byte are dropped,
+        # never kept for a later candidate. n == 1 needs no randomness.
+        k = (n - 1).bit_length()
+        if k == 0:
+            return 0
+        size = (k + 7) >> 3
+        shift = (size << 3) - k
+        # Thread safety: the pgwire server answers from several threads on one process. The
+        # lock makes "read the position, advance it" atomic, so two threads can never be served
+        # the same bytes (measured: about 0.15 us per call, uncontended).
+        pool = _POOL  # one buffer per process (see _UrandomPool)
+        with pool.lock:
+            # Fork safety, second guard: a fork that bypassed os.register_at_fork (a C-level
+            # fork() without PyOS_AfterFork_Child) still cannot reuse the parent's bytes,
+            # because the buffer is tied to the pid that filled it (about 0.1 us per call).
+            if pool.pid != os.getpid():
+                pool.discard()
+            buf, pos = pool.buf, pool.pos
+            while True:
+                end = pos + size
+                if end > len(buf):
+                    # Bytes served once: the cursor only moves forward, and a refill replaces
+                    # the buffer wholesale (a leftover tail shorter than one candidate is dropped).
+                    # A bound wider than a block gets a block of its own size.
+                    buf = pool.buf = os.urandom(max(_BLOCK, size))
+                    pos, end = 0, size
+                value = (buf[pos] if size == 1 else int.from_bytes(buf[pos:end], "big")) >> shift
+                pos = end
+                if value < n:
+                    pool.pos = pos
+                    return value
 
     def __reduce__(self) -> tuple[object, ...]:
         # Stateless: a pickled or copied source is a new handle on the (never pickled) pool.
