@@ -273,11 +273,11 @@ def discrete_laplace(scale: Fraction, rng: RandomSource) -> int:
     # with a positive denominator, so its parts are read, not rebuilt (Fraction(scale) and the
     # Rational ABC check cost more than the rest of a small-scale draw). Anything else goes
     # through the full check.
-    cls = scale.__class__
+    cls: type = scale.__class__
     if cls is Fraction:
         num, den = scale.numerator, scale.denominator
     elif cls is int:
-        num, den = scale, 1
+        num, den = int(scale), 1
     else:
         exact = _exact(scale, "scale")
         num, den = exact.numerator, exact.denominator
