@@ -258,7 +258,9 @@ def test_concurrent_threads_get_distinct_draws(fresh_pool: None) -> None:
     # as often as the interpreter allows. Among m = 40,000 independent uniform 64-bit values a
     # true collision has probability below m**2 / 2**65 < 5e-11, so any duplicate means two
     # threads were served the same bytes. At 8 bytes a draw a 4 KiB block serves 512 draws, so
-    # about 78 refills happen while other threads draw.
+    # about 78 refills happen while other threads draw. Races are not deterministic: with the
+    # lock removed this test failed in 4 of 5 runs, so it is a detector, not a proof; the proof
+    # is that the read-and-advance of the position happens inside the lock.
     threads, per_thread = 8, 5_000
     barrier = threading.Barrier(threads)
     results: list[list[int]] = [[] for _ in range(threads)]
