@@ -113,12 +113,12 @@ def _geometric_fast_int(num: int, den: int, randbelow: _Randbelow) -> int:
 
 
 def _laplace_int(num: int, den: int, randbelow: _Randbelow) -> int:
-    # CKS20 Alg. 2 at scale num/den > 0 (rate t/s = den/num), with _geometric_fast_int and the
-    # Bernoulli helpers inlined: a discrete Laplace draw is the whole cost of releasing a count,
-    # and Python function calls were a third of it. The randbelow calls, their bounds and their
-    # order are exactly those of the helpers above (the seeded pins in
-    # tests/unit/mechanisms/test_sampling.py check this), so the output distribution is
-    # unchanged: only the bookkeeping between the calls is cheaper.
+    # CKS20 Alg. 2 at scale num/den > 0 (rate den/num): a sign, then the magnitude
+    # _geometric_fast_int(den, num, randbelow) with it and the Bernoulli helpers inlined. A
+    # discrete Laplace draw is the whole cost of releasing a count, and the helper calls were
+    # about a quarter of it. The randbelow calls, their bounds and their order are exactly those
+    # of the helpers (tests/unit/mechanisms/test_sampling.py compares the two call for call), so
+    # the output distribution is unchanged: only the bookkeeping between the calls is cheaper.
     while True:
         negative = randbelow(2) == 1
         # U: uniform on [0, num), kept with probability exp(-U/num) (_bernoulli_exp_unit(U, num)).
