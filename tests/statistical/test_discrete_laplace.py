@@ -7,15 +7,15 @@ Each check draws N = 20,000 samples, bins them (every integer near zero gets its
 tails are pooled so that every expected count is at least 5, the usual validity condition for
 the chi-square approximation), and rejects H0 when the chi-square p-value is below
 P_THRESHOLD = 1e-4. If the sampler is correct, each check fails with probability 1e-4 at a fresh
-seed, so the 13 positive checks in this file (discrete Laplace at 3 scales, with the system
-source, at 2 huge scales; bernoulli_exp at 4 rates; geometric_exp at 3 rates) have a combined
-false-alarm probability below 1.3e-3. Seeded checks are deterministic: they pass or fail the
-same way every run. The SystemRandomSource check draws fresh OS randomness and so fails with
-probability 1e-4 per run even for a correct sampler.
+seed, so the 14 positive checks in this file (discrete Laplace at 3 scales, with the system
+source at 2 scales, at 2 huge scales; bernoulli_exp at 4 rates; geometric_exp at 3 rates) have a
+combined false-alarm probability below 1.4e-3. Seeded checks are deterministic: they pass or fail
+the same way every run. The two SystemRandomSource checks draw fresh OS randomness and so fail
+with probability 1e-4 each per run even for a correct sampler.
 
 The negative controls feed the same check samples drawn at a wrong scale and assert that it
 rejects them, so the check is shown to have power against realistic mistakes (a scale off by a
-factor of 2, or by 25%).
+factor of 2, or by 25%); another feeds it the right sampler driven by a modulo-biased source.
 
 The expected probabilities come from the closed form, written out here independently of
 `dpsql.mechanisms.sampling`.
@@ -27,6 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from random import Random
 
 import pytest
 from scipy import stats
@@ -135,10 +136,30 @@ def test_check_rejects_the_wrong_scale(scale: Fraction, factor: Fraction) -> Non
     assert pvalue < P_THRESHOLD, f"wrong-scale samples passed at scale {scale}: p = {pvalue:.3g}"
 
 
-def test_discrete_laplace_with_the_system_source() -> None:
-    scale = Fraction(5, 2)
+@pytest.mark.parametrize("scale", [Fraction(5, 2), Fraction(10)], ids=str)
+def test_discrete_laplace_with_the_system_source(scale: Fraction) -> None:
+    # SystemRandomSource serves rejection samples from a buffer of os.urandom bytes.
     pvalue = check(draw(scale, SystemRandomSource()), scale)
     assert pvalue > P_THRESHOLD, f"H0 rejected with SystemRandomSource: p = {pvalue:.3g}"
+
+
+class ModuloSource:
+    """Biased on purpose: (n - 1).bit_length() seeded bits reduced modulo n instead of rejected."""
+
+    def __init__(self, seed: int) -> None:
+        self._gen = Random(seed)
+
+    def randbelow(self, n: int) -> int:
+        k = (n - 1).bit_length()
+        return self._gen.getrandbits(k) % n if k else 0
+
+
+@pytest.mark.parametrize("scale", [Fraction(5, 2), Fraction(10)], ids=str)
+def test_check_rejects_a_modulo_biased_source(scale: Fraction) -> None:
+    # Negative control for the check above: the right sampler at the right scale, fed by a
+    # source that reduces modulo n (randbelow(3) then returns 0 half the time, not a third).
+    pvalue = check(draw(scale, ModuloSource(2_024)), scale)
+    assert pvalue < P_THRESHOLD, f"a modulo-biased source passed at scale {scale}: p = {pvalue:.3g}"
 
 
 @pytest.mark.parametrize("scale", [Fraction(3 * 10**11), Fraction(10**12, 7)], ids=["3e11", "1e12/7"])

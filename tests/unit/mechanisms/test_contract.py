@@ -35,7 +35,7 @@ from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleInput, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
-from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.rng import SeededRandomSource, SystemRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.subsample import ASampSpec
 from dpsql.mechanisms.variance import VarianceSpec
@@ -114,7 +114,11 @@ def forbid_global_randomness(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for module, names in ((secrets, ("randbelow", "randbits", "token_bytes", "choice")),
                           (random, ("random", "randrange", "randint", "getrandbits", "choice", "shuffle")),
-                          (os, ("urandom",))):
+                          (os, ("urandom",)),
+                          # The OS source is buffered, so os.urandom alone no longer sees every
+                          # draw from it: a mechanism building its own SystemRandomSource would
+                          # be served from the buffer without a system call.
+                          (SystemRandomSource, ("randbelow",))):
         for name in names:
             monkeypatch.setattr(module, name, refuse)
 
@@ -205,3 +209,17 @@ class _GlobalRandomLaplace(Laplace):
 def test_negative_control_a_mechanism_using_global_randomness_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(AssertionError, match="process-wide random source"):
         release_twice(_GlobalRandomLaplace(), EXAMPLES["laplace"], monkeypatch)
+
+
+class _OwnSourceLaplace(Laplace):
+    """A broken Laplace that ignores the injected source and builds the OS one itself."""
+
+    def release(self, spec: LaplaceSpec, raw: int, rng: Any) -> int:
+        return int(raw) + SystemRandomSource().randbelow(7) - 3
+
+
+def test_negative_control_a_mechanism_using_its_own_os_source_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fill the process-wide buffer first, so no os.urandom call would happen during the release.
+    SystemRandomSource().randbelow(2)
+    with pytest.raises(AssertionError, match="process-wide random source"):
+        release_twice(_OwnSourceLaplace(), EXAMPLES["laplace"], monkeypatch)

@@ -122,6 +122,53 @@ def test_seeded_outputs_are_pinned() -> None:
     ]  # fmt: skip
 
 
+class RecordingSource:
+    """Wraps a source and records every bound asked, to compare two samplers call for call."""
+
+    def __init__(self, inner: RandomSource) -> None:
+        self.inner = inner
+        self.bounds: list[int] = []
+
+    def randbelow(self, n: int) -> int:
+        self.bounds.append(n)
+        return self.inner.randbelow(n)
+
+
+def _laplace_from_the_helpers(scale: Fraction, rng: RandomSource) -> int:
+    # CKS20 Alg. 2 written with the un-inlined helpers, as discrete_laplace was before inlining.
+    while True:
+        negative = rng.randbelow(2) == 1
+        magnitude = sampling._geometric_fast_int(scale.denominator, scale.numerator, rng.randbelow)
+        if negative and magnitude == 0:
+            continue
+        return -magnitude if negative else magnitude
+
+
+@pytest.mark.parametrize("scale", [*SCALES, Fraction(1, 7), Fraction(22, 7), Fraction(10**12, 7)], ids=str)
+def test_inlined_laplace_matches_the_helpers_call_for_call(scale: Fraction) -> None:
+    # Same seed, same bounds asked in the same order, same outputs: the inlined loop is the same
+    # function of the random stream, so its distribution is the helpers' distribution.
+    fast, slow = RecordingSource(SeededRandomSource(99)), RecordingSource(SeededRandomSource(99))
+    assert [discrete_laplace(scale, fast) for _ in range(2_000)] == [_laplace_from_the_helpers(scale, slow) for _ in range(2_000)]
+    assert fast.bounds == slow.bounds
+
+
+def test_int_and_fraction_subclass_scales_take_the_checked_path() -> None:
+    class Scale(Fraction):
+        pass
+
+    def draws(scale: Fraction | int) -> list[int]:
+        source = SeededRandomSource(3)
+        return [discrete_laplace(scale, source) for _ in range(50)]
+
+    assert draws(4) == draws(Fraction(4)) == draws(Scale(4)) == draws(Scale(8, 2))
+    a = SeededRandomSource(3)
+    with pytest.raises(ValueError, match="scale must be >= 0, got -7/2"):
+        discrete_laplace(Fraction(-7, 2), a)
+    with pytest.raises(ValueError, match="scale must be >= 0, got -3"):
+        discrete_laplace(-3, a)
+
+
 # --- bernoulli and bernoulli_exp -----------------------------------------------------------
 
 
