@@ -144,9 +144,10 @@ class SystemRandomSource:
                     buf = pool.buf = os.urandom(max(_BLOCK, size))
                     pos, end = 0, size
                 value = (buf[pos] if size == 1 else int.from_bytes(buf[pos:end], "big")) >> shift
-                pos = end
+                # Consumed whether accepted or not (a rejected candidate is known to be >= n: its
+                # bytes must not be served again, even if a later refill raises).
+                pool.pos = pos = end
                 if value < n:
-                    pool.pos = pos
                     return value
 
     def __reduce__(self) -> tuple[object, ...]:
