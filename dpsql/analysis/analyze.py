@@ -12,7 +12,7 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
 from dpsql.analysis.post import analyze_post, needs_post
-from dpsql.analysis.joins import check_join_sources, join_relation
+from dpsql.analysis.joins import join_relation
 from dpsql.analysis.rules import (
     SELECT_RULES,
     check_DP102_statement_kind,
@@ -50,7 +50,6 @@ def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | Publi
     if public is not None:
         _check_public(tree, sql)
         return PublicQuery(sql=sql, tree=tree, tables=public)
-    check_join_sources(tree, sql)
     tree = flatten(tree, ctx.policy, sql)  # qualified names, row-level subqueries and CTEs
     public = public_tables(tree, ctx)
     if public is not None:  # a row-level view of a public table is a public query

@@ -36,19 +36,24 @@ _CLAUSE_WORDS = {"group": "GROUP BY", "having": "HAVING", "distinct": "DISTINCT"
 @dataclass(frozen=True, slots=True)
 class _Relation:
     """What a FROM item exposes: named columns as expressions over the base table, and the
-    filter the base rows pass. `base` is the policy table's node (unqualified, no alias)."""
+    filter the base rows pass. `base` is the policy table's node (unqualified, no alias); for a
+    body that joins tables of the policy, `base` keeps its alias, `joins` holds the body's joins
+    and the definitions are columns qualified by the joined tables' names."""
 
     base: exp.Table
     columns: dict[str, list[exp.Expr]]  # lower-case name -> its definitions (two: ambiguous)
     where: exp.Expr | None
     hidden: frozenset[str]  # the base table's column names (lower case), exposed or not
+    joins: tuple[exp.Join, ...] = ()
 
 
 def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     """`select` with a qualified table name, a row-level subquery or a CTE in FROM rewritten into
     the same query over the base table. Other shapes come back unchanged for the rules to judge."""
-    if select.args.get("joins") or select.args.get("laterals") or select.args.get("from_") is None:
+    if select.args.get("laterals") or select.args.get("from_") is None:
         return select
+    if select.args.get("joins"):
+        return _flatten_join_operands(select, policy, sql)
     source = select.args["from_"].this
     ctes = _ctes(select, sql, {})
     for name in ctes:  # every CTE is row-level over the policy, used or not
@@ -69,11 +74,97 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     flat.set("from_", exp.From(this=relation.base.copy()))
     _keep_output_names(flat)
     _substitute(flat, relation, _qualifiers(source), sql)
+    if relation.joins:  # after the substitution: the ON columns are the joined tables' own
+        flat.set("joins", [j.copy() for j in relation.joins])
     if relation.where is not None:
         where = flat.args.get("where")
         combined = relation.where.copy() if where is None else _conjoin(relation.where.copy(), where.this)
         flat.set("where", exp.Where(this=combined))
     return flat
+
+
+def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
+    """A join whose operands include row-level subqueries or CTEs over one table each, rewritten to
+    join the base tables under the operands' names: each column the query reads through an
+    operand is replaced by its definition over that operand's table, and the operands' WHERE
+    clauses are joined to the query's WHERE by AND. That is the same join when the filtered
+    operand's rows are kept whatever they meet: the FROM operand and INNER JOIN operands. The
+    right side of a LEFT JOIN with a WHERE stays refused (moved to the query's WHERE, its filter
+    would drop the unmatched rows the LEFT JOIN keeps)."""
+    ctes = _ctes(select, sql, {})
+    for name in ctes:  # every CTE is row-level over the policy, used or not
+        _relation(exp.Table(this=exp.to_identifier(name)), ctes, policy, sql)
+    flat = select.copy()
+    flat.set("with_", None)
+    operands: list[tuple[exp.Expr, exp.Join | None]] = [(flat.args["from_"].this, None), *((j.this, j) for j in flat.args["joins"])]
+    derived: dict[str, _Relation] = {}
+    filters: list[exp.Expr] = []
+    plain: set[str] = set()  # the columns of the operands that are tables (lower case)
+    for node, join in operands:
+        named_cte = isinstance(node, exp.Table) and _plain_name(node) in ctes
+        if not isinstance(node, exp.Subquery) and not named_cte:
+            table = policy.table(node.name) if isinstance(node, exp.Table) else None
+            plain.update(n.lower() for n in (table.columns if table is not None else ()))
+            continue
+        qualifier = (node.alias or (node.name if named_cte else "")).lower()
+        if not qualifier:
+            raise refuse("DP110", "a joined subquery needs a name", node, sql, "name it: JOIN (SELECT ...) AS s ON ...")
+        relation = _relation(node, ctes, policy, sql)
+        if relation.joins:
+            raise refuse("DP110", "a subquery or CTE that joins tables cannot itself be joined", node, sql,
+                         "write one join of the tables of the policy by name")
+        if relation.where is not None:
+            if join is not None and join.side.upper() == "LEFT":
+                raise refuse("DP110", "a subquery or CTE with WHERE on the right of a LEFT JOIN is not accepted: as a filter "
+                             "of the whole query it would drop the rows the LEFT JOIN keeps unmatched", node, sql,
+                             "join the table itself with LEFT JOIN (its unmatched rows kept), or use an inner JOIN")
+            filters.append(_qualify_all(relation.where.copy(), qualifier))
+        derived[qualifier] = relation
+        node.replace(exp.Table(this=relation.base.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(qualifier))))
+    if not derived:
+        return select
+    _refuse_expression_subqueries(flat, sql)
+    _keep_output_names(flat)
+    aliases = {e.alias.lower() for e in flat.expressions if isinstance(e, exp.Alias)}
+    for column in list(flat.find_all(exp.Column)):
+        if isinstance(column.this, exp.Star):
+            continue
+        owner = column.table.lower() if column.table else _only_owner(column, derived, plain, sql)
+        if owner not in derived or (not column.table and column.name.lower() in aliases
+                                    and isinstance(column.find_ancestor(exp.Having, exp.Order, exp.Group), (exp.Having, exp.Order, exp.Group))):
+            continue
+        definition = _definition(column, derived[owner], {owner}, sql, set())
+        if definition is not None:
+            column.replace(_qualify_all(definition, owner))
+    if filters:
+        where = flat.args.get("where")
+        combined = filters[0]
+        for extra in filters[1:]:
+            combined = _conjoin(combined, extra)
+        flat.set("where", exp.Where(this=combined if where is None else _conjoin(combined, where.this)))
+    return flat
+
+
+def _only_owner(column: exp.Column, derived: dict[str, _Relation], plain: set[str], sql: str) -> str | None:
+    """The derived operand an unqualified column belongs to: the only operand that has the name
+    (DP111 when a derived operand and another operand both have it; None when no derived one
+    does: the join analysis resolves it among the tables)."""
+    name = column.name.lower()
+    owners = [q for q, relation in derived.items() if name in relation.columns]
+    if owners and (len(owners) > 1 or name in plain):
+        raise UnknownColumnError(f"column '{column.name}' is ambiguous: more than one joined table or subquery has it",
+                                 code="DP111", span=span_of(column, sql), sql=sql, hint=f"qualify it: {owners[0]}.{column.name}")
+    return owners[0] if owners else None
+
+
+def _qualify_all(expr: exp.Expr, qualifier: str) -> exp.Expr:
+    """`expr` (over one base table, unqualified) with every column qualified by `qualifier`."""
+    if isinstance(expr, exp.Column):
+        return exp.column(expr.name, table=qualifier) if not isinstance(expr.this, exp.Star) else expr
+    for column in list(expr.find_all(exp.Column)):
+        if not isinstance(column.this, exp.Star):
+            column.replace(exp.column(column.name, table=qualifier))
+    return expr
 
 
 def _conjoin(left: exp.Expr, right: exp.Expr) -> exp.Expr:
@@ -136,6 +227,8 @@ def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql:
     """The relation a row-level SELECT defines, in terms of its base table."""
     _check_row_level(body, sql)
     ctes = _ctes(body, sql, ctes)
+    if body.args.get("joins"):
+        return _joined(body, ctes, policy, sql)
     inner = body.args["from_"].this
     if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Func):
         raise refuse("DP103", f"the table function {function_name(inner.this)}() is outside the policy", inner, sql,
@@ -165,7 +258,87 @@ def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql:
     if where is not None:
         own = _substitute_expr(where.this.copy(), relation, names, sql)
         combined = own if combined is None else _conjoin(combined, own)
-    return _Relation(base=relation.base, columns=columns, where=combined, hidden=relation.hidden)
+    return _Relation(base=relation.base, columns=columns, where=combined, hidden=relation.hidden, joins=relation.joins)
+
+
+def _joined(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str) -> _Relation:
+    """The relation of a row-level body that joins tables of the policy (Superset's virtual datasets
+    and Metabase's nested questions over a join): its columns as columns of the joined tables,
+    qualified by their names in the body, and the joins themselves, which the join analysis
+    (analysis/joins.py) then judges in the flattened query like joins an analyst writes."""
+    nodes = [body.args["from_"].this, *(j.this for j in body.args["joins"])]
+    tables: list[tuple[str, list[str]]] = []  # (qualifier, the table's columns)
+    for node in nodes:
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier) or \
+                (_plain_name(node) in ctes and not node.args.get("db")):
+            raise refuse("DP110", "a join reads tables of the policy by name, not subqueries or CTEs", node, sql,
+                         "join the tables themselves and put the filters in WHERE")
+        table = policy.table(_unqualify(node.copy(), policy, sql).name)
+        if table is None:
+            raise refuse("DP103", f"'{node.name}' is not a table of the policy", node, sql,
+                         "read a table declared in the policy by its name")
+        tables.append(((node.alias or node.name).lower(), list(table.columns)))
+    columns: dict[str, list[exp.Expr]] = {}
+    for item in body.expressions:
+        star = item if isinstance(item, exp.Star) else item.this if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else None
+        if star is not None:
+            if any(star.args.values()):  # EXCLUDE, REPLACE, RENAME, COLUMNS(...): name the columns instead
+                raise refuse("DP110", "SELECT * with EXCLUDE, REPLACE or RENAME is not accepted in a subquery", item, sql,
+                             "list the columns the subquery exposes")
+            named = item.table.lower() if isinstance(item, exp.Column) else None
+            if named is not None and named not in {q for q, _ in tables}:
+                raise UnknownColumnError(f"'{item.sql()}' refers to a table the subquery does not read", code="DP111",
+                                         span=span_of(item, sql), sql=sql, hint="qualify columns with the table in FROM")
+            for qualifier, names in tables:
+                if named is None or named == qualifier:
+                    for name in names:
+                        columns.setdefault(name.lower(), []).append(exp.column(name, table=qualifier))
+            continue
+        name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) else ""
+        defined = _qualified(item.this.copy() if isinstance(item, exp.Alias) else item.copy(), tables, sql)
+        if name:
+            columns.setdefault(name.lower(), []).append(defined)
+    where = body.args.get("where")
+    base = _unqualify(body.args["from_"].this.copy(), policy, sql)
+    joins = []
+    for join in body.args["joins"]:
+        copied = join.copy()
+        _unqualify(copied.this, policy, sql)
+        for column in copied.find_all(exp.Column):  # `main.people.age` in ON -> `people.age`
+            column.set("db", None)
+            column.set("catalog", None)
+        joins.append(copied)
+    return _Relation(base=base, columns=columns, where=_qualified(where.this.copy(), tables, sql) if where is not None else None,
+                     hidden=frozenset(n.lower() for _, names in tables for n in names), joins=tuple(joins))
+
+
+def _qualified(expr: exp.Expr, tables: list[tuple[str, list[str]]], sql: str) -> exp.Expr:
+    """Every column of `expr` qualified by the one joined table that has it (DP111 when none or
+    several do, or when its qualifier names no joined table)."""
+    for column in list(expr.find_all(exp.Column)):
+        if isinstance(column.this, exp.Star):
+            continue
+        wanted = column.name.lower()
+        if column.table:
+            owners = [q for q, names in tables if q == column.table.lower()]
+            if not owners:
+                raise UnknownColumnError(f"'{column.sql()}' refers to a table the subquery does not read", code="DP111",
+                                         span=span_of(column, sql), sql=sql, hint="qualify columns with the tables the subquery joins")
+        else:
+            owners = [q for q, names in tables if wanted in {n.lower() for n in names}]
+            if len(owners) > 1:
+                raise UnknownColumnError(f"column '{column.name}' is ambiguous: {' and '.join(owners)} both have it", code="DP111",
+                                         span=span_of(column, sql), sql=sql, hint=f"write {owners[0]}.{column.name}")
+        names = next((n for q, n in tables if q == (owners[0] if owners else "")), [])
+        match = next((n for n in names if n.lower() == wanted), None)
+        if match is None:
+            raise UnknownColumnError(f"column '{column.name}' is not a column of the joined tables", code="DP111",
+                                     span=span_of(column, sql), sql=sql, hint="columns of the tables the subquery joins")
+        qualified = exp.column(match, table=owners[0])
+        if column is expr:
+            return qualified
+        column.replace(qualified)
+    return expr
 
 
 def _qualifiers(source: exp.Expr) -> set[str]:
@@ -179,7 +352,7 @@ def _qualifiers(source: exp.Expr) -> set[str]:
 def _check_row_level(body: exp.Select, sql: str) -> None:
     """The body has one output row per input row, reads one FROM item and calls allowed functions."""
     for name, value in body.args.items():
-        if value and name not in _ROW_LEVEL_ARGS:
+        if value and name not in _ROW_LEVEL_ARGS and name != "joins":  # joins: _joined
             word = _CLAUSE_WORDS.get(name, name.upper())
             raise refuse("DP110", f"a subquery or CTE with {word} is not row-level: only projections, derived columns and "
                          "WHERE are accepted inside it", value if isinstance(value, exp.Expr) else None, sql,

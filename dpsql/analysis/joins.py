@@ -39,19 +39,6 @@ MAX_PUBLIC_DOMAIN = 10_000  # distinct values of a public column released as a p
 _NUMERIC = ("int", "float")
 
 
-def check_join_sources(select: exp.Select, sql: str) -> None:
-    """DP110: a join reads tables of the policy by name, not subqueries or CTEs (checked before
-    row-level relations are inlined, while their names are still visible)."""
-    joins = select.args.get("joins") or []
-    if not joins:
-        return
-    ctes = {c.alias.lower() for c in select.args["with_"].expressions} if select.args.get("with_") else set()
-    for node in [select.args["from_"].this if select.args.get("from_") else None, *(j.this for j in joins)]:
-        if isinstance(node, exp.Subquery) or isinstance(node, exp.Table) and node.name.lower() in ctes and not node.args.get("db"):
-            raise refuse("DP110", "a join reads tables of the policy by name, not subqueries or CTEs", node, sql,
-                         "join the tables themselves and put the filters in WHERE")
-
-
 def join_relation(select: exp.Select, ctx: AnalysisContext) -> tuple[exp.Select, Scope] | None:
     """The query over one JoinedTable when it joins tables or has public IN-subqueries; else None."""
     joins = select.args.get("joins") or []

@@ -209,7 +209,7 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None, prepare=True)`, the fields of `dpsql.session.SessionOptions` in their order.
+    progress=None, prepare=True, shared=None)`, the fields of `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
     reproducible: for tests and marked experiments only. `engine="spark"` runs the plans on
@@ -217,6 +217,8 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     or `"spark://host:7077"`; Spark Connect: `remote="sc://host"`). `tables` may then hold
     Spark DataFrames as well as pandas ones. `prepare=True` starts building the bounded relations
     of the policy's sources in the background at connect (the first query waits only for the rest).
+    `shared`: a DuckDB database from `dpsql.session.open_shared(policy)` for several connections
+    of one process (what `dpsql serve` does): each private table is bounded once for all of them.
     `ledger` is where the budget is charged: a SQLite file path, a `postgresql://` URL (one
     budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different

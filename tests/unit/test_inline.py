@@ -77,7 +77,8 @@ def test_the_comparison_sees_a_dropped_filter() -> None:
     # (An aggregated subquery read by an outer query is a release: post-processing, analysis/post.py.)
     ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE SUM(income) > 3) t", "DP110", "aggregate (SUM)"),
     ("SELECT COUNT(*) FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) * FROM people) t", "DP110", "OPTIONS"),
-    ("SELECT COUNT(*) FROM (SELECT * FROM people, people q) t", "DP110", "JOIN"),
+    # A join inside a row-level body is judged like the flat join (analysis/joins.py): a comma list is a cross join.
+    ("SELECT COUNT(*) FROM (SELECT * FROM people, people q) t", "DP135", "cross join"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE age IN (SELECT age FROM people)) t", "DP110", "subqueries"),
     ("SELECT COUNT(*) FROM (SELECT * FROM read_parquet('x.parquet')) t", "DP113", "read_parquet"),
     ("SELECT COUNT(*) FROM (SELECT * EXCLUDE (age) FROM people) t", "DP110", "EXCLUDE"),
@@ -87,5 +88,80 @@ def test_the_comparison_sees_a_dropped_filter() -> None:
 def test_non_row_level_bodies_and_bad_names_are_refused(sql: str, code: str, words: str) -> None:
     with pytest.raises(Error) as info:
         compile_statement(sql, None, _context())
+    assert info.value.code == code, str(info.value)
+    assert words in str(info.value)
+
+
+# Joins inside row-level bodies (Superset's virtual datasets over a join, Metabase's nested
+# questions) and row-level subqueries or CTEs as join operands: the same bound query as the flat
+# join (the join golden tests' policy: people and visits private, depts and sites public).
+JOIN_SAME = [
+    ('SELECT "source"."floor" AS "floor", COUNT(*) AS "count" FROM (SELECT p.dept, d.floor FROM people p JOIN depts d '
+     'ON p.dept = d.name) AS "source" GROUP BY "source"."floor"',
+     'SELECT d.floor AS "floor", COUNT(*) AS "count" FROM people p JOIN depts d ON p.dept = d.name GROUP BY d.floor'),
+    ("SELECT floor, COUNT(*) FROM (SELECT * FROM people p JOIN depts d ON p.dept = d.name WHERE age > 30) AS virtual_table "
+     "WHERE floor > 1 GROUP BY floor",
+     'SELECT d.floor AS "floor", COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE p.age > 30 AND d.floor > 1 GROUP BY d.floor'),
+    ("SELECT s.city, COUNT(*) FROM (SELECT * FROM (SELECT v.person_id, s.city AS town FROM visits v JOIN sites s ON v.site = s.site) a) b "
+     "JOIN sites s ON b.town = s.city GROUP BY s.city", None),  # a join of a joining subquery: refused, checked below
+    ("SELECT d.floor, COUNT(*) FROM (SELECT * FROM people WHERE age > 40) AS src LEFT JOIN depts d ON src.dept = d.name GROUP BY d.floor",
+     "SELECT d.floor, COUNT(*) FROM people AS src LEFT JOIN depts d ON src.dept = d.name WHERE src.age > 40 GROUP BY d.floor"),
+    ("WITH s AS (SELECT * FROM people WHERE age > 40) SELECT d.floor, COUNT(*) FROM s JOIN depts d ON s.dept = d.name GROUP BY d.floor",
+     "SELECT d.floor, COUNT(*) FROM people AS s JOIN depts d ON s.dept = d.name WHERE s.age > 40 GROUP BY d.floor"),
+    ("SELECT d.floor, COUNT(*) FROM people p JOIN (SELECT name, floor FROM depts WHERE floor < 4) d ON p.dept = d.name GROUP BY d.floor",
+     "SELECT d.floor, COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE d.floor < 4 GROUP BY d.floor"),
+    ("WITH o AS (SELECT person_id, age * 2 AS twice FROM people) SELECT COUNT(*) AS n, SUM(v.minutes) AS m FROM o JOIN visits v "
+     "ON o.person_id = v.person_id WHERE o.twice < 100",
+     "SELECT COUNT(*) AS n, SUM(v.minutes) AS m FROM people AS o JOIN visits v ON o.person_id = v.person_id WHERE o.age * 2 < 100"),
+]
+
+
+@pytest.fixture(scope="module")
+def join_session(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A session over the join golden tests' policy and data (public joins read public facts)."""
+    import dpsql
+    from tests.golden.test_join_golden import POLICY, tables
+
+    path = tmp_path_factory.mktemp("inline-joins") / "policy.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    con = dpsql.connect(policy=str(path), tables=tables(), random_seed=1, prepare=False)
+    yield con.session
+    con.close()
+
+
+def _join_bound(session, sql: str) -> BoundQuery:  # noqa: ANN001
+    _, compiled = session.compile(sql)
+    assert isinstance(compiled, CompiledQuery)
+    return dataclasses.replace(compiled.plan.query, sql="")
+
+
+@pytest.mark.parametrize(("derived", "flat"), [p for p in JOIN_SAME if p[1] is not None], ids=lambda s: s[:60])
+def test_joined_derived_relation_binds_like_the_flat_join(join_session, derived: str, flat: str) -> None:  # noqa: ANN001
+    assert _join_bound(join_session, derived) == _join_bound(join_session, flat)
+
+
+def test_the_join_comparison_sees_a_dropped_operand_filter(join_session) -> None:  # noqa: ANN001
+    # Negative control: an operand's WHERE matters, so a rewrite that lost it would fail above.
+    assert _join_bound(join_session, JOIN_SAME[4][0]) != _join_bound(
+        join_session, "SELECT d.floor, COUNT(*) FROM people AS s JOIN depts d ON s.dept = d.name GROUP BY d.floor")
+
+
+@pytest.mark.parametrize(("sql", "code", "words"), [
+    (JOIN_SAME[2][0], "DP110", "cannot itself be joined"),
+    ("WITH v AS (SELECT * FROM visits WHERE site = 'x') SELECT COUNT(*) FROM people p LEFT JOIN v ON p.person_id = v.person_id",
+     "DP110", "right of a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM people p JOIN (SELECT * FROM visits) ON p.person_id = person_id", "DP110", "needs a name"),
+    ("SELECT COUNT(*) FROM (SELECT age FROM people p JOIN visits v ON p.person_id = v.person_id) t WHERE t.site = 'x'",
+     "DP111", "not a column of the subquery"),
+    ("SELECT COUNT(*) FROM (SELECT person_id FROM people p JOIN visits v ON p.person_id = v.person_id) t", "DP111", "ambiguous"),
+    ("WITH s AS (SELECT * FROM people WHERE age > 3) SELECT COUNT(*) FROM s JOIN visits v ON s.person_id = v.person_id "
+     "WHERE person_id > 1", "DP111", "ambiguous"),
+    ("SELECT COUNT(*) FROM (SELECT q.age FROM people p JOIN visits v ON p.person_id = v.person_id) t", "DP111", "does not read"),
+    ("SELECT COUNT(*) FROM (SELECT p.age FROM people p JOIN (SELECT * FROM visits) v ON p.person_id = v.person_id) t",
+     "DP110", "not subqueries or CTEs"),
+])
+def test_joined_derived_relations_refused(join_session, sql: str, code: str, words: str) -> None:  # noqa: ANN001
+    with pytest.raises(Error) as info:
+        join_session.compile(sql)
     assert info.value.code == code, str(info.value)
     assert words in str(info.value)

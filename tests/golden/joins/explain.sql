@@ -235,3 +235,92 @@ Engine SQL:
   SELECT "city" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_7d4e172fdc27" GROUP BY "city"
 Bounded relation of people_join_7d4e172fdc27: built by the first query that reads it
 ;
+
+WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t JOIN visits v ON t.person_id = v.person_id;
+Scan people_join_da487eda53df (private; privacy unit person_id)
+  Scan people AS t: private, its bounded relation (at most 2 row(s) per person_id)
+  Join INNER visits AS v ON t.person_id = v.person_id: private, its bounded relation (at most 3 row(s) per person_id)
+  Joined rows per person: at most 2 x 3 = 6, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 4, epsilon 1, 95% +-12
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±12 (discrete Laplace)
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+  __dpsql_source_people_join_da487eda53df := SELECT "t"."person_id" AS "person_id", "t"."age" AS "age", "t"."dept" AS "dept", "v"."site" AS "site", "v"."minutes" AS "minutes" FROM "__dpsql_bounded_people" AS "t" INNER JOIN "__dpsql_bounded_visits" AS "v" ON "t"."person_id" = "v"."person_id"
+  __dpsql_bounded_people_join_da487eda53df := SELECT "person_id", "age", "dept", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM "__dpsql_source_people_join_da487eda53df" WHERE NOT "person_id" IS NULL
+  __dpsql_bounded_people_join_da487eda53df_heavy := SELECT "person_id" FROM "__dpsql_bounded_people_join_da487eda53df" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4
+  __dpsql_bounded_people_join_da487eda53df_heavy_rows := SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes" FROM (SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_bounded_people_join_da487eda53df" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_da487eda53df_heavy")) AS __ranked WHERE __rank <= 4
+  DELETE FROM "__dpsql_bounded_people_join_da487eda53df" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_da487eda53df_heavy")
+  INSERT INTO "__dpsql_bounded_people_join_da487eda53df" ("person_id", "age", "dept", "site", "minutes", "__fx_minutes") SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes" FROM "__dpsql_bounded_people_join_da487eda53df_heavy_rows"
+  DROP TABLE IF EXISTS "__dpsql_bounded_people_join_da487eda53df_heavy_rows"
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_da487eda53df"
+Bounded relation of people_join_da487eda53df: built by the first query that reads it
+;
+
+SELECT "source"."city" AS "city", COUNT(*) AS "count" FROM (SELECT v.person_id, s.city FROM visits v JOIN sites s ON v.site = s.site WHERE v.minutes > 1) AS "source" GROUP BY "source"."city";
+Scan visits_join_d0ed50646a3c (private; privacy unit person_id)
+  Scan visits AS v: private, its bounded relation (at most 3 row(s) per person_id)
+  Join INNER sites AS s ON v.site = s.site: public table, read exactly; many-to-one (each key matches at most 1 row): the sensitivity is kept
+  Joined rows per person: at most 3 x 1 = 3 (bounded again after the join)
+  BoundContribution: at most 3 row(s) per person_id (keyed hash, secret seed)
+  Filter: "minutes" > 1 (row-level; an error on a row makes it false)
+  GroupBy: city (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 3, scale 3, epsilon 1, 95% +-9
+  Output city: group key
+  Output count: from COUNT(*)
+  Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
+  Note: GROUP BY city: all 2 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Budget after this query (pld accountant): epsilon 0.999983 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Expected 95% intervals (public, before any data is read):
+  count: ±9 (discrete Laplace, the same for every group)
+Engine SQL:
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+  __dpsql_source_visits_join_d0ed50646a3c := SELECT "v"."person_id" AS "person_id", "v"."site" AS "site", "v"."minutes" AS "minutes", "s"."site" AS "s_site", "s"."city" AS "city" FROM "__dpsql_bounded_visits" AS "v" INNER JOIN "__dpsql_source_sites" AS "s" ON "v"."site" = "s"."site"
+  __dpsql_bounded_visits_join_d0ed50646a3c := SELECT "person_id", "site", "minutes", "s_site", "city", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM "__dpsql_source_visits_join_d0ed50646a3c" WHERE NOT "person_id" IS NULL
+  __dpsql_bounded_visits_join_d0ed50646a3c_heavy := SELECT "person_id" FROM "__dpsql_bounded_visits_join_d0ed50646a3c" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3
+  __dpsql_bounded_visits_join_d0ed50646a3c_heavy_rows := SELECT "person_id", "site", "minutes", "s_site", "city", "__fx_minutes" FROM (SELECT "person_id", "site", "minutes", "s_site", "city", "__fx_minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT), CAST("s_site" AS TEXT), CAST("city" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST, "s_site" ASC NULLS FIRST, "city" ASC NULLS FIRST) AS __rank FROM "__dpsql_bounded_visits_join_d0ed50646a3c" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_join_d0ed50646a3c_heavy")) AS __ranked WHERE __rank <= 3
+  DELETE FROM "__dpsql_bounded_visits_join_d0ed50646a3c" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_join_d0ed50646a3c_heavy")
+  INSERT INTO "__dpsql_bounded_visits_join_d0ed50646a3c" ("person_id", "site", "minutes", "s_site", "city", "__fx_minutes") SELECT "person_id", "site", "minutes", "s_site", "city", "__fx_minutes" FROM "__dpsql_bounded_visits_join_d0ed50646a3c_heavy_rows"
+  DROP TABLE IF EXISTS "__dpsql_bounded_visits_join_d0ed50646a3c_heavy_rows"
+  SELECT "city" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_visits_join_d0ed50646a3c" WHERE "minutes" > 1 GROUP BY "city"
+Bounded relation of visits_join_d0ed50646a3c: built by the first query that reads it
+;
+
+WITH old AS (SELECT person_id, age * 2 AS twice FROM people WHERE age > 30) SELECT d.floor, COUNT(*) FROM old o JOIN visits v ON o.person_id = v.person_id JOIN depts d ON v.site = d.name WHERE o.twice < 200 GROUP BY d.floor;
+Scan people_join_4b047b883917 (private; privacy unit person_id)
+  Scan people AS o: private, its bounded relation (at most 2 row(s) per person_id)
+  Join INNER visits AS v ON o.person_id = v.person_id: private, its bounded relation (at most 3 row(s) per person_id)
+  Join INNER depts AS d ON v.site = d.name: public table, read exactly; one-to-many (a key matches up to 2 rows): each person's row count is multiplied by 2
+  Joined rows per person: at most 2 x 3 x 2 = 12, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  Filter: "age" > 30 AND "age" * 2 < 200 (row-level; an error on a row makes it false)
+  GroupBy: floor (public domain, every key released)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 4, scale 4, epsilon 1, 95% +-12
+  Output floor: group key
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+  Note: GROUP BY floor: all 4 public keys released, empty ones too
+Cost: epsilon 1, delta 0
+Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±12 (discrete Laplace, the same for every group)
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+  __dpsql_source_people_join_4b047b883917 := SELECT "o"."person_id" AS "person_id", "o"."age" AS "age", "o"."dept" AS "dept", "v"."site" AS "site", "v"."minutes" AS "minutes", "d"."name" AS "name", "d"."floor" AS "floor" FROM "__dpsql_bounded_people" AS "o" INNER JOIN "__dpsql_bounded_visits" AS "v" ON "o"."person_id" = "v"."person_id" INNER JOIN "__dpsql_source_depts" AS "d" ON "v"."site" = "d"."name"
+  __dpsql_bounded_people_join_4b047b883917 := SELECT "person_id", "age", "dept", "site", "minutes", "name", "floor", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM "__dpsql_source_people_join_4b047b883917" WHERE NOT "person_id" IS NULL
+  __dpsql_bounded_people_join_4b047b883917_heavy := SELECT "person_id" FROM "__dpsql_bounded_people_join_4b047b883917" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4
+  __dpsql_bounded_people_join_4b047b883917_heavy_rows := SELECT "person_id", "age", "dept", "site", "minutes", "name", "floor", "__fx_minutes" FROM (SELECT "person_id", "age", "dept", "site", "minutes", "name", "floor", "__fx_minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT), CAST("name" AS TEXT), CAST("floor" AS TEXT))) ASC NULLS FIRST, "person_id" ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST, "name" ASC NULLS FIRST, "floor" ASC NULLS FIRST) AS __rank FROM "__dpsql_bounded_people_join_4b047b883917" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_4b047b883917_heavy")) AS __ranked WHERE __rank <= 4
+  DELETE FROM "__dpsql_bounded_people_join_4b047b883917" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_4b047b883917_heavy")
+  INSERT INTO "__dpsql_bounded_people_join_4b047b883917" ("person_id", "age", "dept", "site", "minutes", "name", "floor", "__fx_minutes") SELECT "person_id", "age", "dept", "site", "minutes", "name", "floor", "__fx_minutes" FROM "__dpsql_bounded_people_join_4b047b883917_heavy_rows"
+  DROP TABLE IF EXISTS "__dpsql_bounded_people_join_4b047b883917_heavy_rows"
+  SELECT "floor" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_4b047b883917" WHERE COALESCE(TRY("age" > 30 AND "age" * 2 < 200), FALSE) GROUP BY "floor"
+Bounded relation of people_join_4b047b883917: built by the first query that reads it
+;

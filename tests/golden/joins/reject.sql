@@ -78,8 +78,24 @@ SELECT dept, COUNT(*) FROM people p JOIN depts d ON p.dept = d.name JOIN depts e
 DP111: column 'floor' is ambiguous: more than one joined table has it
 ;
 
-WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t JOIN visits v ON t.person_id = v.person_id;
-DP110: a join reads tables of the policy by name, not subqueries or CTEs
+WITH v AS (SELECT * FROM visits WHERE site = 'north') SELECT COUNT(*) FROM people p LEFT JOIN v ON p.person_id = v.person_id;
+DP110: a subquery or CTE with WHERE on the right of a LEFT JOIN is not accepted: as a filter of the whole query it would drop the rows the LEFT JOIN keeps unmatched
+;
+
+SELECT COUNT(*) FROM people p JOIN (SELECT v.person_id FROM visits v JOIN sites s ON v.site = s.site) j ON p.person_id = j.person_id;
+DP110: a subquery or CTE that joins tables cannot itself be joined
+;
+
+SELECT COUNT(*) FROM people p JOIN (SELECT person_id, COUNT(*) AS n FROM visits GROUP BY person_id) c ON p.person_id = c.person_id;
+DP126: a table or subquery read without aggregation beside released results: the outer query of a post-processing query reads the aggregated subqueries, CTEs and UNION ALL branches only
+;
+
+SELECT COUNT(*) FROM (SELECT p.dept, v.site FROM people p JOIN visits v ON p.dept = v.site) t;
+DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+;
+
+SELECT COUNT(*) FROM (SELECT age FROM people p JOIN visits v ON p.person_id = v.person_id) t WHERE t.site = 'x';
+DP111: column 'site' is not a column of the subquery or CTE
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE EXISTS (SELECT 1 FROM depts);
