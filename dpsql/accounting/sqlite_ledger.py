@@ -137,6 +137,13 @@ class SqliteStore(LedgerStore):
         count, max_id = self._conn.execute(_SUMMARY, (analyst,)).fetchone()
         return int(count), int(max_id)
 
+    def version(self) -> int | None:
+        # SQLite's data_version: constant time, per connection, changed by another connection's
+        # commit (another process or another Ledger object on the file), never by our own. In
+        # BEGIN IMMEDIATE the write lock is already held, so it describes the state being charged.
+        # An in-memory ledger has one connection: nobody else can write it.
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
 

@@ -64,6 +64,14 @@ class LedgerStore(ABC):
     def summary(self, analyst: str) -> tuple[int, int]:
         """(number of charges, largest id or 0) of the analyst: tells a cached composition stale."""
 
+    def version(self) -> int | None:
+        """A cheap "has anyone else written since I last looked": a number that differs between two
+        calls whenever ANOTHER connection committed to the storage in between (this connection's
+        own commits leave it unchanged). Read inside ``charging`` it describes the state the
+        charge checks and writes. None: no such check (the Ledger then reads ``summary`` every time).
+        """
+        return None
+
     @abstractmethod
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         """The analyst's charges with id > ``after_id``, in id order, as the accountant reads them."""

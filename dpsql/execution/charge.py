@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import MORE_LIMIT, Ledger
+from dpsql.accounting.ledger import MORE_LIMIT, ChargeRecord, Ledger, charge_record
 from dpsql.errors import BudgetExhaustedError
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
@@ -81,12 +81,16 @@ class Charger:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
         record = compiled.memo.get("ledger_record")
-        if record is None:  # the plan's public description, the same for every charge of it
-            record = compiled.memo["ledger_record"] = ("+".join(_mechanisms(plan)) or "laplace", query_params(plan))
-        mechanism, params = record
+        if not isinstance(record, ChargeRecord) or record.cost is not plan.cost:
+            # The plan's public description and cost, rendered once: the same for every charge of
+            # this plan (a plan of another epsilon or delta is another plan, with its own cost).
+            record = compiled.memo["ledger_record"] = charge_record(
+                "+".join(_mechanisms(plan)) or "laplace", query_params(plan), plan.cost)
         refused = False
         try:
-            self._charge(compiled.statement.sql, compiled.plan_hash, mechanism, params, plan.cost)
+            self.ledger.charge_record(record, analyst=self._analyst, session=self._session,
+                                      query=compiled.statement.sql, plan_hash=compiled.plan_hash,
+                                      budget=self._budget(), accountant=self.accountant)
         except BudgetExhaustedError:
             refused = True
         if refused:  # the same words as the fail-fast check's refusal (a query may skip that check)
