@@ -30,7 +30,6 @@ from dpsql.accounting.store import (
     LedgerStore,
     GroupRow,
     HistoryRow,
-    TotalRow,
     is_postgres_url,
     redact,
 )
@@ -101,14 +100,6 @@ def _cost(eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> Privacy
         return PrivacyCost(Fraction(int(eps_num), int(eps_den)), Fraction(int(delta_num), int(delta_den)))
     except (ValueError, TypeError, ZeroDivisionError) as err:
         raise LedgerError("the budget ledger holds an invalid cost") from err
-
-
-def _total(rows: Iterable[TotalRow]) -> tuple[Fraction, Fraction]:
-    eps, delta = Fraction(0), Fraction(0)
-    for eps_num, eps_den, delta_num, delta_den, count in rows:
-        cost = _cost(eps_num, eps_den, delta_num, delta_den)
-        eps, delta = eps + cost.epsilon * count, delta + cost.delta * count
-    return eps, delta
 
 
 def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
@@ -278,10 +269,12 @@ class Ledger:
         "zcdp" or "pld", the composition's epsilon at ``budget``'s delta and the deltas its terms
         consume outright (``budget`` is then required)."""
         if accountant == "basic":
-            eps, delta = _total(self._read(lambda: self._store.totals(analyst)))
-            if delta >= 1:
+            # The exact sums of the charged costs: each row's terms add up to its cost exactly
+            # (losses_of), so the basic composition's sums are the totals, read like any history.
+            history = self._read(lambda: self._composition(analyst, _accountant("basic"), in_charge=False))
+            if history.basic_delta >= 1:
                 raise LedgerError("the budget ledger holds an invalid total")
-            return PrivacyCost(eps, delta)
+            return PrivacyCost(history.basic_epsilon, history.basic_delta)
         if budget is None:
             raise TypeError("spent under a composing accountant needs the budget (its delta)")
         chosen = _accountant(accountant)

@@ -24,7 +24,6 @@ from dpsql.accounting.store import (
     GroupRow,
     HistoryRow,
     LedgerStore,
-    TotalRow,
     new_ledger_id,
 )
 from dpsql.errors import LedgerError
@@ -44,11 +43,6 @@ _SCHEMA = (
 _FIELDS = ", ".join(CHARGE_FIELDS)
 _INSERT = f"INSERT INTO charges ({_FIELDS}) VALUES ({', '.join('?' * len(CHARGE_FIELDS))})"
 _SELECT = f"SELECT id, {_FIELDS} FROM charges"
-# Grouped by exact cost, so the sum stays cheap when the same costs repeat.
-_TOTALS = (
-    "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
-    "GROUP BY eps_num, eps_den, delta_num, delta_den"
-)
 _SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM charges WHERE analyst = ?"
 _HISTORY = (
     "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM charges "
@@ -129,9 +123,6 @@ class SqliteStore(LedgerStore):
         with self._transaction():
             self.verify()
             yield
-
-    def totals(self, analyst: str) -> list[TotalRow]:
-        return self._conn.execute(_TOTALS, (analyst,)).fetchall()
 
     def summary(self, analyst: str) -> tuple[int, int]:
         count, max_id = self._conn.execute(_SUMMARY, (analyst,)).fetchone()

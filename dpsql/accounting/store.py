@@ -23,8 +23,6 @@ CHARGE_FIELDS = (
 )  # fmt: skip
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-# (eps_num, eps_den, delta_num, delta_den, count): one group of equal costs of one analyst.
-TotalRow = tuple[str, str, str, str, int]
 # (id, *CHARGE_FIELDS)
 ChargeRow = tuple[object, ...]
 # (id, params, eps_num, eps_den, delta_num, delta_den): what an accountant re-reads of a charge.
@@ -55,10 +53,6 @@ class LedgerStore(ABC):
         was checked to be the one opened. Left normally: committed (durably) before it returns.
         Left by an exception: rolled back, nothing recorded.
         """
-
-    @abstractmethod
-    def totals(self, analyst: str) -> list[TotalRow]:
-        """The analyst's charges grouped by exact cost."""
 
     @abstractmethod
     def summary(self, analyst: str) -> tuple[int, int]:

@@ -245,3 +245,18 @@ def test_a_charge_record_is_the_same_row_as_a_charge(path: Path) -> None:
         rows = led._store.rows("a")
         assert [r[1:3] + r[4:] for r in rows[:1]] == [r[1:3] + r[4:] for r in rows[1:]]  # all but the time
         assert entry.params == params and entry.cost == TENTH and entry.mechanism == "laplace"
+
+
+def test_budget_reads_are_constant_time_and_follow_other_connections(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Ledger(path) as led, Ledger(path) as other:
+        charge(led)
+        summaries = Summaries(led, monkeypatch)
+        for _ in range(3):
+            assert led.spent("alice") == PrivacyCost(Fraction(1, 10))  # basic: the exact sums
+            assert led.remaining("alice", BUDGET, "basic") == PrivacyCost(Fraction(9, 10), BUDGET.delta)
+        assert summaries.calls == 0
+        charge(other)
+        charge(other, cost=PrivacyCost(Fraction(1, 3), Fraction(1, 10**7)))
+        assert led.spent("alice") == PrivacyCost(Fraction(1, 5) + Fraction(1, 3), Fraction(1, 10**7))
+        assert led.more("alice", TENTH, BUDGET) == 4  # floor((1 - 1/5 - 1/3) / (1/10))
+        assert summaries.calls == 1
