@@ -15,7 +15,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -205,10 +205,10 @@ class Ledger:
         self._store = store if store is not None else SqliteStore(path)
         # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
         self._cache: dict[tuple[str, str], _Cached] = {}
-        # Per analyst, per accountant: the store's version (store.version()) at which that cache
-        # entry was last checked against the summary; while the store still answers the same
-        # version, nobody else has written and our own charges are in the entry: it is exact.
-        self._versions: dict[str, dict[str, int]] = {}
+        # Per (analyst, accountant): the store's version of the analyst (store.version) at which
+        # that cache entry was last known exact; while the store answers the same version, no
+        # charge of the analyst was written since but those the entry holds.
+        self._versions: dict[tuple[str, str], Hashable] = {}
         # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
         self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
         # Per (analyst, accountant): the last `more` answer and what it was computed from.
@@ -391,17 +391,17 @@ class Ledger:
                 if not self._fits(analyst, chosen, history, new_losses, budget, after):
                     raise _exhausted(cost, budget - history.spent(budget))
                 count, max_id = self._cache[key][:2]
-                # Forgotten before writing, so that whatever interrupts from here on (a failed COMMIT
-                # whose outcome is unknown, a signal) leaves the next check reading the summary. The
-                # analyst's caches under other accountants will not hold this row: re-checked too.
-                version = self._versions.pop(analyst, {}).get(chosen.name)
+                # Forgotten before writing (the write changes the version anyway): whatever interrupts
+                # from here on (a failed COMMIT of unknown outcome, a signal) leaves the summary read next.
+                self._versions.pop(key, None)
                 entry = self._insert(analyst, session, query, plan_hash, record)
-            # Committed: the cache now covers the new row too (ids only grow). Our own commit leaves
-            # the store's version unchanged, so the one read in this transaction still holds.
+                version = store.version(analyst)  # still under the write lock: exactly our own row added
+            # Committed: the cache now covers the new row too (ids only grow); the analyst's caches
+            # under other accountants do not, and the version they recorded no longer matches.
             if entry.id > max_id:
                 self._cache[key] = (count + 1, entry.id, after)
                 if version is not None:
-                    self._versions[analyst] = {chosen.name: version}
+                    self._versions[key] = version
             return entry
 
         return self._locked(charged, "the budget ledger could not be updated; the query was not run")
@@ -409,8 +409,9 @@ class Ledger:
     def _composition(self, analyst: str, chosen: Accountant, *, in_charge: bool) -> Composition:
         """The composition of the analyst's whole history (call under the lock).
 
-        When the store's version is the one recorded for the cache entry, nobody else wrote since
-        it was checked and our own charges were added to it: it is exact, and nothing else is read.
+        When the store's version of the analyst is the one recorded for the cache entry, no charge
+        of the analyst was written since but those the entry holds: it is exact, and nothing else
+        is read (constant time, whatever the history's size).
         Otherwise the cache is used only when the count and largest id of the analyst's charges,
         read now, show it has seen every charge; rows it has not seen are composed onto it, and
         anything else (a row removed, ids out of order) rebuilds from all rows. Inside a charge
@@ -420,9 +421,9 @@ class Ledger:
         """
         store = self._store
         key = (analyst, chosen.name)
-        version = store.version()
+        version = store.version(analyst)
         cached = self._cache.get(key)
-        if cached is not None and version is not None and self._versions.get(analyst, {}).get(chosen.name) == version:
+        if cached is not None and version is not None and self._versions.get(key) == version:
             return cached[2]
         count, max_id = store.summary(analyst)
         if cached is not None and cached[:2] == (count, max_id):
@@ -447,15 +448,14 @@ class Ledger:
             raise LedgerError("the budget ledger changed during a charge; the query was not run")
         else:
             self._cache.pop(key, None)
-            self._versions.get(analyst, {}).pop(chosen.name, None)
+            self._versions.pop(key, None)
         return composition
 
-    def _remember_version(self, key: tuple[str, str], version: int | None) -> None:
-        analyst, name = key
+    def _remember_version(self, key: tuple[str, str], version: Hashable | None) -> None:
         if version is not None:
-            self._versions.setdefault(analyst, {})[name] = version
+            self._versions[key] = version
         else:
-            self._versions.get(analyst, {}).pop(name, None)
+            self._versions.pop(key, None)
 
     def _insert(self, analyst: str, session: str, query: str, plan_hash: str, record: ChargeRecord) -> LedgerEntry:
         now = time.time()

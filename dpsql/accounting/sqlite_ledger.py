@@ -79,6 +79,7 @@ class SqliteStore(LedgerStore):
 
     def __init__(self, path: str | Path | None = None) -> None:
         self._path = None if path is None or str(path) == ":memory:" else Path(path).expanduser()
+        self._writes: dict[str, int] = {}  # charges written per analyst through this connection (see version)
         try:
             if self._path is not None:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,12 +129,12 @@ class SqliteStore(LedgerStore):
         count, max_id = self._conn.execute(_SUMMARY, (analyst,)).fetchone()
         return int(count), int(max_id)
 
-    def version(self) -> int | None:
+    def version(self, analyst: str) -> tuple[int, int]:
         # SQLite's data_version: constant time, per connection, changed by another connection's
-        # commit (another process or another Ledger object on the file), never by our own. In
-        # BEGIN IMMEDIATE the write lock is already held, so it describes the state being charged.
-        # An in-memory ledger has one connection: nobody else can write it.
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        # commit (another process, another Ledger object on the file), never by this one's; so
+        # this store's own writes of the analyst's charges are counted next to it. In BEGIN
+        # IMMEDIATE the write lock is already held: it describes the state being charged.
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._writes.get(analyst, 0)
 
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
@@ -142,6 +143,8 @@ class SqliteStore(LedgerStore):
         return [(*row[:5], int(row[5])) for row in self._conn.execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
+        analyst = str(row[0])  # CHARGE_FIELDS order; counted first, whatever the write's outcome
+        self._writes[analyst] = self._writes.get(analyst, 0) + 1
         row_id = self._conn.execute(_INSERT, row).lastrowid
         assert row_id is not None
         return row_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -58,11 +59,11 @@ class LedgerStore(ABC):
     def summary(self, analyst: str) -> tuple[int, int]:
         """(number of charges, largest id or 0) of the analyst: tells a cached composition stale."""
 
-    def version(self) -> int | None:
-        """A cheap "has anyone else written since I last looked": a number that differs between two
-        calls whenever ANOTHER connection committed to the storage in between (this connection's
-        own commits leave it unchanged). Read inside ``charging`` it describes the state the
-        charge checks and writes. None: no such check (the Ledger then reads ``summary`` every time).
+    def version(self, analyst: str) -> Hashable | None:
+        """A constant-time "may the analyst's charges have changed since I last asked": a token that
+        differs between two calls whenever another connection committed anything, or this store
+        wrote a charge of ``analyst``, in between. Read inside ``charging`` it describes the state
+        the charge checks and writes. None: no such check (the Ledger reads ``summary`` every time).
         """
         return None
 

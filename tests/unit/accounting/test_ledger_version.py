@@ -22,7 +22,7 @@ import pytest
 from dpsql.accounting.accountant import accountant
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.ledger import Ledger, charge_record, open_ledger
-from dpsql.accounting.sqlite_ledger import _INSERT
+from dpsql.accounting.sqlite_ledger import _INSERT, SqliteStore
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
 BUDGET = PrivacyCost(1, Fraction(1, 10**6))
@@ -126,7 +126,7 @@ def test_two_ledger_objects_alternating_near_the_limit_never_overspend(name: str
 
 def test_negative_control_a_check_that_always_says_unchanged_overspends(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Ledger(path) as first, Ledger(path) as second:
-        monkeypatch.setattr(first._store, "version", lambda: 7)  # "nobody else wrote", whatever happens
+        monkeypatch.setattr(first._store, "version", lambda analyst: 7)  # "nobody else wrote", whatever happens
         for _ in range(5):
             charge(first)
         assert charged_until_refused(second) == 5
@@ -179,8 +179,8 @@ def test_other_analysts_sharing_the_file_keep_their_own_budgets(path: Path) -> N
 
 
 def test_charges_under_another_accountant_reach_the_first_accountants_cache(path: Path) -> None:
-    # One connection, so the version never changes: the charge itself must forget the analyst's
-    # cache under the other accountant.
+    # One connection, so SQLite's data_version never changes: the store's count of its own writes
+    # of the analyst must tell the other accountant's cache entry stale.
     fits = fits_of("pld", HUNDREDTH)
     with Ledger(path) as led:
         for _ in range(fits - 5):
@@ -189,6 +189,19 @@ def test_charges_under_another_accountant_reach_the_first_accountants_cache(path
             charge(led, "basic", HUNDREDTH, budget=PrivacyCost(100, Fraction(1, 10**6)))
         with pytest.raises(BudgetExhaustedError):
             charge(led, "pld", HUNDREDTH)  # the pld cache (fits - 5 charges) would have admitted it
+
+
+def test_two_ledger_objects_on_one_store_object_never_overspend(path: Path) -> None:
+    store = SqliteStore(path)  # one connection under both: data_version alone would see no change
+    try:
+        first, second = Ledger(store=store), Ledger(store=store)
+        for _ in range(5):
+            charge(first)
+        assert charged_until_refused(second) == 5
+        with pytest.raises(BudgetExhaustedError):
+            charge(first)
+    finally:
+        store.close()
 
 
 def test_a_write_whose_outcome_is_unknown_rereads_the_summary(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
