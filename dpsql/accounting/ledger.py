@@ -60,7 +60,7 @@ class LedgerEntry:
     cost: PrivacyCost
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ChargeRecord:
     """What a charge writes besides who, when and which query, rendered once: a repeated query
     charges the same record again (``Ledger.charge_record``) without re-rendering or re-parsing it.

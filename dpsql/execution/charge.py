@@ -97,12 +97,20 @@ class Charger:
             raise self._exhausted(plan.cost)
         self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
-    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:
+    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost,
+                    memo: dict[str, Any] | None = None) -> None:
         """Charge every release of a post-processing query in ONE ledger entry (their summed cost,
-        all loss terms), before any of them reads data: all or nothing."""
-        mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
-        params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
-        self._charge(query, plan_hash, "+".join(mechanisms) or "laplace", params, cost)
+        all loss terms), before any of them reads data: all or nothing. ``memo``: the compiled
+        query's, to render the entry's content once for all its charges."""
+        record = None if memo is None else memo.get("ledger_record")
+        if not isinstance(record, ChargeRecord) or record.cost is not cost:
+            mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
+            params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
+            record = charge_record("+".join(mechanisms) or "laplace", params, cost)
+            if memo is not None:
+                memo["ledger_record"] = record
+        self.ledger.charge_record(record, analyst=self._analyst, session=self._session, query=query,
+                                  plan_hash=plan_hash, budget=self._budget(), accountant=self.accountant)
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
