@@ -108,11 +108,17 @@ def test_another_connections_commit_makes_the_next_charge_reread(path: Path, mon
 # --- the shortcut never trusts a stale cache -------------------------------------------------------
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, path: Path) -> str:
+    """A SQLite file, or a PostgreSQL database (no cheap check there: version() is None)."""
+    return str(request.getfixturevalue("postgres_url")) if request.param == "postgres" else str(path)
+
+
 @pytest.mark.parametrize("name", ["basic", "pld"])
-def test_two_ledger_objects_alternating_near_the_limit_never_overspend(name: str, path: Path) -> None:
+def test_two_ledger_objects_alternating_near_the_limit_never_overspend(name: str, target: str) -> None:
     cost = TENTH if name == "basic" else HUNDREDTH
     fits = fits_of(name, cost)
-    with Ledger(path) as first, Ledger(path) as second:
+    with open_ledger(target) as first, open_ledger(target) as second:
         for _ in range(fits - 2):
             charge(first, name, cost)
         charge(second, name, cost)
