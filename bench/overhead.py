@@ -290,7 +290,9 @@ class StageProbe:
                     setattr(dpsql_executor, name, self._wrap(getattr(dpsql_executor, name), stage))
             self._patched = True
         session.compile = self._wrap(session.compile, "compile")
-        session._ledger.charge = self._wrap(session._ledger.charge, "charge")
+        # Ledger.charge goes through charge_record where it exists (a query charges it directly).
+        entry = "charge_record" if hasattr(session._ledger, "charge_record") else "charge"
+        setattr(session._ledger, entry, self._wrap(getattr(session._ledger, entry), "charge"))
         engine = session._engine
         engine.ensure_bounded = self._wrap(engine.ensure_bounded, "bounded")
         if hasattr(engine, "dry_run"):  # the pre-charge check on an empty table (once per plan)

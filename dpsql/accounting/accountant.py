@@ -148,6 +148,69 @@ def _pld_terms(losses: Sequence[PrivacyLoss]) -> list[PrivacyLoss]:
     return [part for loss in losses for part in (loss.parts or (loss,))]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Step:
+    """What adding one copy of a sequence of terms changes, computed once per sequence: each
+    term's key, and the exact sums every composition extends by (basic epsilon and delta, the
+    zCDP rho and the deltas of approximate terms, the PLD's terms above BIG_EPSILON)."""
+
+    losses: tuple[PrivacyLoss, ...]
+    keys: tuple[LossKey, ...]
+    epsilon: Fraction
+    delta: Fraction
+    rho: Fraction
+    approx_delta: Fraction
+    big_epsilon: Fraction
+    big_delta: Fraction
+
+
+# The last steps computed, by the identity of their terms tuple (a charge record's terms are one
+# tuple, extended onto the history at every charge of that query); the tuple is held, so its id
+# cannot be reused while it is here.
+_STEPS: dict[int, _Step] = {}
+_MAX_STEPS = 256
+# One key object per distinct key, so that a history's tally and a new charge's terms share them
+# and dict lookups match by identity instead of comparing Fractions (equal keys: same answers).
+_KEYS: dict[LossKey, LossKey] = {}
+_MAX_KEYS = 4096
+
+
+def _interned(key: LossKey) -> LossKey:
+    known = _KEYS.get(key)
+    if known is not None:
+        return known
+    if len(_KEYS) >= _MAX_KEYS:
+        _KEYS.clear()
+    _KEYS[key] = key
+    return key
+
+
+def _step(losses: Sequence[PrivacyLoss]) -> _Step:
+    known = _STEPS.get(id(losses))
+    if known is not None and known.losses is losses:
+        return known
+    terms = tuple(losses)
+    big = [x for x in _pld_terms(terms) if x.epsilon > BIG_EPSILON]
+    step = _Step(terms, tuple(_interned(_key(x)) for x in terms),
+                 sum((x.epsilon for x in terms), Fraction(0)), sum((x.delta for x in terms), Fraction(0)),
+                 # A zCDP or Gaussian term is rho-zCDP outright; an (epsilon, delta) term also consumes its delta.
+                 sum((zcdp_rho(x) for x in terms), Fraction(0)),
+                 sum((x.delta for x in terms if x.family in ("approx_dp", "discrete_laplace")), Fraction(0)),
+                 sum((x.epsilon for x in big), Fraction(0)), sum((x.delta for x in big), Fraction(0)))
+    if isinstance(losses, tuple):
+        if len(_STEPS) >= _MAX_STEPS:
+            _STEPS.clear()
+        _STEPS[id(losses)] = step
+    return step
+
+
+def _plus(total: Fraction, part: Fraction, times: int) -> Fraction:
+    """total + times * part, without Fraction arithmetic where it changes nothing."""
+    if not part or not times:
+        return total
+    return total + (part if times == 1 else times * part)
+
+
 class Composition(ABC):
     """The composed losses of one history: a multiset of terms (immutable: ``add`` returns a new
     composition). What an accountant says of it depends on the multiset alone, never on the
@@ -181,18 +244,18 @@ class Composition(ABC):
         return added
 
     def _add(self, losses: Sequence[PrivacyLoss], times: int) -> Composition:
+        step = _step(losses)
         tally, reps = dict(self.tally), dict(self._reps)
-        for loss in losses:
-            key = _key(loss)
+        for key, loss in zip(step.keys, step.losses):
             tally[key] = tally.get(key, 0) + times
             reps.setdefault(key, loss)
-        epsilon = self.basic_epsilon + times * sum((x.epsilon for x in losses), Fraction(0))
-        delta = self.basic_delta + times * sum((x.delta for x in losses), Fraction(0))
-        return self._extended(epsilon, delta, self.count + times * len(losses), tally, reps, losses, times)
+        epsilon = _plus(self.basic_epsilon, step.epsilon, times)
+        delta = _plus(self.basic_delta, step.delta, times)
+        return self._extended(epsilon, delta, self.count + times * len(step.losses), tally, reps, step, times)
 
     @abstractmethod
     def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
-                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> Composition:
+                  reps: dict[LossKey, PrivacyLoss], step: _Step, times: int) -> Composition:
         """The subclass's composition of the extended multiset."""
 
     @abstractmethod
@@ -273,7 +336,7 @@ class BasicComposition(Composition):
     """Epsilons and deltas add up, exactly."""
 
     def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
-                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> BasicComposition:
+                  reps: dict[LossKey, PrivacyLoss], step: _Step, times: int) -> BasicComposition:
         return BasicComposition(epsilon, delta, count, tally, reps)
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
@@ -301,12 +364,9 @@ class ZcdpComposition(Composition):
         self.approx_delta = approx_delta
 
     def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
-                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> ZcdpComposition:
-        rho = self.rho + times * sum((zcdp_rho(x) for x in losses), Fraction(0))
-        # A zCDP or Gaussian term is rho-zCDP outright; an (epsilon, delta) term also consumes its delta.
-        approx = self.approx_delta + times * sum((x.delta for x in losses if x.family in ("approx_dp", "discrete_laplace")),
-                                                 Fraction(0))
-        return ZcdpComposition(epsilon, delta, count, tally, reps, rho=rho, approx_delta=approx)
+                  reps: dict[LossKey, PrivacyLoss], step: _Step, times: int) -> ZcdpComposition:
+        return ZcdpComposition(epsilon, delta, count, tally, reps, rho=_plus(self.rho, step.rho, times),
+                               approx_delta=_plus(self.approx_delta, step.approx_delta, times))
 
     def _tight_epsilon(self, delta: Fraction) -> Fraction | None:
         left = delta - self.approx_delta
@@ -391,11 +451,9 @@ class PldComposition(Composition):
         self._composed = False
 
     def _extended(self, epsilon: Fraction, delta: Fraction, count: int, tally: dict[LossKey, int],
-                  reps: dict[LossKey, PrivacyLoss], losses: Sequence[PrivacyLoss], times: int) -> PldComposition:
-        big = [x for x in _pld_terms(losses) if x.epsilon > BIG_EPSILON]
-        big_sum = (self.big[0] + times * sum((x.epsilon for x in big), Fraction(0)),
-                   self.big[1] + times * sum((x.delta for x in big), Fraction(0)))
-        zcdp = self.zcdp._extended(epsilon, delta, count, tally, reps, losses, times)
+                  reps: dict[LossKey, PrivacyLoss], step: _Step, times: int) -> PldComposition:
+        big_sum = (_plus(self.big[0], step.big_epsilon, times), _plus(self.big[1], step.big_delta, times))
+        zcdp = self.zcdp._extended(epsilon, delta, count, tally, reps, step, times)
         return PldComposition(epsilon, delta, count, tally, reps, big_sum, zcdp)
 
     @property

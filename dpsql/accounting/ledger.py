@@ -15,10 +15,11 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import TypeVar
 
 from dpsql.accounting.accountant import Accountant, Composition, accountant, losses_of
@@ -29,13 +30,13 @@ from dpsql.accounting.store import (
     LedgerStore,
     GroupRow,
     HistoryRow,
-    TotalRow,
     is_postgres_url,
     redact,
 )
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerStore", "open_ledger", "redact"]
+__all__ = ["SCHEMA_VERSION", "ChargeRecord", "Ledger", "LedgerEntry", "LedgerStore", "charge_record", "open_ledger",
+           "redact"]
 
 _T = TypeVar("_T")
 
@@ -59,19 +60,46 @@ class LedgerEntry:
     cost: PrivacyCost
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ChargeRecord:
+    """What a charge writes besides who, when and which query, rendered once: a repeated query
+    charges the same record again (``Ledger.charge_record``) without re-rendering or re-parsing it.
+
+    Built only by ``charge_record``, so its parts always agree: ``params_json`` is the params
+    column, ``fractions`` the exact cost columns, ``losses`` the terms a re-read of that row composes.
+    """
+
+    mechanism: str
+    params_json: str
+    params: Mapping[str, object]  # read-only: shared by every entry charged from this record
+    cost: PrivacyCost
+    fractions: tuple[str, str, str, str]
+    losses: tuple[PrivacyLoss, ...]
+
+
+def charge_record(mechanism: str, params: Mapping[str, object], cost: PrivacyCost) -> ChargeRecord:
+    """The ledger row's content for a charge of ``cost`` by ``mechanism`` with ``params``.
+
+    Raises:
+        LedgerError: the params are not JSON-serialisable (nothing can be charged).
+    """
+    if not isinstance(cost, PrivacyCost):
+        raise TypeError("cost must be a PrivacyCost value")
+    try:
+        params_json = json.dumps(dict(params), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise LedgerError("the mechanism parameters are not JSON-serialisable") from err
+    eps, delta = cost.epsilon, cost.delta
+    fractions = (str(eps.numerator), str(eps.denominator), str(delta.numerator), str(delta.denominator))
+    return ChargeRecord(mechanism, params_json, MappingProxyType(json.loads(params_json)), cost, fractions,
+                        _row_losses(params_json, *fractions))  # exactly what a later re-read composes
+
+
 def _cost(eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> PrivacyCost:
     try:
         return PrivacyCost(Fraction(int(eps_num), int(eps_den)), Fraction(int(delta_num), int(delta_den)))
     except (ValueError, TypeError, ZeroDivisionError) as err:
         raise LedgerError("the budget ledger holds an invalid cost") from err
-
-
-def _total(rows: Iterable[TotalRow]) -> tuple[Fraction, Fraction]:
-    eps, delta = Fraction(0), Fraction(0)
-    for eps_num, eps_den, delta_num, delta_den, count in rows:
-        cost = _cost(eps_num, eps_den, delta_num, delta_den)
-        eps, delta = eps + cost.epsilon * count, delta + cost.delta * count
-    return eps, delta
 
 
 def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
@@ -177,6 +205,10 @@ class Ledger:
         self._store = store if store is not None else SqliteStore(path)
         # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
         self._cache: dict[tuple[str, str], _Cached] = {}
+        # Per (analyst, accountant): the store's version of the analyst (store.version) at which
+        # that cache entry was last known exact; while the store answers the same version, no
+        # charge of the analyst was written since but those the entry holds.
+        self._versions: dict[tuple[str, str], Hashable] = {}
         # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
         self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
         # Per (analyst, accountant): the last `more` answer and what it was computed from.
@@ -218,25 +250,31 @@ class Ledger:
         """
         if not isinstance(cost, PrivacyCost) or not isinstance(budget, PrivacyCost):
             raise TypeError("cost and budget must be PrivacyCost values")
-        try:
-            params_json = json.dumps(dict(params), sort_keys=True, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise LedgerError("the mechanism parameters are not JSON-serialisable") from err
+        return self.charge_record(charge_record(mechanism, params, cost), analyst=analyst, session=session,
+                                  query=query, plan_hash=plan_hash, budget=budget, accountant=accountant)
+
+    def charge_record(self, record: ChargeRecord, *, analyst: str, session: str, query: str, plan_hash: str,
+                      budget: PrivacyCost, accountant: str = "basic") -> LedgerEntry:
+        """``charge`` with the row's content already rendered (``charge_record(...)``, kept by a
+        caller that charges the same kind of query again); the same check, row and errors."""
+        if not isinstance(record, ChargeRecord) or not isinstance(budget, PrivacyCost):
+            raise TypeError("a ChargeRecord and a PrivacyCost budget are needed")
         # Every accountant, basic included, charges through the cached composition: the check
-        # reads the analyst's row count and largest id (and only the rows not yet composed),
-        # never the whole history; basic composition of the multiset is still exact (Fractions).
-        return self._charge_composed(analyst, session, query, plan_hash, mechanism, params_json, cost, budget,
-                                     _accountant(accountant))
+        # reads whether the ledger changed (and then only the analyst's row count, largest id and
+        # the rows not yet composed), never the whole history; basic composition is still exact.
+        return self._charge_composed(analyst, session, query, plan_hash, record, budget, _accountant(accountant))
 
     def spent(self, analyst: str, budget: PrivacyCost | None = None, accountant: str = "basic") -> PrivacyCost:
         """What ``analyst`` has spent so far: the exact totals under basic composition; under
         "zcdp" or "pld", the composition's epsilon at ``budget``'s delta and the deltas its terms
         consume outright (``budget`` is then required)."""
         if accountant == "basic":
-            eps, delta = _total(self._read(lambda: self._store.totals(analyst)))
-            if delta >= 1:
+            # The exact sums of the charged costs: each row's terms add up to its cost exactly
+            # (losses_of), so the basic composition's sums are the totals, read like any history.
+            history = self._read(lambda: self._composition(analyst, _accountant("basic"), in_charge=False))
+            if history.basic_delta >= 1:
                 raise LedgerError("the budget ledger holds an invalid total")
-            return PrivacyCost(eps, delta)
+            return PrivacyCost(history.basic_epsilon, history.basic_delta)
         if budget is None:
             raise TypeError("spent under a composing accountant needs the budget (its delta)")
         chosen = _accountant(accountant)
@@ -339,13 +377,12 @@ class Ledger:
         except ValueError as err:
             raise LedgerError("the budget ledger holds invalid parameters") from err
 
-    def _charge_composed(self, analyst: str, session: str, query: str, plan_hash: str, mechanism: str,
-                         params_json: str, cost: PrivacyCost, budget: PrivacyCost, chosen: Accountant) -> LedgerEntry:
+    def _charge_composed(self, analyst: str, session: str, query: str, plan_hash: str, record: ChargeRecord,
+                         budget: PrivacyCost, chosen: Accountant) -> LedgerEntry:
         """The check-and-charge under a composing accountant, in the store's one transaction."""
         store = self._store
-        fractions = (str(cost.epsilon.numerator), str(cost.epsilon.denominator), str(cost.delta.numerator),
-                     str(cost.delta.denominator))
-        new_losses = _row_losses(params_json, *fractions)  # exactly what a later re-read composes
+        key = (analyst, chosen.name)
+        cost, new_losses = record.cost, record.losses
 
         def charged() -> LedgerEntry:
             with store.charging(analyst):
@@ -353,11 +390,18 @@ class Ledger:
                 after = history.add(new_losses)
                 if not self._fits(analyst, chosen, history, new_losses, budget, after):
                     raise _exhausted(cost, budget - history.spent(budget))
-                count, max_id = self._cache[(analyst, chosen.name)][:2]
-                entry = self._insert(analyst, session, query, plan_hash, mechanism, params_json, cost)
-            # Committed: the cache now covers the new row too (ids only grow).
+                count, max_id = self._cache[key][:2]
+                # Forgotten before writing (the write changes the version anyway): whatever interrupts
+                # from here on (a failed COMMIT of unknown outcome, a signal) leaves the summary read next.
+                self._versions.pop(key, None)
+                entry = self._insert(analyst, session, query, plan_hash, record)
+                version = store.version(analyst)  # still under the write lock: exactly our own row added
+            # Committed: the cache now covers the new row too (ids only grow); the analyst's caches
+            # under other accountants do not, and the version they recorded no longer matches.
             if entry.id > max_id:
-                self._cache[(analyst, chosen.name)] = (count + 1, entry.id, after)
+                self._cache[key] = (count + 1, entry.id, after)
+                if version is not None:
+                    self._versions[key] = version
             return entry
 
         return self._locked(charged, "the budget ledger could not be updated; the query was not run")
@@ -365,16 +409,25 @@ class Ledger:
     def _composition(self, analyst: str, chosen: Accountant, *, in_charge: bool) -> Composition:
         """The composition of the analyst's whole history (call under the lock).
 
-        The cache is used only when the count and largest id of the analyst's charges, read now,
-        show it has seen every charge; rows it has not seen are composed onto it, and anything
-        else (a row removed, ids out of order) rebuilds from all rows. Inside a charge the read
-        is in the charge's transaction, so the cache is exactly the history being checked.
+        When the store's version of the analyst is the one recorded for the cache entry, no charge
+        of the analyst was written since but those the entry holds: it is exact, and nothing else
+        is read (constant time, whatever the history's size).
+        Otherwise the cache is used only when the count and largest id of the analyst's charges,
+        read now, show it has seen every charge; rows it has not seen are composed onto it, and
+        anything else (a row removed, ids out of order) rebuilds from all rows. Inside a charge
+        every read is in the charge's transaction, so the cache is exactly the history being checked.
+        Outside one the version is read before the summary: a commit in between can only make the
+        next version differ (a needless re-check), never make a stale entry look current.
         """
         store = self._store
         key = (analyst, chosen.name)
-        count, max_id = store.summary(analyst)
+        version = store.version(analyst)
         cached = self._cache.get(key)
+        if cached is not None and version is not None and self._versions.get(key) == version:
+            return cached[2]
+        count, max_id = store.summary(analyst)
         if cached is not None and cached[:2] == (count, max_id):
+            self._remember_version(key, version)
             return cached[2]
         composition: Composition | None = None
         if cached is not None and cached[1] <= max_id:
@@ -390,19 +443,25 @@ class Ledger:
             composition = chosen.compose_counted(_group_losses(groups))
         if seen == (count, max_id):
             self._cache[key] = (count, max_id, composition)
+            self._remember_version(key, version)
         elif in_charge:
             raise LedgerError("the budget ledger changed during a charge; the query was not run")
         else:
             self._cache.pop(key, None)
+            self._versions.pop(key, None)
         return composition
 
-    def _insert(self, analyst: str, session: str, query: str, plan_hash: str, mechanism: str, params_json: str,
-                cost: PrivacyCost) -> LedgerEntry:
-        eps, delta = cost.epsilon, cost.delta
+    def _remember_version(self, key: tuple[str, str], version: Hashable | None) -> None:
+        if version is not None:
+            self._versions[key] = version
+        else:
+            self._versions.pop(key, None)
+
+    def _insert(self, analyst: str, session: str, query: str, plan_hash: str, record: ChargeRecord) -> LedgerEntry:
         now = time.time()
-        fractions = (str(eps.numerator), str(eps.denominator), str(delta.numerator), str(delta.denominator))
-        row_id = self._store.insert((analyst, session, now, query, plan_hash, mechanism, params_json, *fractions))
-        return LedgerEntry(row_id, analyst, session, now, query, plan_hash, mechanism, json.loads(params_json), cost)
+        row_id = self._store.insert((analyst, session, now, query, plan_hash, record.mechanism, record.params_json,
+                                     *record.fractions))
+        return LedgerEntry(row_id, analyst, session, now, query, plan_hash, record.mechanism, record.params, record.cost)
 
     def close(self) -> None:
         """Close the connection; idempotent. An in-memory ledger is lost."""

@@ -34,7 +34,6 @@ from dpsql.accounting.store import (
     GroupRow,
     HistoryRow,
     LedgerStore,
-    TotalRow,
     analyst_lock_key,
     new_ledger_id,
     redact,
@@ -67,10 +66,6 @@ _SCHEMA = (
 _FIELDS = ", ".join(CHARGE_FIELDS)
 _INSERT = f"INSERT INTO dpsql_charges ({_FIELDS}) VALUES ({', '.join(['%s'] * len(CHARGE_FIELDS))}) RETURNING id"
 _SELECT = f"SELECT id, {_FIELDS} FROM dpsql_charges"
-_TOTALS = (
-    "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM dpsql_charges WHERE analyst = %s "
-    "GROUP BY eps_num, eps_den, delta_num, delta_den"
-)
 _SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM dpsql_charges WHERE analyst = %s"
 _HISTORY = (
     "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM dpsql_charges "
@@ -141,9 +136,6 @@ class PostgresStore(LedgerStore):
                 yield
         finally:
             self._charging = False
-
-    def totals(self, analyst: str) -> list[TotalRow]:
-        return self._connection().execute(_TOTALS, (analyst,)).fetchall()
 
     def summary(self, analyst: str) -> tuple[int, int]:
         count, max_id = self._connection().execute(_SUMMARY, (analyst,)).fetchone()

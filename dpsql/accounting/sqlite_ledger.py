@@ -24,7 +24,6 @@ from dpsql.accounting.store import (
     GroupRow,
     HistoryRow,
     LedgerStore,
-    TotalRow,
     new_ledger_id,
 )
 from dpsql.errors import LedgerError
@@ -44,11 +43,6 @@ _SCHEMA = (
 _FIELDS = ", ".join(CHARGE_FIELDS)
 _INSERT = f"INSERT INTO charges ({_FIELDS}) VALUES ({', '.join('?' * len(CHARGE_FIELDS))})"
 _SELECT = f"SELECT id, {_FIELDS} FROM charges"
-# Grouped by exact cost, so the sum stays cheap when the same costs repeat.
-_TOTALS = (
-    "SELECT eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
-    "GROUP BY eps_num, eps_den, delta_num, delta_den"
-)
 _SUMMARY = "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM charges WHERE analyst = ?"
 _HISTORY = (
     "SELECT id, params, eps_num, eps_den, delta_num, delta_den FROM charges "
@@ -85,6 +79,7 @@ class SqliteStore(LedgerStore):
 
     def __init__(self, path: str | Path | None = None) -> None:
         self._path = None if path is None or str(path) == ":memory:" else Path(path).expanduser()
+        self._writes: dict[str, int] = {}  # charges written per analyst through this connection (see version)
         try:
             if self._path is not None:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,12 +125,16 @@ class SqliteStore(LedgerStore):
             self.verify()
             yield
 
-    def totals(self, analyst: str) -> list[TotalRow]:
-        return self._conn.execute(_TOTALS, (analyst,)).fetchall()
-
     def summary(self, analyst: str) -> tuple[int, int]:
         count, max_id = self._conn.execute(_SUMMARY, (analyst,)).fetchone()
         return int(count), int(max_id)
+
+    def version(self, analyst: str) -> tuple[int, int]:
+        # SQLite's data_version: constant time, per connection, changed by another connection's
+        # commit (another process, another Ledger object on the file), never by this one's; so
+        # this store's own writes of the analyst's charges are counted next to it. In BEGIN
+        # IMMEDIATE the write lock is already held: it describes the state being charged.
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._writes.get(analyst, 0)
 
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
         return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
@@ -144,6 +143,8 @@ class SqliteStore(LedgerStore):
         return [(*row[:5], int(row[5])) for row in self._conn.execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
+        analyst = str(row[0])  # CHARGE_FIELDS order; counted first, whatever the write's outcome
+        self._writes[analyst] = self._writes.get(analyst, 0) + 1
         row_id = self._conn.execute(_INSERT, row).lastrowid
         assert row_id is not None
         return row_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -23,8 +24,6 @@ CHARGE_FIELDS = (
 )  # fmt: skip
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-# (eps_num, eps_den, delta_num, delta_den, count): one group of equal costs of one analyst.
-TotalRow = tuple[str, str, str, str, int]
 # (id, *CHARGE_FIELDS)
 ChargeRow = tuple[object, ...]
 # (id, params, eps_num, eps_den, delta_num, delta_den): what an accountant re-reads of a charge.
@@ -57,12 +56,16 @@ class LedgerStore(ABC):
         """
 
     @abstractmethod
-    def totals(self, analyst: str) -> list[TotalRow]:
-        """The analyst's charges grouped by exact cost."""
-
-    @abstractmethod
     def summary(self, analyst: str) -> tuple[int, int]:
         """(number of charges, largest id or 0) of the analyst: tells a cached composition stale."""
+
+    def version(self, analyst: str) -> Hashable | None:
+        """A constant-time "may the analyst's charges have changed since I last asked": a token that
+        differs between two calls whenever another connection committed anything, or this store
+        wrote a charge of ``analyst``, in between. Read inside ``charging`` it describes the state
+        the charge checks and writes. None: no such check (the Ledger reads ``summary`` every time).
+        """
+        return None
 
     @abstractmethod
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:

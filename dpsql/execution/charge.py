@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.accounting.ledger import MORE_LIMIT, Ledger
+from dpsql.accounting.ledger import MORE_LIMIT, ChargeRecord, Ledger, charge_record
 from dpsql.errors import BudgetExhaustedError
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
@@ -81,24 +81,36 @@ class Charger:
         """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
         plan = compiled.plan
         record = compiled.memo.get("ledger_record")
-        if record is None:  # the plan's public description, the same for every charge of it
-            record = compiled.memo["ledger_record"] = ("+".join(_mechanisms(plan)) or "laplace", query_params(plan))
-        mechanism, params = record
+        if not isinstance(record, ChargeRecord) or record.cost is not plan.cost:
+            # The plan's public description and cost, rendered once: the same for every charge of
+            # this plan (a plan of another epsilon or delta is another plan, with its own cost).
+            record = compiled.memo["ledger_record"] = charge_record(
+                "+".join(_mechanisms(plan)) or "laplace", query_params(plan), plan.cost)
         refused = False
         try:
-            self._charge(compiled.statement.sql, compiled.plan_hash, mechanism, params, plan.cost)
+            self.ledger.charge_record(record, analyst=self._analyst, session=self._session,
+                                      query=compiled.statement.sql, plan_hash=compiled.plan_hash,
+                                      budget=self._budget(), accountant=self.accountant)
         except BudgetExhaustedError:
             refused = True
         if refused:  # the same words as the fail-fast check's refusal (a query may skip that check)
             raise self._exhausted(plan.cost)
         self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
 
-    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost) -> None:
+    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost,
+                    memo: dict[str, Any] | None = None) -> None:
         """Charge every release of a post-processing query in ONE ledger entry (their summed cost,
-        all loss terms), before any of them reads data: all or nothing."""
-        mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
-        params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
-        self._charge(query, plan_hash, "+".join(mechanisms) or "laplace", params, cost)
+        all loss terms), before any of them reads data: all or nothing. ``memo``: the compiled
+        query's, to render the entry's content once for all its charges."""
+        record = None if memo is None else memo.get("ledger_record")
+        if not isinstance(record, ChargeRecord) or record.cost is not cost:
+            mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
+            params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
+            record = charge_record("+".join(mechanisms) or "laplace", params, cost)
+            if memo is not None:
+                memo["ledger_record"] = record
+        self.ledger.charge_record(record, analyst=self._analyst, session=self._session, query=query,
+                                  plan_hash=plan_hash, budget=self._budget(), accountant=self.accountant)
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""

@@ -80,7 +80,8 @@ def run_post(executor: Executor, compiled: CompiledPost) -> NoisyResult:
     for query in compiled.inputs:
         executor.dry_runs(query)
     columns = check_outer(executor, compiled)
-    executor.charger.charge_post(compiled.statement.sql, compiled.plan_hash, [q.plan for q in compiled.inputs], compiled.cost)
+    executor.charger.charge_post(compiled.statement.sql, compiled.plan_hash, [q.plan for q in compiled.inputs], compiled.cost,
+                                 compiled.memo)
     # Charged: from here on, nothing is refunded, whatever happens.
     results = [executor.answer(query) for query in compiled.inputs]
     tables = [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(_tables(executor, compiled), results)]

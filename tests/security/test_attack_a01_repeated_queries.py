@@ -87,16 +87,17 @@ def test_a01_negative_control_free_repeats_are_caught(connect, policy_file, monk
     # A build that charges a plan only the first time it sees it (a "free cache" without the
     # cached answer): the same helper sees fewer charges than answers.
     seen: set[tuple[str, str]] = set()
-    charge = Ledger.charge
+    # Every charge enters the ledger through charge_record (Ledger.charge delegates to it).
+    charge_record = Ledger.charge_record
 
-    def charge_once(self: Ledger, **kwargs: Any) -> Any:
+    def charge_once(self: Ledger, record: Any, **kwargs: Any) -> Any:
         key = (kwargs["analyst"], kwargs["plan_hash"])
         if key in seen:
             return None
         seen.add(key)
-        return charge(self, **kwargs)
+        return charge_record(self, record, **kwargs)
 
-    monkeypatch.setattr(Ledger, "charge", charge_once)
+    monkeypatch.setattr(Ledger, "charge_record", charge_once)
     con = connect(policy_file(epsilon=1.0), random_seed=14)
     answered, charges, _ = executions_and_charges(con, [SQL] * 20)
     assert answered == 20 and charges == 1  # the check `answered == charges` above would fail

@@ -66,16 +66,17 @@ def test_a03_thirty_two_concurrent_queries_never_overspend(connect, policy_file,
 
 
 def test_a03_negative_control_check_then_insert_overspends(connect, policy_file, tmp_path: Path, monkeypatch) -> None:
-    charge = Ledger.charge
+    # Every charge enters the ledger through charge_record (Ledger.charge delegates to it).
+    charge_record = Ledger.charge_record
 
-    def racy(self: Ledger, **kwargs: Any) -> Any:
-        budget, cost = kwargs["budget"], kwargs["cost"]
+    def racy(self: Ledger, record: Any, **kwargs: Any) -> Any:
+        budget, cost = kwargs["budget"], record.cost
         if self.spent(kwargs["analyst"]).epsilon + cost.epsilon > budget.epsilon:  # check ...
             raise BudgetExhaustedError("privacy budget exhausted", requested=cost, remaining=PrivacyCost(0, 0))
         time.sleep(0.2)  # ... then act: the window every other connection reads in
-        return charge(self, **{**kwargs, "budget": PrivacyCost(10**9, Fraction(1, 2))})
+        return charge_record(self, record, **{**kwargs, "budget": PrivacyCost(10**9, Fraction(1, 2))})
 
-    monkeypatch.setattr(Ledger, "charge", racy)
+    monkeypatch.setattr(Ledger, "charge_record", racy)
     answered, _, other, spent = race(connect, policy_file(epsilon=1.0), tmp_path / "ledger.sqlite")
     assert other == []
     assert answered > 5 and spent > 1  # what the main test rules out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from dpsql.accounting.accountant import accountant
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
@@ -42,3 +43,30 @@ def test_queries_left_follows_every_charge(tmp_path: Path) -> None:
             counts.append(ledger.more("a", COST, BUDGET, "pld"))
         assert counts == [counts[0] - i for i in range(5)]
         assert other.more("a", COST, BUDGET, "pld") == counts[-1]
+
+
+def _content(con: Any) -> list[tuple[object, ...]]:
+    """Each charge row but its id and time."""
+    return [row[1:3] + row[4:] for row in con.session._ledger._store.rows(None)]
+
+
+def test_a_repeated_query_writes_the_rows_a_fresh_render_writes(connect: Any) -> None:
+    # The charge record is rendered once per compiled plan and reused: the rows must be those a
+    # fresh connection (nothing memoised) writes, for a plain query and a post-processing one,
+    # and a query at another epsilon (another plan, another cost) must never reuse the first's.
+    queries = ["SELECT COUNT(*) FROM people", "SELECT COUNT(*) * 2 FROM people",
+               "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.25) COUNT(*) FROM people"]
+    warm = connect(random_seed=1)
+    for sql in queries * 3:
+        warm.cursor().execute(sql).fetchall()
+    fresh_rows = []
+    for sql in queries * 3:
+        fresh = connect(random_seed=1)
+        fresh.cursor().execute(sql).fetchall()
+        fresh_rows += _content(fresh)
+    rows = _content(warm)
+    session = warm.session.id
+    assert [r[1] for r in rows] == [session] * 9
+    assert [r[:1] + r[2:] for r in rows] == [r[:1] + r[2:] for r in fresh_rows]  # all but the session id
+    costs = [(r[7], r[8]) for r in rows[:3]]
+    assert costs[0] == costs[1] and costs[2] != costs[0]  # the default epsilon (plain, post-processed), then 0.25

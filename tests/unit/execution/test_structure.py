@@ -28,6 +28,8 @@ def calls_of(method: str) -> set[str]:
 
 def test_only_execution_charge_writes_to_the_ledger() -> None:
     assert calls_of("charge") == {"dpsql/execution/charge.py"}
+    # A pre-rendered charge (a repeated query's): from the same module; Ledger.charge delegates to it.
+    assert calls_of("charge_record") == {"dpsql/execution/charge.py", "dpsql/accounting/ledger.py"}
 
 
 def test_only_execution_engine_calls_reads_private_data() -> None:
