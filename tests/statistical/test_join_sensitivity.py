@@ -40,6 +40,7 @@ from sqlglot import exp
 
 import dpsql.backend.engine as engine_module
 from dpsql.accounting.ledger import Ledger
+from dpsql.backend.bounding import Step
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.backend.sqlgen import fixed_point_selects, seed_placeholder
@@ -151,17 +152,18 @@ def drop_fanout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def drop_bound_after_join(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = engine_module.bounded_select
+    original = engine_module.bounding_steps
 
-    def unbounded(table, source, heavy_name=None):  # type: ignore[no-untyped-def]
+    def unbounded(table, source, bounded, heavy, capabilities):  # type: ignore[no-untyped-def]
         if isinstance(table, JoinedTable):
             # every joined row kept (the seed parameter is still bound, so it must appear), with
-            # the prepared fixed-point columns the bounded relation carries
+            # the prepared fixed-point columns the bounded relation carries: one step, no bound
             kept = exp.Not(this=exp.Is(this=seed_placeholder(), expression=exp.Null()))
-            return exp.select("*", *fixed_point_selects(table)).from_(exp.to_identifier(source, quoted=True)).where(kept)
-        return original(table, source, heavy_name)
+            select = exp.select("*", *fixed_point_selects(table)).from_(exp.to_identifier(source, quoted=True)).where(kept)
+            return (Step(select, bounded, seeded=True),)
+        return original(table, source, bounded, heavy, capabilities)
 
-    monkeypatch.setattr(engine_module, "bounded_select", unbounded)
+    monkeypatch.setattr(engine_module, "bounding_steps", unbounded)
 
 
 # --- 1: exact changes against the stated sensitivity ---------------------------------------------
