@@ -63,11 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         with ServerThread(ServerConfig(policy=served, port=0, ledger=Path(tmp) / "ledger.sqlite")) as server:
             log(f"server started in {time.perf_counter() - started:.3f}s")
-            close = getattr(server.server.context, "close", None)  # the shared database's close (None: none)
-            preparing = getattr(getattr(close, "__self__", None), "_preparing", None)
-            log(f"shared database: {'yes' if close is not None else 'no (a database per connection)'}")
-            if args.wait and preparing is not None:
-                preparing.join()
+            wait = getattr(server.server.context, "wait_prepared", None)  # None: no shared database
+            log(f"shared database: {'yes' if wait is not None else 'no (a database per connection)'}")
+            if args.wait and wait is not None:
+                wait()
                 log(f"startup preparation done after {time.perf_counter() - started:.3f}s")
             dsn = f"host=127.0.0.1 port={server.port} user=bench password=bench-pw dbname=x sslmode=disable"
             log(f"{args.rows:,} rows; query: {dp_query}")

@@ -384,6 +384,12 @@ def _pld_module() -> Any:
     return privacy_loss_distribution
 
 
+def preload() -> None:
+    """Import the PLD library now (0.6-1.2 s): a long-running process (the server) calls it at
+    startup in the background, so its first budget report does not pay the import."""
+    _pld_module()
+
+
 def _pure_or_approx_pld(epsilon: Fraction, delta: Fraction, grid: float = DISCRETISATION) -> Any:
     from dp_accounting.pld import common
 

@@ -155,6 +155,11 @@ class SharedDuckDB:
         _OPEN.add(self)
         self._preparing.start()
 
+    def wait_prepared(self) -> None:
+        """Wait until the startup preparation has finished (benchmarks, tests)."""
+        if self._preparing is not None:
+            self._preparing.join()
+
     def stop_preparing(self) -> None:
         """Interrupt and wait for the startup preparation (idempotent)."""
         self._closed = True

@@ -26,6 +26,7 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
+from dpsql.accounting.accountant import preload as preload_accountant
 from dpsql.accounting.ledger import Ledger, open_ledger, redact
 from dpsql.session import Session, SessionOptions, choose_ledger, open_shared, start_spark
 
@@ -96,6 +97,15 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     # (not once per login: BI tools open pools of connections and reconnect often), starting now
     # in the background; each connection reads it through its own DuckDB connection.
     shared = open_shared(loaded, config.database) if config.engine == "duckdb" else None
+    # The PLD accountant's library is imported on first use (0.6-1.2 s): in the background now,
+    # not inside the first connection's first budget report.
+    preloading = threading.Thread(target=preload_accountant, name="dpsql-preload", daemon=True)
+    preloading.start()
+
+    def close() -> None:
+        preloading.join()  # an import cut short by the interpreter's exit could abort it
+        if shared is not None:
+            shared.close()
 
     def session_for(analyst: str) -> Session:
         # No background bounding per connection: the shared database prepares the tables once.
@@ -104,7 +114,7 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
 
     limits = config.limits(loaded)
     return ServerContext(loaded, CatalogEmulation(loaded, limits), session_for, tls=config.tls_cert is not None, limits=limits,
-                         close=shared.close if shared is not None else None)
+                         close=close, wait_prepared=shared.wait_prepared if shared is not None else None)
 
 
 def _tls_context(config: ServerConfig) -> ssl.SSLContext | None:

@@ -45,6 +45,7 @@ class ServerContext:
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     limits: ServerSettings = field(default_factory=ServerSettings)
     close: Callable[[], None] | None = None  # releases what the connections shared (after they ended)
+    wait_prepared: Callable[[], None] | None = None  # waits for the startup preparation (benchmarks, tests)
 
 
 @dataclass
