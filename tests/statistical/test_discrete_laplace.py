@@ -27,13 +27,13 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from random import Random
 
 import pytest
 from scipy import stats
 
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, SystemRandomSource
 from dpsql.mechanisms.sampling import bernoulli_exp, discrete_laplace, geometric_exp
+from tests.unit.mechanisms.test_system_random_source import ModuloSource  # the same biased source as the unit checks
 
 pytestmark = pytest.mark.statistical
 
@@ -141,17 +141,6 @@ def test_discrete_laplace_with_the_system_source(scale: Fraction) -> None:
     # SystemRandomSource serves rejection samples from a buffer of os.urandom bytes.
     pvalue = check(draw(scale, SystemRandomSource()), scale)
     assert pvalue > P_THRESHOLD, f"H0 rejected with SystemRandomSource: p = {pvalue:.3g}"
-
-
-class ModuloSource:
-    """Biased on purpose: (n - 1).bit_length() seeded bits reduced modulo n instead of rejected."""
-
-    def __init__(self, seed: int) -> None:
-        self._gen = Random(seed)
-
-    def randbelow(self, n: int) -> int:
-        k = (n - 1).bit_length()
-        return self._gen.getrandbits(k) % n if k else 0
 
 
 @pytest.mark.parametrize("scale", [Fraction(5, 2), Fraction(10)], ids=str)
