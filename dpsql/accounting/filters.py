@@ -93,11 +93,22 @@ class Charge:
     zdelta: Fraction
 
 
+# A charge's rho is rounded up to a multiple of 2^-64: a Gaussian's exact rho has a denominator
+# of its own, and a sum over thousands of distinct ones would grow without bound (slower each
+# time); on one grid the sum stays small. Rounding up can only refuse earlier (by 2^-64 a charge).
+_RHO_GRID = 2**64
+
+
+def _rho_up(rho: Fraction) -> Fraction:
+    return Fraction(-((-rho.numerator * _RHO_GRID) // rho.denominator), _RHO_GRID)
+
+
 @lru_cache(maxsize=1024)
 def charge_of(terms: tuple[PrivacyLoss, ...]) -> Charge:
     """The summary of one charge's terms (memoised: a repeated query charges the same terms)."""
     return Charge(terms, sum((t.epsilon for t in terms), Fraction(0)), sum((t.delta for t in terms), Fraction(0)),
-                  sum((term_rho(t) for t in terms), Fraction(0)), sum((term_zcdp_delta(t) for t in terms), Fraction(0)))
+                  _rho_up(sum((term_rho(t) for t in terms), Fraction(0))),
+                  sum((term_zcdp_delta(t) for t in terms), Fraction(0)))
 
 
 def _plus(total: Fraction, part: Fraction, times: int) -> Fraction:
@@ -228,7 +239,10 @@ class HomogeneousClass(_Class):
         if not history.chain:
             return None
         assert history.unit is not None
-        return chain_epsilon(history.count, history.unit[0], history.unit[1], self.budget_delta)
+        chained = chain_epsilon(history.count, history.unit[0], history.unit[1], self.budget_delta)
+        # Never below the unit's own epsilon (true: each charge is (unit)-DP): one query of epsilon
+        # 0.1 reads as 0.1 spent, not the 0.09999 its delta share would allow.
+        return None if chained is None else max(chained, float_up(history.unit[0]))
 
     def more(self, history: History, charge: Charge, limit: int) -> int:
         unit = history.unit if history.unit is not None else (charge.epsilon, charge.delta)
