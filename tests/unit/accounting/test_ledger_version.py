@@ -279,3 +279,42 @@ def test_budget_reads_are_constant_time_and_follow_other_connections(path: Path,
         assert led.spent("alice") == PrivacyCost(Fraction(1, 5) + Fraction(1, 3), Fraction(1, 10**7))
         assert led.more("alice", TENTH, BUDGET) == 4  # floor((1 - 1/5 - 1/3) / (1/10))
         assert summaries.calls == 1
+
+
+def test_a_ledger_overwritten_in_place_by_an_older_copy_refuses(path: Path) -> None:
+    # A restored backup, rsync --inplace, a snapshot: same file (inode), same ledger id, fewer rows.
+    with Ledger(path) as led:
+        charge(led)
+        with sqlite3.connect(path) as raw:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        old = path.read_bytes()
+        for _ in range(8):
+            charge(led)
+        with sqlite3.connect(path) as raw:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with open(path, "r+b") as file:  # in place: the inode the ledger checks does not change
+            file.write(old)
+            file.truncate()
+        with pytest.raises(LedgerError, match="lost charges"):
+            charge(led)
+        with pytest.raises(LedgerError, match="lost charges"):
+            led.remaining("alice", BUDGET, "basic")
+
+
+def test_negative_control_without_the_high_water_mark_the_older_copy_refunds(path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    with Ledger(path) as led:
+        charge(led)
+        with sqlite3.connect(path) as raw:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        old = path.read_bytes()
+        for _ in range(8):
+            charge(led)
+        with sqlite3.connect(path) as raw:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with open(path, "r+b") as file:
+            file.write(old)
+            file.truncate()
+        monkeypatch.setattr(led, "_check_grown", lambda *args: None)
+        monkeypatch.setattr(led, "_cache", {})  # what the rebuild path did before
+        assert charged_until_refused(led) == 9  # nine tenths refunded: what the test above refuses
