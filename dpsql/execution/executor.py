@@ -73,11 +73,11 @@ class Executor:
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
-        accountant (epsilon at the budget's delta), and how many such queries fit now. A read of the
-        ledger's costs and the budget: public facts, nothing is spent."""
+        privacy filter (the smallest epsilon at which it still holds the charges), and how many such
+        queries fit now. A read of the ledger's costs and the budget: public facts, nothing is spent."""
         charger, total = self.charger, self.charger.total()
         after = charger.spent_after(cost)
-        line = (f"Budget after this query ({charger.accountant} accountant): epsilon {fmt(after.epsilon)} spent at delta "
+        line = (f"Budget after this query ({charger.accountant} privacy filter): epsilon {fmt(after.epsilon)} spent at delta "
                 f"{float(total.delta):.3g}, of epsilon {fmt(total.epsilon)}")
         more = charger.more(cost)
         if more == 0:

@@ -255,7 +255,7 @@ class TableLayer:
                 return [head + f"halted after {self.calibration.cap} hard answers; this query renews it: a new reservation "
                         f"(epsilon {_fmt(renewal.epsilon)}) with the learned public model kept (session chaining)"]
             after = ("refused (after_halt = \"refuse\")" if self.config.after_halt == "refuse"
-                     else f"answered by the plan above with per-query noise, charged as shown under the {accountant} accountant")
+                     else f"answered by the plan above with per-query noise, charged as shown under the {accountant} privacy filter")
             return [head + f"halted after {self.calibration.cap} hard answers; this query is {after}"]
         cal = self.calibration
         lines = [head + "answers this query instead of the plan above; no cost beyond the reservation"]
@@ -264,8 +264,8 @@ class TableLayer:
                      "(values outside a range or bins clamped; NULL, NaN and undeclared values in the NULL cell)")
         charged = "charged in this session" if self.core is not None else "charged on the first answer"
         budget = f"epsilon {_fmt(cal.epsilon)}" + (f", delta {float(cal.delta):.3g} (rho {_fmt(cal.rho)})" if cal.mode == "zcdp" else "")
-        lines.append(f"  Reservation: {budget}, once per session ({charged}); composed under the {accountant} accountant"
-                     + (" through its parts (discrete Gaussians and pure sparse-vector rounds)" if cal.mode == "zcdp" and accountant == "pld" else ""))
+        lines.append(f"  Reservation: {budget}, once per session ({charged}); admitted by the {accountant} privacy filter"
+                     + (" at its rho" if cal.mode == "zcdp" and accountant != "basic" else ""))
         noise = (f"discrete Gaussian sigma {_fmt(math.sqrt(float(cal.warm_sigma2)))}" if cal.mode == "zcdp"
                  else f"discrete Laplace scale {_fmt(cal.warm_scale)}") if plan.axes else "none"
         lines.append(f"  Measurement: noisy {plan.measurement} ({len(plan.axes)} vector(s), {noise} per cell), released once")
@@ -285,7 +285,7 @@ class TableLayer:
         lines.append(f"  Answers: easy = the learned model's answer (free, +-{cal.accuracy} at 95%); hard = COUNT + fresh {answer} "
                      f"(+-{cal.answer_ci95}), then a multiplicative-weights update; repeat = the released answer again")
         after = {"refuse": "refused", "renew": "a new reservation that keeps the learned model (session chaining)"}.get(
-            self.config.after_halt, f"the plan above with per-query noise under the {accountant} accountant")
+            self.config.after_halt, f"the plan above with per-query noise under the {accountant} privacy filter")
         lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left; after they are used: {after}")
         width = measured_width(self.domain, self.core.measured_plan if self.core is not None else plan, shape)
         this = ("a repeat: the released answer, no data read" if repeat
