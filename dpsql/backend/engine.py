@@ -402,7 +402,7 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                steps = bounding_steps(table, source, name, bounded_heavy_name(table), self.capabilities)
+                steps = bounding_steps(table, source, name, bounded_heavy_name(table))
                 self._build(name, steps, seed)
                 self._relations.add(name)
             return name

@@ -144,7 +144,7 @@ class CompiledQuery:
                 lines.append(f"  {bounded_name(part)} := {render(bounded_select(part, source_name(part)), dialect)}")
             relations = {t.name: bounded_name(t) for t in table.private_parts} | {t.name: source_name(t) for t in table.public_tables}
             lines.append(f"  {source_name(table)} := {render(joined_select(table, relations), dialect)}")
-        for step in bounding_steps(table, source_name(table), bounded_name(table), bounded_heavy_name(table), capabilities):
+        for step in bounding_steps(table, source_name(table), bounded_name(table), bounded_heavy_name(table)):
             lines.append(f"  {step.table} := {render(step.sql, dialect)}" if step.table else f"  {render(step.sql, dialect)}")
         if self.keyed_columns:
             name = keyed_name(table, self.keyed_columns)
