@@ -21,7 +21,7 @@ from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.compiled_post import CompiledPost
-from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.post_run import describe_post, run_post
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
 from dpsql.ir.query import ColumnRef, PublicQuery
