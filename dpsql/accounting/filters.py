@@ -38,7 +38,7 @@ homogeneous cap is computed once per unit and budget (a millisecond), never the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -70,7 +70,7 @@ def filter_name(name: str) -> FilterName:
     resolved = ALIASES.get(name, name)
     if resolved not in FILTERS:
         raise ValueError(f"unknown accountant {name!r}: use one of {', '.join(FILTERS)}")
-    return resolved  # type: ignore[return-value]
+    return resolved
 
 
 term_rho = zcdp_rho_of  # one definition: the rho a term is charged under the zCDP filter
@@ -251,21 +251,20 @@ class HomogeneousClass(_Class):
         return max(0, min(limit, self.cap(unit) - history.count))
 
 
-def _largest(fits: object, limit: int) -> int:
+def _largest(fits: Callable[[int], bool], limit: int) -> int:
     """The largest j in [0, limit] with fits(j) (fits is monotone: true up to some j)."""
-    check = fits  # type: ignore[assignment]
-    if not check(1):  # type: ignore[operator]
+    if not fits(1):
         return 0
     lo, hi = 1, 2
-    while hi <= limit and check(hi):  # type: ignore[operator]
+    while hi <= limit and fits(hi):
         lo, hi = hi, hi * 2
     if hi > limit:
-        if check(limit):  # type: ignore[operator]
+        if fits(limit):
             return limit
         hi = limit
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if check(mid) else (lo, mid)  # type: ignore[operator]
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
 
 

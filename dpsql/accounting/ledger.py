@@ -106,7 +106,7 @@ def _cost(eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> Privacy
 def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
     """Each row's loss terms (an unreadable params column fails closed)."""
     try:
-        return [_row_losses(params, *fractions) for _, params, *fractions in rows]  # type: ignore[misc]
+        return [_row_losses(params, *fractions) for _, params, *fractions in rows]
     except (ValueError, TypeError) as err:
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
@@ -114,7 +114,7 @@ def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]
 def _group_losses(rows: Iterable[GroupRow]) -> list[tuple[tuple[PrivacyLoss, ...], int]]:
     """Each group's loss terms and how many charges it holds (unreadable params fail closed)."""
     try:
-        return [(_row_losses(params, *fractions), count) for params, *fractions, count, _ in rows]  # type: ignore[misc]
+        return [(_row_losses(params, *fractions), count) for params, *fractions, count, _ in rows]
     except (ValueError, TypeError) as err:
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
