@@ -162,17 +162,17 @@ def _name(node: exp.Expr) -> str:
 
 def _describe(work: Work) -> str:
     if work.growth > MAX_ROW_GROWTH:
-        return f"{work.growth:,} steps per character of the row's strings (the cap is {MAX_ROW_GROWTH:,})"
-    return f"{work.constant:,} steps (the cap is {MAX_ROW_WORK:,})"
+        return f"{work.growth:,} steps of engine work per character of the row's strings (the cap is {MAX_ROW_GROWTH:,})"
+    return f"{work.constant:,} steps of engine work (the cap is {MAX_ROW_WORK:,})"
 
 
 def _refuse(node: exp.Expr, work: Work, sql: str) -> UnsupportedQueryError:
     return UnsupportedQueryError(
-        f"{_name(node)} could cost one row up to {_describe(work)} of engine work: one person's row could then "
+        f"{_name(node)} could cost one row up to {_describe(work)}: one person's row could then "
         "slow the query down only when their value matches, and the statement timeout would tell",
         code="DP125", span=span_of(node, sql, _name(node) if isinstance(node, exp.Func) else None), sql=sql,
-        hint="match short inputs (the column itself, not a padded or repeated string) with short patterns: counted "
-             "repetitions such as {999} and long LIKE patterns with '_' multiply the work; use fewer calls or IN items")
+        hint="match short inputs (the column itself, not a padded or repeated string) with short patterns (counted "
+             "repetitions such as {999} multiply a pattern), search with a literal needle, use fewer calls or IN items")
 
 
 def work_of(node: exp.Expr, lengths: Lengths) -> Work:
