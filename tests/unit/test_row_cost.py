@@ -79,7 +79,7 @@ def test_expressions_that_can_cost_one_row_seconds_are_refused_with_a_caret(pred
 
 
 def test_calls_under_the_cap_add_up_over_it_and_the_caret_points_at_their_sum() -> None:
-    one = f"regexp_matches(lpad(region || '1', 1024, 'ab'), 'a(a|b){{8}}c')"
+    one = "regexp_matches(lpad(region || '1', 1024, 'ab'), 'a(a|b){8}c')"
     assert work(one).fits()
     calls = " OR ".join([one.replace("{8}", f"{{{8 + i}}}") for i in range(8)])
     assert not work(calls).fits()
