@@ -132,16 +132,10 @@ def _size(node: exp.Expr, sql: str) -> int:
 def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:
     """A static bound on the length of the string `node` can produce for any row (DP125 if none).
 
-    `memo` keeps the bounds already found, by node identity, so a whole tree costs one pass."""
+    `memo` keeps the bounds already found, by node identity, so a whole tree costs one pass (and
+    the recursion is one frame per level, as deep as sqlglot's own)."""
     if memo is not None and id(node) in memo:
         return memo[id(node)]
-    bound = _length_bound(node, sql, memo)
-    if memo is not None:
-        memo[id(node)] = bound
-    return bound
-
-
-def _length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None) -> Length:
     if isinstance(node, exp.Literal):
         return Length(0, len(node.this) if node.is_string else _SCALAR_TEXT)
     if isinstance(node, exp.Column):
@@ -149,8 +143,8 @@ def _length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None) -> L
     if isinstance(node, exp.Pad):
         for child in node.iter_expressions():
             length_bound(child, sql, memo)
-        return Length(0, _size(node, sql))  # lpad/rpad cut or fill to exactly that length
-    if isinstance(node, exp.Repeat):
+        bound = Length(0, _size(node, sql))  # lpad/rpad cut or fill to exactly that length
+    elif isinstance(node, exp.Repeat):
         bound = length_bound(node.this, sql, memo).times(_size(node, sql))
     elif isinstance(node, exp.Replace):
         replacement = length_bound(node.args["replacement"], sql, memo) if node.args.get("replacement") is not None else Length(0, 0)
@@ -179,6 +173,8 @@ def _length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None) -> L
         raise _refuse(f"{_name(node)} could build a string longer than {MAX_GROWTH} times its input plus "
                       f"{MAX_CONSTANT:,} characters: one person's row could then exhaust the engine's memory",
                       node, sql, "use smaller repeat counts, paddings or replacements")
+    if memo is not None:
+        memo[id(node)] = bound
     return bound
 
 

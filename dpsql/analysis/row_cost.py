@@ -177,21 +177,31 @@ def _refuse(node: exp.Expr, work: Work, sql: str) -> UnsupportedQueryError:
 
 def work_of(node: exp.Expr, lengths: Lengths) -> Work:
     """The steps `node` and everything under it can cost one row, caps not applied (bench, tests)."""
-    return sum((work_of(child, lengths) for child in node.iter_expressions()), own_work(node, lengths))
+    return sum((own_work(part, lengths) for part in node.walk()), NO_WORK)
 
 
-def work_bound(node: exp.Expr, sql: str, lengths: Lengths) -> Work:
-    """The steps `node` and everything under it can cost one row; DP125 at the smallest
-    subtree over the caps (an operation, or the clause whose parts add up over them)."""
-    own = own_work(node, lengths)
-    total = own
-    for child in node.iter_expressions():
-        total = total + work_bound(child, sql, lengths)
-        if not total.fits():  # a clause's parts add up over the caps: point at the part that tipped it
-            raise _refuse(node if own != NO_WORK else child, total, sql)
-    if not total.fits():
-        raise _refuse(node, total, sql)
-    return total
+def work_bound(tree: exp.Expr, sql: str, lengths: Lengths) -> Work:
+    """The steps `tree` can cost one row; DP125 at the smallest subtree over the caps (an
+    operation, or the part that tips a clause over them). Iterative: a chain of a thousand ORs is
+    a thousand levels deep."""
+    totals: dict[int, Work] = {}
+    stack: list[tuple[exp.Expr, bool]] = [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in node.iter_expressions())
+            continue
+        own = own_work(node, lengths)
+        total = own
+        for child in node.iter_expressions():
+            total = total + totals.pop(id(child))
+            if not total.fits():  # a clause's parts add up over the caps: point at the part that tipped it
+                raise _refuse(node if own != NO_WORK else child, total, sql)
+        if not total.fits():
+            raise _refuse(node, total, sql)
+        totals[id(node)] = total
+    return totals[id(tree)]
 
 
 def check_row_work(tree: exp.Expr, sql: str, lengths: Lengths) -> Work:
