@@ -70,13 +70,15 @@ class ServerProcess:
         return err.decode("utf-8", "replace")
 
 
-def start_server(directory: Path, people: pd.DataFrame, server: str = "", extra_args: tuple[str, ...] = (),
+def start_server(directory: Path, people: pd.DataFrame | None, server: str = "", extra_args: tuple[str, ...] = (),
                  prelude: str = "") -> ServerProcess:
     """Write the data and policy into `directory` and start the server on a free port.
 
+    `people` None: `directory/people.parquet` is already written (a large table written by DuckDB).
     `prelude`: Python run in the server process before the CLI (a negative control's deliberately
     broken build, such as a rule taken out); the real `dpsql serve` otherwise."""
-    write_parquet(people, directory / "people.parquet")
+    if people is not None:
+        write_parquet(people, directory / "people.parquet")
     policy = directory / "policy.toml"
     policy.write_text(policy_text("people.parquet", server), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))

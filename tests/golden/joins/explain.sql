@@ -11,7 +11,7 @@ Scan visits_join_d0ed50646a3c (private; privacy unit person_id)
   Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
   Note: GROUP BY city: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999983 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±9 (discrete Laplace, the same for every group)
 Engine SQL:
@@ -38,7 +38,7 @@ Scan people_join_f74d6ae5b6c4 (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY floor: all 4 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999963 spent at delta 1e-05, of epsilon 10; 11 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±24 (discrete Laplace, the same for every group)
   SUM("floor"): ±96 (discrete Laplace, the same for every group)
@@ -62,7 +62,7 @@ Scan people_join_14757dd6dd3d (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±12 (discrete Laplace)
 Engine SQL:
@@ -85,7 +85,7 @@ Scan people_join_f36e85d1cac3 (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999984 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±6 (discrete Laplace)
 Engine SQL:
@@ -108,7 +108,7 @@ Scan people_join_d89ecb2b454f (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999984 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±6 (discrete Laplace)
 Engine SQL:
@@ -138,7 +138,7 @@ Scan people_join_4dc7b07ee7ee (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY site: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999866 spent at delta 1e-05, of epsilon 10; 17 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 13 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±48 (discrete Laplace, the same for every group)
   AVG("age"): about ±2125 / n for a group of n rows (±21.25 at n = 100, ±2.125 at n = 1,000, ±0.2125 at n = 10,000); the noisy n (±59) adds to it when n is small; clamped to the bounds
@@ -164,7 +164,7 @@ Scan people_join_823ad2b7c2f3 (private; privacy unit person_id)
   Output COUNT(DISTINCT "person_id"): from COUNT(DISTINCT "person_id")
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999986 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(DISTINCT "person_id"): ±3 (discrete Laplace)
 Engine SQL:
@@ -191,7 +191,7 @@ Scan people_join_7d4e172fdc27 (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY city: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±12 (discrete Laplace, the same for every group)
 Engine SQL:
@@ -214,7 +214,7 @@ Scan people_join_da487eda53df (private; privacy unit person_id)
   Output COUNT(*): from COUNT(*)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±12 (discrete Laplace)
 Engine SQL:
@@ -241,7 +241,7 @@ Scan visits_join_d0ed50646a3c (private; privacy unit person_id)
   Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
   Note: GROUP BY city: all 2 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999983 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   count: ±9 (discrete Laplace, the same for every group)
 Engine SQL:
@@ -268,7 +268,7 @@ Scan people_join_4b047b883917 (private; privacy unit person_id)
   Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
   Note: GROUP BY floor: all 4 public keys released, empty ones too
 Cost: epsilon 1, delta 0
-Budget after this query (pld accountant): epsilon 0.999982 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
 Expected 95% intervals (public, before any data is read):
   COUNT(*): ±12 (discrete Laplace, the same for every group)
 Engine SQL:
