@@ -292,7 +292,7 @@ class Filter:
         holds it (within the budget's epsilon exactly when the filter admits it: float rounding
         at the boundary is settled by ``admits``), and the deltas the charges consume outright.
         Display only: the check is ``admits``."""
-        values = [e for e in (c.epsilon(history) for c in self.classes) if e is not None]
+        values = [max(0.0, e) for e in (c.epsilon(history) for c in self.classes) if e is not None]
         limit = self.budget.epsilon
         epsilon = Fraction(min(values)) if values else max(history.epsilon, limit)
         if self.admits(history):

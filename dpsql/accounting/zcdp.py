@@ -96,4 +96,5 @@ def epsilon_of(rho: Fraction, delta: Fraction | float) -> float | None:
             d2 = a + invphi * (b - a)
     alpha = 1 + math.exp((a + b) / 2)
     value = eps(alpha)
-    return value * (1 + _LOG_MARGIN) + _LOG_MARGIN
+    # Negative when delta is close to 1 (any epsilon >= 0 holds then): epsilon is never below 0.
+    return max(0.0, value * (1 + _LOG_MARGIN) + _LOG_MARGIN)

@@ -294,3 +294,12 @@ def test_the_optimal_composition_is_an_upper_bound_of_the_exact_one(seed: int) -
     exact = exact_delta([(e0, k)], [d0] * k, epsilon)
     ours = composed_delta(k, Fraction(e0), Fraction(d0), Fraction(epsilon))
     assert exact <= ours <= exact * (1 + 1e-5) + 1e-12
+
+
+@pytest.mark.parametrize("delta", [Fraction(1, 2), Fraction(9, 10), Fraction(999_999, 10**6)])
+def test_spent_is_a_valid_cost_whatever_the_budgets_delta(delta: Fraction) -> None:
+    # A delta close to 1 makes the zCDP conversion's formula negative (found by the grammar fuzz).
+    budget = PrivacyCost(10, delta)
+    history = History().add(charge_of((laplace(Fraction(1, 10**6)),)))
+    spent = Filter("adaptive", budget).spent(history)
+    assert 0 <= spent.epsilon <= Fraction(1, 10**6) and epsilon_of(Fraction(1, 10**12), delta) == 0.0
