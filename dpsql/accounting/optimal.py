@@ -45,21 +45,24 @@ def _h(k: int, epsilon0: float, epsilon: float) -> float:
     if top < 0:
         return 0.0
     top = min(top, k)
-    log_q = -math.log1p(math.exp(epsilon0))  # ln(1 / (1 + e^eps0))
-    log_p = epsilon0 + log_q
+    # ln(1 / (1 + e^eps0)) and ln(e^eps0 / (1 + e^eps0)), stable for any eps0 (no e^eps0 overflow).
+    log_q = -(epsilon0 + math.log1p(math.exp(-epsilon0)))
+    log_p = -math.log1p(math.exp(-epsilon0))
     total = 0.0
     m = top
     while m >= 0:
         log_term = _log_binomial(k, m) + m * log_q + (k - m) * log_p
         weight = -math.expm1(epsilon - epsilon0 * (k - 2 * m))  # 1 - e^(eps - loss), in (0, 1]
-        term = math.exp(log_term) * weight
-        total += term
+        term = math.exp(min(0.0, log_term))
+        total += term * weight
         # Going down, the binomial factor shrinks by m / (k - m + 1) * e^eps0 per step (< 1 below
         # the mean) and the weight grows towards 1: the rest is at most a geometric series.
-        ratio = m / (k - m + 1) * math.exp(epsilon0)
-        if m > 0 and ratio < 1 and math.exp(log_term) <= 1e-30 * max(total, 1e-300):
-            total += math.exp(log_term) * ratio / (1 - ratio)
-            break
+        if m > 0 and term <= 1e-30 * max(total, 1e-300):
+            log_ratio = math.log(m) - math.log(k - m + 1) + epsilon0
+            if log_ratio < 0:
+                ratio = math.exp(log_ratio)
+                total += term * ratio / (1 - ratio)
+                break
         m -= 1
     return total
 

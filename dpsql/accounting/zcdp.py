@@ -66,8 +66,8 @@ def delta_of(rho: Fraction, epsilon: Fraction) -> float:
         return 0.0
     r, e = float_up(rho), float_down(epsilon)
     alpha = _best_alpha_for_delta(r, e)
-    log_delta = _log_delta(alpha, r, e)
-    return min(1.0, math.exp(log_delta + _LOG_MARGIN * (1 + abs(log_delta) + alpha * alpha * r)))
+    log_delta = _log_delta(alpha, r, e) + _LOG_MARGIN * (1 + abs(_log_delta(alpha, r, e)) + alpha * alpha * r)
+    return 1.0 if log_delta >= 0 else math.exp(log_delta)
 
 
 def epsilon_of(rho: Fraction, delta: Fraction | float) -> float | None:

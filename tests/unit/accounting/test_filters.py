@@ -229,7 +229,7 @@ def test_a_homogeneous_workload_gets_the_optimal_composition_at_its_share() -> N
     while chosen.admits(after := history.add(charge_of(count))):
         history, n = after, n + 1
     assert n == chain_length(Fraction(1, 100), Fraction(0), BUDGET.epsilon, BUDGET.delta * filters.HOMOGENEOUS_SHARE)
-    assert n >= 520  # 562 at the whole delta; the share costs about 6%
+    assert n >= 510  # 562 at the whole delta; the share costs about 8%
     assert homogeneous_holds([count] * n, BUDGET.epsilon, BUDGET.delta * filters.HOMOGENEOUS_SHARE)
     assert not homogeneous_holds([count] * (n + 1), BUDGET.epsilon, BUDGET.delta * filters.HOMOGENEOUS_SHARE)
 
@@ -303,3 +303,17 @@ def test_spent_is_a_valid_cost_whatever_the_budgets_delta(delta: Fraction) -> No
     history = History().add(charge_of((laplace(Fraction(1, 10**6)),)))
     spent = Filter("adaptive", budget).spent(history)
     assert 0 <= spent.epsilon <= Fraction(1, 10**6) and epsilon_of(Fraction(1, 10**12), delta) == 0.0
+
+
+@pytest.mark.parametrize("epsilon", [Fraction(1, 10**9), Fraction(1, 10**6), Fraction(50), Fraction(10**5), Fraction(10**7)])
+@pytest.mark.parametrize("delta", [Fraction(0), Fraction(1, 10**8), Fraction(1, 2)])
+def test_extreme_charges_are_decided_and_shown_without_float_errors(epsilon: Fraction, delta: Fraction) -> None:
+    # Found by the suite: e^epsilon overflowed in the optimal composition for epsilon 1e5.
+    charge = charge_of((PrivacyLoss("approx_dp", "ptr", epsilon, delta),))
+    for budget in (PrivacyCost(1, Fraction(1, 10**6)), PrivacyCost(10**6, Fraction(1, 10**3))):
+        chosen = Filter("adaptive", budget)
+        for history in (History(), History().add(charge), History().add(charge, 1000)):
+            admitted = chosen.admits(history.add(charge))
+            spent = chosen.spent(history.add(charge))
+            assert (spent.epsilon <= budget.epsilon) == admitted
+            assert 0 <= chosen.more(history, charge) <= filters.MORE_LIMIT
