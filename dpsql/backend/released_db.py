@@ -110,6 +110,7 @@ class ReleasedDatabase:
                 types = tuple(str(d[1]) for d in cursor.description)
                 return EngineResult(names, types, _fetch(cursor))
             finally:
+                con.abort()  # a result refused part way (TooLarge) is dropped, unread, before the frames go
                 for frame in frames:
                     con.unregister(frame)
 

@@ -70,13 +70,19 @@ class ServerProcess:
         return err.decode("utf-8", "replace")
 
 
-def start_server(directory: Path, people: pd.DataFrame, server: str = "", extra_args: tuple[str, ...] = ()) -> ServerProcess:
-    """Write the data and policy into `directory` and start the server on a free port."""
+def start_server(directory: Path, people: pd.DataFrame, server: str = "", extra_args: tuple[str, ...] = (),
+                 prelude: str = "") -> ServerProcess:
+    """Write the data and policy into `directory` and start the server on a free port.
+
+    `prelude`: Python run in the server process before `dpsql serve` starts (a negative control's
+    deliberately broken build); empty for the real server."""
     write_parquet(people, directory / "people.parquet")
     policy = directory / "policy.toml"
     policy.write_text(policy_text("people.parquet", server), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "dpsql", "serve", "--policy", str(policy), "--port", "0",
+    launcher = ["-m", "dpsql"] if not prelude else \
+        ["-c", f"{prelude}\nimport runpy, sys\nsys.argv[0] = 'dpsql'\nrunpy.run_module('dpsql', run_name='__main__')"]
+    command = [sys.executable, *launcher, "serve", "--policy", str(policy), "--port", "0",
                "--ledger", str(directory / "ledger.sqlite"), *extra_args]  # fmt: skip
     process = subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.stderr is not None
