@@ -21,8 +21,9 @@ chosen by partition selection, like a column without declared values.
 
 Values the engine cannot produce as a key are not listed, exactly as the engine computes them
 (the key is cast to its type inside TRY, so a value that fails is the NULL key): an integer
-outside BIGINT (overflow), FLOOR/CEIL/ROUND of an infinite or NaN value (a failing cast to
-BIGINT), and NaN (a NaN key equals no listed key). Infinite DOUBLE keys are listed: the engine
+outside BIGINT (overflow), FLOOR/CEIL/ROUND of an infinite or NaN value as the key itself (a
+failing cast to BIGINT; inside a CAST to text it is 'inf' or 'nan', as in the engine), and NaN
+(a NaN key equals no listed key). Infinite DOUBLE keys are listed: the engine
 computes them (`age * 1e308 * 10` is +inf). Date and timestamp enumerations stop at the last
 key Python can represent (year 9999): no later key is within the bounds. Rows whose key falls
 outside a public domain (a value outside the declared bounds, a text value not declared) are
@@ -91,7 +92,7 @@ def derive_key(expr: exp.Expr, table: Table) -> DerivedKey:
         count = "" if values is None else f" ({len(values):,})"
         return DerivedKey(Column(name=name, type=found.type),
                           f"more than {MAX_DERIVED_KEYS:,} possible keys{count}: partition selection")
-    ordered = tuple(sorted(values, key=_order))
+    ordered = tuple(sorted(_keys(found.type, values), key=_order))
     return DerivedKey(Column(name=name, type=found.type, values=ordered),
                       f"{len(ordered)} key(s) derived from the policy")
 
@@ -164,7 +165,7 @@ def _literal(node: exp.Literal) -> _Values:
         value = float(text)
     except ValueError:
         raise NoDomain(f"dpsql reads no number from the literal {text[:20]}", node) from None
-    return _Values("float", _listable("float", {value}), node)
+    return _Values("float", frozenset({value}), node)
 
 
 def _column(node: exp.Column, table: Table) -> _Values:
@@ -209,7 +210,7 @@ def _branches(node: exp.Expr, table: Table) -> _Values:
         union.add(None)  # no ELSE: rows matching no branch are the NULL key
     if kind == "float":
         union = {None if v is None else float(v) for v in union}
-    return _Values(kind, _listable(kind, union), node)
+    return _Values(kind, frozenset(union), node)
 
 
 def _common_type(types: list[ColumnType], node: exp.Expr) -> ColumnType:
@@ -279,17 +280,24 @@ def _map(node: exp.Expr, kind: ColumnType, operands: list[_Values], fn: Callable
     except _Unlisted:
         raise NoDomain(f"dpsql lists no domain through {node.key.upper()} of these types", node) from None
     out.discard(None)  # NULL inputs and failing rows: outside the domain, their rows are dropped
-    return _Values(kind, _listable(kind, out), node)
+    # BIGINT arithmetic that overflows fails inside TRY: NULL, and NULL from there on.
+    return _Values(kind, frozenset(v for v in out if not _wide(v)), node)
 
 
-def _listable(kind: ColumnType, values: set[Any]) -> frozenset[Any]:
-    """The values the engine can produce as a key of this type (see the module doc): no integer
-    outside BIGINT, no NaN (their rows have the NULL key, or a key equal to none listed)."""
+def _wide(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not BIGINT_MIN <= value <= BIGINT_MAX
+
+
+def _keys(kind: ColumnType, values: frozenset[Any]) -> frozenset[Any]:
+    """The values the engine can produce as a key of this type (see the module doc): a BIGINT
+    key is an integer in range (an integral DOUBLE from FLOOR/CEIL/ROUND casts to it, an
+    infinite or NaN one does not); a DOUBLE key is not NaN."""
     if kind == "int":
-        return frozenset(v for v in values if v is None or BIGINT_MIN <= v <= BIGINT_MAX)
+        ints = {int(v) if isinstance(v, float) and v.is_integer() else v for v in values}
+        return frozenset(v for v in ints if v is None or isinstance(v, int) and not _wide(v))
     if kind == "float":
-        return frozenset(v for v in values if v is None or not math.isnan(v))
-    return frozenset(values)
+        return frozenset(v for v in values if not (isinstance(v, float) and math.isnan(v)))
+    return values
 
 
 def _product(sets: list[list[Any]]) -> Iterable[tuple[Any, ...]]:
@@ -314,7 +322,7 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
         inner = _evaluate(node.this, table)
         if inner.type not in ("int", "float"):
             raise NoDomain(f"{node.key.upper()} applies to numbers", node)
-        fn: Callable[[Any], int | None] = _ROUNDINGS[type(node)]
+        fn: Callable[[Any], Any] = _ROUNDINGS[type(node)]
         if inner.values is not None:
             return _map(node, "int", [inner], lambda v: None if v is None else fn(v))
     operand = exp.Div(this=node.this.copy(), expression=node.expression.copy()) if isinstance(node, exp.IntDiv) else node.this
@@ -328,7 +336,6 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
     else:
         rounding = _ROUNDINGS[type(node)]
         low, high = rounding(interval.lower), rounding(interval.upper)  # monotone (exact bounds: finite)
-    assert low is not None and high is not None
     if high - low + 1 > MAX_DERIVED_KEYS:
         raise _TooMany("int")
     return _Values("int", frozenset(range(int(low), int(high) + 1)), node)
@@ -338,13 +345,19 @@ def _round_half_away(value: Any) -> int:
     return int(math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
 
 
-def _finite(rounding: Callable[[Any], int]) -> Callable[[Any], int | None]:
-    """A rounding that gives None (the NULL key) for an infinite or NaN value, as the engine's
-    cast of such a value to BIGINT fails inside TRY."""
-    return lambda value: None if isinstance(value, float) and not math.isfinite(value) else rounding(value)
+def _finite(rounding: Callable[[Any], int]) -> Callable[[Any], Any]:
+    """FLOOR/CEIL/ROUND: of a DOUBLE a DOUBLE, as in the engines (an infinite or NaN one
+    unchanged), of an integer an integer. As the key itself the value is cast to BIGINT (`_keys`:
+    an infinite or NaN one fails, NULL); inside CAST(... AS VARCHAR) a DOUBLE reads '3.0', 'inf'
+    or 'nan', as in DuckDB."""
+    def rounded(value: Any) -> Any:
+        if not isinstance(value, float):
+            return rounding(value)
+        return float(rounding(value)) if math.isfinite(value) else value
+    return rounded
 
 
-_ROUNDINGS: dict[type[exp.Expr], Callable[[Any], int | None]] = {
+_ROUNDINGS: dict[type[exp.Expr], Callable[[Any], Any]] = {
     exp.Floor: _finite(math.floor), exp.Ceil: _finite(math.ceil), exp.Round: _finite(_round_half_away)}
 
 
