@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
