@@ -30,7 +30,7 @@ from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
-from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import noise_info
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement

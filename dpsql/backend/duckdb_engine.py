@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import duckdb
-import pandas
-import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render as render_for
@@ -39,6 +37,10 @@ from dpsql.backend.shared_duckdb import (
 )
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
+
+if TYPE_CHECKING:  # pyarrow on the first result that needs Arrow; pandas only for DataFrames given to connect
+    import pandas
+    import pyarrow
 
 DIALECT = "duckdb"
 _CACHE_SIZE = 256  # statements remembered per session (parsed, or needing Arrow)
@@ -135,10 +137,29 @@ class DuckDBBackend:
         with self.lock:
             try:
                 relation = self.connection.sql(sql, params=dict(params)) if params else self.connection.sql(sql)
-                return relation.to_arrow_table() if relation is not None else pyarrow.table({})
+                if relation is not None:
+                    return relation.to_arrow_table()
             except duckdb.Error as err:
                 message = _first_line(err)
-        raise BackendFailure(message)
+        if message is not None:
+            raise BackendFailure(message)
+        import pyarrow
+
+        return pyarrow.table({})
+
+    def check(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run SQL and drop its result (dry runs on empty tables, constant probes, bounding
+        steps): no Arrow conversion, so a process that never needs Arrow never imports pyarrow."""
+        message = None
+        with self.lock:
+            try:
+                result = self.connection.execute(sql, dict(params)) if params else self.connection.execute(sql)
+                if result.description is not None:
+                    result.fetchall()
+            except duckdb.Error as err:
+                message = _first_line(err)
+        if message is not None:
+            raise BackendFailure(message)
 
     def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> RawRows | pyarrow.Table:
         """Run SQL; plain rows (DB-API fetchall) when every column's type is one whose rows

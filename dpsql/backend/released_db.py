@@ -1,15 +1,14 @@
 """A database of released rows only: where the outer query of a post-processing query runs.
 
 One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
-connection (a cursor): a statement registers its released tables (noisy values, released keys,
-nothing else) as Arrow frames on that connection and unregisters them after the outer query,
-so the connection sees only that statement's released rows while the query runs, and no other
-session's (a registered frame is a temporary view of its connection). The private tables, their
-bounded relations and the public tables live in other databases (the engine's), which this one
-cannot name. File, network and extension access are switched off and the configuration locked
-before any analyst SQL runs, so `read_csv`, `ATTACH` or an installed extension cannot reach data
-either. Whatever the outer query computes, and whether it fails, is a function of released
-values only: post-processing, free of charge.
+connection (a cursor). A statement binds its released tables (noisy values, released keys,
+nothing else) as list parameters of the outer query itself (backend/released_lists.py), so the
+database holds no table and a statement sees only its own released rows, never another
+session's. The private tables, their bounded relations and the public tables live in other
+databases (the engine's), which this one cannot name. File, network and extension access are
+switched off and the configuration locked before any analyst SQL runs, so `read_csv`, `ATTACH`
+or an installed extension cannot reach data either. Whatever the outer query computes, and
+whether it fails, is a function of released values only: post-processing, free of charge.
 
 Memory. One database for the process means one memory limit for every session's outer queries
 (`MEMORY_LIMIT`): a database per session cost about 4 MB each even idle, and its own limit
@@ -27,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import duckdb
-import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
 from dpsql.backend.engine import ENGINE_FAILED, EngineResult, engine_reason
+from dpsql.backend.released_lists import list_values, unnest_select
 from dpsql.errors import EngineError, UnsupportedQueryError
 
 # Released tables are small (public domains or selected keys); every session's outer queries
@@ -79,8 +78,8 @@ class TooLarge(Exception):
 
 class ReleasedDatabase:
     """One session's connection to the process's database of released rows (opened on first
-    use). Each statement registers its released tables, runs the outer query and unregisters
-    them: between statements the connection holds nothing."""
+    use). Each statement runs the outer query with its released tables as parameters: the
+    database never holds a table."""
 
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -95,24 +94,21 @@ class ReleasedDatabase:
     def render(tables: Sequence[ReleasedTable], query: exp.Expr) -> str:
         """The outer query's SQL text over these released tables' schemas (rows play no part, so
         a compiled query renders it once), with its LIMIT at most one above MAX_ROWS."""
-        return render(_capped(_typed(query, tables, _frames(tables))), "duckdb")
+        return render(_capped(_typed(query, tables)), "duckdb")
 
     def _run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """Raises duckdb.Error (callers sanitize it)."""
+        params = {p: list_values([row[j] for row in table.rows])
+                  for i, table in enumerate(tables) for j, p in enumerate(_parameters(i, table))}
         with self._lock:
             con = self._connection()
-            frames = _frames(tables)
             try:
-                for frame, table in zip(frames, tables):
-                    con.register(frame, _arrow(table))
-                cursor = con.execute(sql)
+                cursor = con.execute(sql, params)
                 names = tuple(d[0] for d in cursor.description)
                 types = tuple(str(d[1]) for d in cursor.description)
                 return EngineResult(names, types, _fetch(cursor))
             finally:
-                con.abort()  # a result refused part way (TooLarge) is dropped, unread, before the frames go
-                for frame in frames:
-                    con.unregister(frame)
+                con.abort()  # a result refused part way (TooLarge) is dropped unread
 
     def run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """The outer query over the released tables (after the charge; failures are sanitized)."""
@@ -189,30 +185,19 @@ def _capped(query: exp.Expr) -> exp.Expr:
     return capped
 
 
-def _frames(tables: Sequence[ReleasedTable]) -> list[str]:
-    return [f"__dpsql_frame_{i}" for i in range(len(tables))]
+def _parameters(i: int, table: ReleasedTable) -> list[str]:
+    """The list parameters holding released table i's columns."""
+    return [f"__dpsql_frame_{i}_{j}" for j in range(len(table.columns))]
 
 
-def _arrow(table: ReleasedTable) -> pyarrow.Table:
-    """The released rows as an Arrow table (typed by inference; text where inference fails, the
-    declared type then coming from the CAST in `_typed`)."""
-    columns = {}
-    for i, name in enumerate(table.columns):
-        values = [row[i] for row in table.rows]
-        try:
-            columns[name] = pyarrow.array(values)
-        except (pyarrow.ArrowException, OverflowError, TypeError, ValueError):
-            columns[name] = pyarrow.array([None if v is None else str(v) for v in values], pyarrow.string())
-    return pyarrow.table(columns) if columns else pyarrow.table({})
-
-
-def _typed(query: exp.Expr, tables: Sequence[ReleasedTable], frames: list[str]) -> exp.Expr:
-    """The outer query with each released table defined as a CTE over its registered frame, every
-    column cast to the type it was released with."""
+def _typed(query: exp.Expr, tables: Sequence[ReleasedTable]) -> exp.Expr:
+    """The outer query with each released table defined as a CTE over its columns' list
+    parameters, every column cast to the type it was released with."""
     ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), t), exp.to_identifier(c, quoted=True))
-                                      for c, t in zip(table.columns, table.types)]).from_(frame),
+                                      for c, t in zip(table.columns, table.types)])
+                    .from_(unnest_select(table.columns, _parameters(i, table)).subquery(f"__dpsql_frame_{i}")),
                     alias=exp.TableAlias(this=exp.to_identifier(table.name)))
-            for table, frame in zip(tables, frames)]
+            for i, table in enumerate(tables)]
     typed = query.copy()
     with_ = typed.args.get("with_")
     typed.set("with_", exp.With(expressions=[*ctes, *(with_.expressions if with_ is not None else [])]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import key_type
@@ -15,9 +15,11 @@ from dpsql.execution.noise import describe, noise_info
 from dpsql.ir.plan import CONFIDENCE_MECHANISMS, Estimate, release_name, robust_confidence_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry, variance
-from dpsql.mechanisms.median_mechanism.core import Release
 from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+
+if TYPE_CHECKING:  # the layer's modules (numpy) load only for a policy that enables a layer
+    from dpsql.mechanisms.median_mechanism.core import Release
 
 LAYER = "median_mechanism"
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import numpy
 from sqlglot import exp
 
 from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name, keyed_name
@@ -21,6 +20,9 @@ from dpsql.catalog.model import Table
 from dpsql.errors import Error
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import RandomSource
+
+if TYPE_CHECKING:
+    import numpy
 
 SEED_BOUND = 2**62
 

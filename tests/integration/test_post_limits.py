@@ -121,17 +121,17 @@ def test_sessions_share_one_database_and_see_only_their_own_released_rows() -> N
     sql = first.render([table], parse_one("SELECT n FROM __dpsql_released_0", dialect="duckdb"))
     try:
         assert first.run([table], sql).rows == [(5,)]
-        # One database: the same instance's memory limit, seen from both connections.
+        # One database: the same instance's memory limit, seen from two connections of their own.
         settings = "SELECT current_setting('memory_limit')"
         assert first.run([], settings).rows == second.run([], settings).rows
         assert first._connection() is not second._connection()
-        # The first session's frame, registered while its statement runs, is not the second's.
-        first._connection().register("__dpsql_frame_0", released_db._arrow(table))
-        try:
+        # The first session's released rows were parameters of its statement: nothing stays for
+        # the second to read, by the released table's name or any other.
+        assert second.run([], "SELECT COUNT(*) FROM duckdb_tables()").rows == [(0,)]
+        assert second.run([], "SELECT COUNT(*) FROM duckdb_views() WHERE NOT internal").rows == [(0,)]
+        for name in ("__dpsql_released_0", "__dpsql_frame_0", "__dpsql_frame_0_0"):
             with pytest.raises(EngineError):
-                second.run([], "SELECT * FROM __dpsql_frame_0")
-        finally:
-            first._connection().unregister("__dpsql_frame_0")
+                second.run([], f"SELECT * FROM {name}")
     finally:
         first.close()
         second.close()
