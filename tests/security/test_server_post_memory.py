@@ -35,7 +35,7 @@ GENERATED_ROWS = 1_000_000
 MAX_GROWTH_MIB = 96  # a million fetched rows took ~330 MiB before; refused, the server grows by a few MiB
 CONNECTIONS = 40
 MAX_CONNECTIONS_GROWTH_MIB = 40  # ~2.4 MiB per connection with a database each (~96 MiB), ~0.2 MiB shared
-RELEASE = "(SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.000001) COUNT(*) AS n FROM people)"
+RELEASE = "(SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.001) COUNT(*) AS n FROM people)"
 GENERATOR = f"SELECT unnest(range({GENERATED_ROWS})) AS x FROM {RELEASE} t"
 DEPTS = "(SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01) dept, COUNT(*) AS n FROM people GROUP BY dept)"
 CROSS = f"SELECT a.n, b.n AS m FROM {DEPTS} a, {DEPTS} b, {DEPTS} c, {DEPTS} d, {DEPTS} e"  # 12^5 = 248,832 rows
