@@ -313,11 +313,11 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        analyst = self.analyst or DEFAULT_ANALYST
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
-                                     self.shared)
+                                     engines.analyst_scope(self.shared, analyst))
         # A seeded source is for tests and explicitly marked experiments only (docs/privacy-model.md).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
-        analyst = self.analyst or DEFAULT_ANALYST
         try:
             target = choose_ledger(loaded, self.ledger, demo_ledger)
         except InterfaceError:

@@ -26,7 +26,15 @@ from dpsql.backend.engine import (
 )
 from dpsql.backend.local_duckdb import LocalDuckDB
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
-from dpsql.backend.shared_duckdb import MATERIALIZE_SETTINGS, DB_ALIAS, SharedDuckDB, attach_statement, configure, current_settings
+from dpsql.backend.shared_duckdb import (
+    DB_ALIAS,
+    MATERIALIZE_SETTINGS,
+    SharedDuckDB,
+    SharedScope,
+    attach_statement,
+    configure,
+    current_settings,
+)
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
 
@@ -56,7 +64,7 @@ class DuckDBBackend:
     capabilities = DUCKDB_CAPABILITIES
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedScope | None = None) -> None:
         self._frames = {name.lower(): frame for name, frame in (frames or {}).items()}
         resolved = Path(database).expanduser().resolve() if database else None
         if shared is not None and (self._frames or resolved != shared.database):
@@ -205,7 +213,9 @@ class DuckDBBackend:
         create = _temp_table(name, select)
         if shared:
             assert self.shared is not None and not view
-            create.set("properties", None)
+            create.set("properties", None)  # a table of the database, in the schema its relation belongs to
+            create.set("this", exp.Table(this=exp.to_identifier(name, quoted=True),
+                                         db=exp.to_identifier(self.shared.target(), quoted=True)))
         if view:
             create.set("kind", "VIEW")
         message = None
@@ -261,6 +271,9 @@ class DuckDBEngine(Engine):
     """The DuckDB engine: Engine over a DuckDBBackend, sharing its connection for released values."""
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
-        backend = DuckDBBackend(policy, database, frames, shared)
-        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), shared)
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | SharedScope | None = None) -> None:
+        # A session reads the shared database as one analyst (SharedDuckDB.scope); given the
+        # database itself, as nobody's (no query-made relation is then shared with anyone).
+        scope = shared.scope(None) if isinstance(shared, SharedDuckDB) else shared
+        backend = DuckDBBackend(policy, database, frames, scope)
+        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), scope)
