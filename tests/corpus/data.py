@@ -285,7 +285,9 @@ def metabase(seed: int = 5) -> Tables:
         "id": np.arange(1, q + 1), "product_id": rng.integers(1, n_prod + 1, q), "reviewer": reviewer,
         "rating": rng.integers(1, 6, q), "body": ["fine"] * q, "created_at": _timestamps(rng, "2022-06-01T00:00:00", "2026-04-30T23:59:59", q),
     })
-    return {"people": people, "orders": orders, "products": products, "reviews": reviews}
+    states = pd.DataFrame({"code": STATES, "name": ["California", "Illinois", "New York", "Texas", "Washington"],
+                           "region": ["West", "Midwest", "Northeast", "South", "West"]})
+    return {"people": people, "orders": orders, "products": products, "reviews": reviews, "states": states}
 
 
 # --- the demo's people and depts, with a hire date, visits, and BigQuery's example tables -----

@@ -8,6 +8,7 @@ closing note). One connection per schema, one raw DuckDB connection beside it.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 import traceback
 from collections import Counter
@@ -86,6 +87,7 @@ class Outcome:
     cells_no_interval: int = 0      # post-processed cells (no ci95) and non-numeric cells
     exact_error: str | None = None  # why the exact answer could not be computed
     rows: int = 0
+    exact_rows: int | None = None   # rows of the exact answer (without the outermost LIMIT)
 
     @property
     def answered(self) -> bool:
@@ -186,10 +188,14 @@ def _number(value: Any) -> float | None:
     return None
 
 
+_DP_CLAUSE = re.compile(r"\bSELECT\s+WITH\s+DIFFERENTIAL_PRIVACY\s+OPTIONS\s*\([^()]*\)", re.IGNORECASE)
+
+
 def exact_sql(query: Query) -> str:
-    """The SQL raw DuckDB runs: the query's `exact`, else its SQL; without the outermost LIMIT and
-    OFFSET, so that a key dpsql keeps by its noisy order is still found among the exact rows."""
-    text = query.exact or query.sql
+    """The SQL raw DuckDB runs: the query's `exact`, else its SQL without BigQuery's privacy
+    clause; without the outermost LIMIT and OFFSET, so that a key dpsql keeps by its noisy order
+    is still found among the exact rows."""
+    text = query.exact or _DP_CLAUSE.sub("SELECT", query.sql)
     try:
         tree = sqlglot.parse_one(text, read="duckdb")
     except sqlglot.errors.ParseError:
@@ -282,6 +288,7 @@ def run_query(con: dpsql.Connection, raw: duckdb.DuckDBPyConnection, query: Quer
     except duckdb.Error as error:
         outcome.exact_error = _first_line(error)
         return outcome
+    outcome.exact_rows = len(exact_rows)
     compare_cells(outcome, rows, cursor.noise_info, cursor.cell_ci95, exact_rows,
                   public=result is not None and result.kind == "public")
     return outcome
@@ -290,8 +297,10 @@ def run_query(con: dpsql.Connection, raw: duckdb.DuckDBPyConnection, query: Quer
 def run_schema(schema: str, queries: Sequence[Query], seed: int = SEED) -> list[Outcome]:
     tables = data.build(schema)
     raw = duckdb.connect()
+    raw.execute("CREATE SCHEMA public")  # BI tools qualify tables as PostgreSQL's public.name
     for name, frame in tables.items():
         raw.register(name, frame)
+        raw.execute(f'CREATE VIEW public."{name}" AS SELECT * FROM main."{name}"')
     con = dpsql.connect(policy=str(POLICY_DIR / f"{schema}.toml"), tables=tables, random_seed=seed)
     try:
         return [run_query(con, raw, q) for q in queries]
@@ -366,6 +375,10 @@ def report(summary: Summary) -> str:
     if summary.leaks:
         out += ["", "MUST-REFUSE QUERIES NOT REFUSED:"]
         out += [f"  {o.query.id}: {o.status}" for o in summary.leaks]
+    empty = [o for o in summary.answered if o.rows == 0 and o.exact_rows]
+    if empty:
+        out += ["", "answered with no row released although the exact answer has rows (partition selection released no key):"]
+        out += [f"  {o.query.id} (exact: {o.exact_rows} rows)" for o in empty]
     no_exact = [o for o in summary.answered if o.exact_error]
     if no_exact:
         out += ["", "answered, but raw DuckDB could not compute the exact answer (no coverage):"]
