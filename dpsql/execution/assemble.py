@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
@@ -196,6 +198,9 @@ def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> fl
         return None
     value, low, high = row[position[ColumnRef("output", i).name]], row[low_at], row[position[ColumnRef("high", i).name]]
     if value is None or low is None or high is None:
+        return None
+    # Only a number has a half-width: a CASE over noisy values may turn them into text or a flag.
+    if not all(isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) for x in (value, low, high)):
         return None
     return float(max(high - value, value - low))
 
