@@ -87,11 +87,6 @@ class CompiledQuery:
         """The robust aggregates' raw requests for an engine with these capabilities (run after the charge)."""
         return robust_queries(self.plan, bounded_name(self.plan.query.table), capabilities)
 
-    def robust_dry_runs(self, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
-        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
-        return tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table), capabilities)
-                     for statement in query.statements())
-
     def plan_hash(self) -> str:
         """The plan's identity in the ledger: the digest of its canonical form (ir/identity.py)."""
         return plan_identity(self.plan)

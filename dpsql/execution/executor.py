@@ -22,7 +22,7 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import Engine
 from dpsql.backend.released_db import ReleasedDatabase
-from dpsql.backend.robust_sql import GroupKey, Reads, reads
+from dpsql.backend.robust_sql import GroupKey, Reads, RobustQuery, reads
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble, assemble_simple, simple_shape
@@ -173,9 +173,11 @@ class Executor:
         if state.dry_runs_passed:
             return
         table = compiled.plan.query.table
-        self.calls.dry_run(table, compiled.dry_run_engine, {"seed": 0} if compiled.uses_seed else None)
-        for select, params in compiled.robust_dry_runs(state.capabilities):  # MEDIAN/IQR/MODE, on the empty table too
-            self.calls.dry_run(table, select, params)
+        # The statements that will run after the charge, each over empty tables of the same schema.
+        self.calls.dry_run(table, compiled.engine, {"seed": 0} if compiled.uses_seed else None, compiled.keyed_columns)
+        for query in self._robust(compiled, state):  # MEDIAN/IQR/MODE: every statement a read may need
+            for select, params in query.statements():
+                self.calls.dry_run(table, select, params)
         if compiled.plan.robust and not compiled.simple_outputs:
             self._dry_run_post(compiled, state)
         state.dry_runs_passed = True
@@ -226,10 +228,8 @@ class Executor:
     def _robust_reads(self, compiled: CompiledQuery, state: QueryState) -> list[dict[GroupKey, Any]]:
         """Each robust request's exact reads over the bounded relation (after the charge). A
         request's secret seeds are drawn first, in request order, as its statements need them."""
-        if state.robust is None:
-            state.robust = compiled.robust_queries_for(state.capabilities)
         data = []
-        for query in state.robust:
+        for query in self._robust(compiled, state):
             params = {"mode_seed": self._rng.randbelow(SEED_BOUND), "tie_seed": self._rng.randbelow(SEED_BOUND)} if query.seeded else {}
             data.append(self._drive(reads(query, compiled.plan, params), state))
         return data
@@ -245,6 +245,11 @@ class Executor:
             except StopIteration as done:
                 read: dict[GroupKey, Any] = done.value
                 return read
+
+    def _robust(self, compiled: CompiledQuery, state: QueryState) -> tuple[RobustQuery, ...]:
+        if state.robust is None:
+            state.robust = compiled.robust_queries_for(state.capabilities) if compiled.plan.robust else ()
+        return state.robust
 
     def _post(self, state: QueryState, compiled: CompiledQuery) -> exp.Select:
         if state.post is None:
