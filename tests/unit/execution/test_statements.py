@@ -135,3 +135,19 @@ def test_public_statements_go_through_the_same_protocol(policy_file: Callable[..
         assert con.session.cost_of("SELECT COUNT(*) FROM depts").epsilon == 0
     finally:
         con.close()
+
+
+def test_the_charger_reads_the_budget_the_session_holds(connect: Callable[..., dpsql.Connection], policy_file: Callable[..., Any]) -> None:
+    # No closure into the Session: the Charger holds the budget as a value, and a new policy sets it.
+    from dpsql.errors import BudgetExhaustedError
+
+    con = connect(policy=policy_file(epsilon=10.0, accountant="basic"))
+    session = con.session
+    charger = session._executor.charger
+    assert charger.total() == session.total_budget and not callable(charger.budget)
+    con.execute("SELECT COUNT(*) FROM people").fetchall()  # epsilon 0.1 of 10
+    smaller = load_policy(policy_file(name="smaller.toml", epsilon=0.15, accountant="basic"))
+    session.policy = smaller
+    assert charger.total() == smaller.budget_for(session.analyst)
+    with pytest.raises(BudgetExhaustedError):  # 0.1 + 0.1 > 0.15 under the new budget
+        con.execute("SELECT COUNT(*) FROM people").fetchall()
