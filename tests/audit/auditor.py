@@ -5,8 +5,9 @@ Hypothesis H0 (the DP claim of the query, as charged): for two neighbouring data
 
     P_D(S) <= e^eps P_D'(S) + delta   and   P_D'(S) <= e^eps P_D(S) + delta,
 
-where (eps, delta) is what the ledger charged for one run. The auditor runs the real SQL path
-(`dpsql.connect` with DataFrames, a fixed `random_seed`) N times on each database and looks for an
+where (eps, delta) is what one run was charged (the answers' costs). The auditor runs the real SQL path
+(`dpsql.connect` with DataFrames, or a DuckDB file through a shared database for templates
+that open a session per run; a fixed `random_seed`) N times on each database and looks for an
 event that certifies a violation, in the manner of Google's stochastic DP tester and
 DP-Auditorium (Kong et al. 2024):
 
@@ -15,8 +16,9 @@ DP-Auditorium (Kong et al. 2024):
    (ci95, MODE's confidence, ⊥ flags, the Median Mechanism layer's kind), the charge, and the
    error code of a statement that failed after its charge.
 2. Events, chosen on a held-out half. The first half of each database's runs proposes candidate
-   events: for every numeric feature the thresholds {f >= t} and {f <= t} at pooled quantiles
-   and {f is None} (⊥ or an absent key); for every other feature {f == v} per value seen; and,
+   events: for every numeric feature the thresholds {f >= t} and {f <= t} at pooled quantiles,
+   {f == v} for its most frequent values (an exact value released shows there) and {f is None}
+   (⊥ or an absent key); for every other feature {f == v} per value seen; and,
    over the few features whose means differ most between D and D', orthant events
    {every f_i beyond its quantile, each in its own direction} and thresholds on a weighted
    sum (what a shift spread over several cells, as in ROLLUP, needs). The K candidates (event,
@@ -48,9 +50,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import tempfile
 import warnings
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+import zlib
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -58,11 +61,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 import dpsql
+from dpsql.catalog.loader import load_policy
+from dpsql.errors import MedianMechanismWarning
+from dpsql.session import open_shared
 from tests.security.attack_support import cp_lower, cp_upper
 
 ALPHA = 1e-4  # per audit: a correct mechanism is refuted with probability <= 1e-4
@@ -95,7 +102,7 @@ def _plain(value: Any) -> Hashable:
     return repr(value)
 
 
-def result_features(prefix: str, cursor: dpsql.Cursor) -> Features:  # type: ignore[name-defined]
+def result_features(prefix: str, cursor: Any) -> Features:
     """Everything the analyst sees of one answered statement, as named scalars.
 
     Rows are keyed by their exact (key) columns, else by position; every noisy column of a row
@@ -203,8 +210,6 @@ def _run_statements(con: dpsql.Connection, statements: Sequence[str], prefix: st
 
 def _database_file(directory: Path, name: str, tables: dict[str, pd.DataFrame]) -> Path:
     """The tables as a DuckDB database file (what `dpsql serve --database` reads)."""
-    import duckdb
-
     path = directory / f"{name}.duckdb"
     if not path.exists():
         con = duckdb.connect(str(path))
@@ -225,13 +230,10 @@ def sample(template: Template, pair: Neighbours, directory: Path, runs: int, see
     file, as the server's connections do (a connection then costs tens of milliseconds instead
     of loading the DataFrames again); every connection still has its own seeded noise and ledger.
     """
-    from dpsql.catalog.loader import load_policy
-    from dpsql.session import open_shared
-
     policy = _write_policy(directory, pair)
     samples = (Sample(), Sample())
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Median Mechanism notices are outputs of no interest here
+        warnings.simplefilter("ignore", MedianMechanismWarning)  # the layer's notices: public, and no output
         for side, tables in enumerate((pair.d, pair.d2)):
             out = samples[side]
             if not template.fresh:
@@ -460,27 +462,18 @@ def audit(name: str, d: Sample, d2: Sample, *, alpha: float = ALPHA, kept: int =
     return AuditResult(name, best, eps, delta, where, n, alpha)
 
 
-@contextmanager
-def temporary_directory() -> Iterator[Path]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="dpsql-audit-") as name:
-        yield Path(name)
-
-
 def run_audit(template: Template, pair: Neighbours, runs: int, *, seed: int | None = None,
               directory: Path | None = None, claim: tuple[float, float] | None = None) -> AuditResult:
     """Sample the template on the pair and audit it."""
-    seed = seed if seed is not None else _seed_of(template.name)
+    seed = seed if seed is not None else seed_of(template.name)
     if directory is None:
-        with temporary_directory() as tmp:
-            d, d2 = sample(template, pair, tmp, runs, seed)
+        with tempfile.TemporaryDirectory(prefix="dpsql-audit-") as tmp:
+            d, d2 = sample(template, pair, Path(tmp), runs, seed)
     else:
         d, d2 = sample(template, pair, directory, runs, seed)
     return audit(template.name, d, d2, claim=claim)
 
 
-def _seed_of(name: str) -> int:
-    import zlib
-
+def seed_of(name: str) -> int:
+    """The fixed seed of a template's audit (its name's CRC-32): every run is reproducible."""
     return zlib.crc32(name.encode()) % 1_000_000

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.audit.auditor import Sample, audit, candidate_events, epsilon_bound, result_features, run_audit, sample
+from tests.audit.auditor import Columns, Sample, audit, candidate_events, epsilon_bound, result_features, run_audit, sample, seed_of
 from tests.audit.pairs import PAIRS, TARGET
 from tests.audit.templates import BY_NAME, CONTROLS, TEMPLATES
 
@@ -30,7 +30,7 @@ CI_CONTROLS = [c for c in CONTROLS if c.ci]
 @pytest.mark.statistical
 @pytest.mark.parametrize("template", CI_TEMPLATES, ids=lambda t: t.name)
 def test_the_template_passes_the_audit(template, tmp_path: Path) -> None:
-    d, d2 = sample(template, PAIRS[template.pair](), tmp_path, template.ci_runs, seed=_seed(template.name))
+    d, d2 = sample(template, PAIRS[template.pair](), tmp_path, template.ci_runs, seed=seed_of(template.name))
     # Charges are made from the SQL and the policy before any data is read: every run on either
     # database is charged the same (a charge that moved with the data would itself leak).
     assert len(set(d.charges + d2.charges)) == 1, sorted(set(d.charges + d2.charges))
@@ -60,12 +60,6 @@ def test_every_mechanism_runs_in_ci_with_a_control() -> None:
     in_ci = {t.mechanism for t in CI_TEMPLATES}
     assert mechanisms - in_ci == SWEEP_ONLY
     assert in_ci - {BY_NAME[c.template].mechanism for c in CI_CONTROLS} == CONTROLLED_ELSEWHERE
-
-
-def _seed(name: str) -> int:
-    import zlib
-
-    return zlib.crc32(name.encode()) % 1_000_000
 
 
 # --- the auditor itself, on samples of known distributions ------------------------------------------------------
@@ -104,8 +98,6 @@ def test_delta_is_subtracted_before_the_ratio() -> None:
 
 
 def test_events_cover_thresholds_absence_values_and_joint_shifts() -> None:
-    from tests.audit.auditor import Columns
-
     # b and c are larger in the first 20 runs (D) than in the last 20 (D'): a shift over two cells.
     runs = [{"a": float(i % 7), "b": float(i % 5 + (i < 20)), "c": float(i % 3 + 2 * (i < 20)), "k": "x" if i % 2 else "y"}
             for i in range(40)]
