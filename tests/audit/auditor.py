@@ -190,15 +190,18 @@ def _write_policy(directory: Path, pair: Neighbours) -> Path:
 
 def _run_statements(con: dpsql.Connection, statements: Sequence[str], prefix: str, out: Features) -> tuple[Fraction, Fraction]:
     """Execute a session's statements once; add their features to `out`; return the run's charge
-    (each answer's cost; for a statement that failed, what it is charged before running, which
-    EXPLAIN states: reading the ledger back would cost time linear in its length)."""
+    (each answer's cost; for a statement that failed after its charge (DP300), what it is charged
+    before running, which EXPLAIN states: reading the ledger back costs time linear in its
+    length). A refusal before the charge is raised: an audit of a refused template is vacuous."""
     eps, delta = Fraction(0), Fraction(0)
     for j, sql in enumerate(statements):
         tag = f"{prefix}{j}:"
         try:
             cursor = con.execute(sql)
-        except dpsql.Error as error:  # after a charge, an error is an output too
-            out[f"{tag}error"] = getattr(error, "code", type(error).__name__)
+        except dpsql.Error as error:
+            if getattr(error, "code", None) != "DP300":  # refused before its charge: the template is wrong
+                raise
+            out[f"{tag}error"] = error.code  # an engine failure after the charge is an output too
             cost = con.session.cost_of(sql)
         else:
             out.update(result_features(tag, cursor))
