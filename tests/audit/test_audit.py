@@ -120,3 +120,12 @@ def test_result_features_read_keys_cells_and_noise_info(tmp_path: Path) -> None:
     assert {"q:'hr'/n", "q:'engineering'/m", "q:charge", "q:m.refused", "q:n.ci95"} <= set(grouped)
     assert {"r:#0/m", "r:m.confidence"} <= set(mode)
     assert pair.d["people"]["person_id"].eq(TARGET).sum() == 5 and not pair.d2["people"]["person_id"].eq(TARGET).any()
+
+
+def test_a_template_refused_before_its_charge_fails_loudly(tmp_path: Path) -> None:
+    import dpsql
+    from tests.audit.auditor import Template
+
+    refused = Template.one("refused", "none", "people", "SELECT COUNT(*) FROM people WHERE secret_column = 1")
+    with pytest.raises(dpsql.Error):
+        run_audit(refused, PAIRS["people"](), 20, directory=tmp_path)
