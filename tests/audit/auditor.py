@@ -338,7 +338,7 @@ def candidate_events(first: Columns, second: Columns) -> list[Event]:
         values_seen, counts = np.unique(present, return_counts=True)
         for v in values_seen[np.argsort(-counts)][:POINTS]:  # the most frequent values: a released exact value shows here
             events.append(Event(f"{name} == {v:.6g}", lambda c, name=name, v=v: c.floats(name) == v))
-        if not missing.any():
+        if np.isfinite(numbers).all():  # a joint candidate: no None, no infinity (a ratio over a zero count)
             a, b = numbers[: first.size], numbers[first.size :]
             spread = float(np.std(numbers))
             if spread > 0:
