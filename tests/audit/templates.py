@@ -105,7 +105,11 @@ TEMPLATES: tuple[Template, ...] = (
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') MEDIAN(income) FROM people"),
     one("median_smed", "PTR (SMed)", "people",
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed', epsilon = 1, delta = 1e-6) MEDIAN(score) FROM people", ci_runs=500),
-    one("median_ptr", "PTR (PTR-Laplace)", "people", f"{D6} MEDIAN(income, 20000) FROM people", ci_runs=300),
+    one("median_ptr", "PTR (PTR-Laplace)", "people", f"{D6} MEDIAN(income, 20000) FROM people"),
+    # at epsilon 2 the test gets epsilon 1 and delta 1e-6: on `score`, with a bound below the grid, its distance
+    # is SMed's, at the threshold in D' and one step below it in D
+    one("median_ptr_score", "PTR (PTR-Laplace)", "people",
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 2, delta = 1e-6) MEDIAN(score, 0.5) FROM people", ci_runs=500),
     one("iqr_scale", "PTR (Scale)", "people",
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed', epsilon = 1, delta = 1e-6) IQR(income) FROM people"),
     # MODE in its forms
@@ -238,6 +242,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("median_em_sharper", "median", em_sharper(6), "MEDIAN: EM base with 6 x epsilon", 600),
     Control("max_em_sharper", "max", em_sharper(6), "MAX: EM base with 6 x epsilon", ci=False),
     Control("smed_test_noise", "median_smed", ptr_test_noise(4), "SMed: test noise scale / 4", 500),
+    Control("ptr_laplace_test_noise", "median_ptr_score", ptr_test_noise(4), "PTR-Laplace: test noise scale / 4"),
     Control("asamp_test_noise", "mode_asamp", ptr_test_noise(4), "MODE (A_samp): test noise scale / 4", 500),
     Control("mode_noisy_max_quarter_scale", "mode_declared", scaled(NoisyMaxModeSpec, "scale", 4), "MODE (noisy max): scale / 4"),
     Control("mode_histogram_eighth_scale", "mode_histogram", scaled(HistogramModeSpec, "scale", 8), "MODE (histogram): scale / 8"),

@@ -48,11 +48,10 @@ def test_the_auditor_catches_the_negative_control(control, monkeypatch: pytest.M
 
 
 # Mechanisms audited only by the long sweep (their run cost is high, or a CI template already
-# runs the same code), and CI mechanisms whose control lives on another template: PTR-Laplace's
-# test is ptr.passes, broken by SMed's control; a renewal is the layer's reservation again,
-# broken by the single session's control.
+# runs the same code), and CI mechanisms whose control lives on another template: a renewal is
+# the layer's reservation again, broken by the single session's control.
 SWEEP_ONLY = {"gaussian (ci95)", "exponential (coarse grid)", "PTR (Scale)"}
-CONTROLLED_ELSEWHERE = {"PTR (PTR-Laplace)", "median mechanism (renewal)"}
+CONTROLLED_ELSEWHERE = {"median mechanism (renewal)"}
 
 
 def test_every_mechanism_runs_in_ci_with_a_control() -> None:
