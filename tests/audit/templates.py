@@ -21,12 +21,13 @@ import pytest
 
 from dpsql.analysis import joins, post
 from dpsql.ir.join import JoinedTable
+from dpsql.mechanisms import ptr, subsample
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
+from dpsql.mechanisms.median_mechanism import core as layer_core
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.mechanisms import ptr, subsample
 from dpsql.mechanisms.window_exponential import WindowQuantileSpec, _rho
 from dpsql.planner import plan as planner
 from dpsql.result import NoisyResult
@@ -132,7 +133,7 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 
 
 def scaled(spec: type, attribute: str, factor: float) -> Patch:
-    """The spec's noise scale (a property) divided by `factor`: the calibration's bug, not the data's."""
+    """The spec's noise scale (a property; for a Gaussian, sigma^2) divided by `factor`."""
     def patch(mp: pytest.MonkeyPatch) -> None:
         real = getattr(spec, attribute)
         mp.setattr(spec, attribute, property(lambda self: real.fget(self) / factor))
@@ -196,8 +197,8 @@ def em_sharper(factor: int) -> Patch:
 
 
 def ptr_test_noise(factor: int) -> Patch:
-    """Propose-Test-Release's test noise drawn at scale / `factor`, its threshold left as
-    calibrated (SMed, PTR-Laplace and Scale draw in ptr.passes, A_samp in subsample)."""
+    """Propose-Test-Release's noise drawn at scale / `factor` (the test's, drawn in ptr.passes and
+    in subsample for A_samp, and PTR-Laplace's release), the threshold left as calibrated."""
     def patch(mp: pytest.MonkeyPatch) -> None:
         for module in (ptr, subsample):
             real = module.discrete_laplace
@@ -207,9 +208,7 @@ def ptr_test_noise(factor: int) -> Patch:
 
 def mm_answers_without_noise(mp: pytest.MonkeyPatch) -> None:
     """The Median Mechanism layer's hard answers released without their fresh noise."""
-    import dpsql.mechanisms.median_mechanism.core as core
-
-    mp.setattr(core, "answer_noise", lambda calibration, rng: 0)
+    mp.setattr(layer_core, "answer_noise", lambda calibration, rng: 0)
 
 
 @dataclass(frozen=True)
@@ -242,7 +241,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("median_em_sharper", "median", em_sharper(6), "MEDIAN: EM base with 6 x epsilon", 600),
     Control("max_em_sharper", "max", em_sharper(6), "MAX: EM base with 6 x epsilon", ci=False),
     Control("smed_test_noise", "median_smed", ptr_test_noise(4), "SMed: test noise scale / 4", 500),
-    Control("ptr_laplace_test_noise", "median_ptr_score", ptr_test_noise(4), "PTR-Laplace: test noise scale / 4"),
+    Control("ptr_laplace_test_noise", "median_ptr_score", ptr_test_noise(4), "PTR-Laplace: test and release noise scale / 4"),
     Control("asamp_test_noise", "mode_asamp", ptr_test_noise(4), "MODE (A_samp): test noise scale / 4", 500),
     Control("mode_noisy_max_quarter_scale", "mode_declared", scaled(NoisyMaxModeSpec, "scale", 4), "MODE (noisy max): scale / 4"),
     Control("mode_histogram_eighth_scale", "mode_histogram", scaled(HistogramModeSpec, "scale", 8), "MODE (histogram): scale / 8"),
