@@ -77,6 +77,7 @@ class Query:
 
 QUERIES = (
     Query("count", "SELECT COUNT(*) FROM people", "SELECT COUNT(*) FROM people"),
+    Query("where", "SELECT COUNT(*) FROM people WHERE age > 40", "SELECT COUNT(*) FROM people WHERE age > 40"),
     Query(
         "dept",
         "SELECT dept, COUNT(*), AVG(income) FROM people GROUP BY dept",
@@ -167,6 +168,10 @@ def sql_string(value: str) -> str:
 # --- data ---------------------------------------------------------------------------------------
 ENGINE: dict[str, str] = {}  # DuckDB settings for both sides (--memory-limit, --temp-directory)
 CHUNK_ROWS = 10_000_000
+# Rows per person in every benchmark's data: 15% of persons above the policy's max_rows = 3 (their
+# extra rows are dropped by bounding, as in real data), the rest at 1-3 rows. The demo itself has
+# 1-3 rows per person (dpsql.demo.people.ROWS_PER_PERSON), so bounding there drops nothing.
+ROWS_PER_PERSON = {1: 0.40, 2: 0.25, 3: 0.20, 4: 0.06, 5: 0.04, 6: 0.03, 8: 0.01, 12: 0.01}
 
 
 def bench_policy_text() -> str:
@@ -190,7 +195,7 @@ def write_chunked(rows: int, path: Path) -> None:
     writer = None
     try:
         for k, start in enumerate(range(0, rows, CHUNK_ROWS)):
-            people = generate_people(min(CHUNK_ROWS, rows - start), seed=DEFAULT_SEED + k)
+            people = generate_people(min(CHUNK_ROWS, rows - start), seed=DEFAULT_SEED + k, rows_per_person=ROWS_PER_PERSON)
             people["person_id"] += k * CHUNK_ROWS
             batch = pyarrow.Table.from_pandas(people, preserve_index=False)
             if writer is None:
@@ -206,7 +211,8 @@ def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
     """people.parquet and policy.toml for `rows` rows, generated once and cached."""
     directory = data_dir / f"people-{rows}"
     parquet, policy, stamp = directory / PARQUET_NAME, directory / POLICY_NAME, directory / "stamp.json"
-    meta: dict[str, Any] = {"rows": rows, "seed": DEFAULT_SEED, "demo": DEMO_VERSION}
+    meta: dict[str, Any] = {"rows": rows, "seed": DEFAULT_SEED, "demo": DEMO_VERSION,
+                            "rows_per_person": {str(k): v for k, v in ROWS_PER_PERSON.items()}}
     if rows > CHUNK_ROWS:
         meta["chunk_rows"] = CHUNK_ROWS
     directory.mkdir(parents=True, exist_ok=True)
@@ -218,7 +224,7 @@ def ensure_data(data_dir: Path, rows: int) -> tuple[Path, Path]:
                 write_chunked(rows, tmp)
                 generated = time.perf_counter()
             else:
-                people = generate_people(rows, seed=DEFAULT_SEED)
+                people = generate_people(rows, seed=DEFAULT_SEED, rows_per_person=ROWS_PER_PERSON)
                 generated = time.perf_counter()
                 write_parquet(people, tmp)
                 del people

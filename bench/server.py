@@ -4,8 +4,9 @@
 
 Run by hand, not a test (bench/README.md). Every number printed is measured in this run:
 
-1. Data: the bundled demo (`people`, 100,000 rows, as Parquet), with a copy of its policy that
-   gives the analyst `bench` a SCRAM verifier and a budget of epsilon 1e9, so nothing is exhausted.
+1. Data: `people`, 100,000 rows as Parquet, from bench/overhead.py's data (the demo generator with
+   15% of persons above max_rows = 3), with its policy plus the analyst `bench` (a SCRAM
+   verifier; budget epsilon 1e9, so nothing is exhausted).
 2. Server: `dpsql serve` in a subprocess on 127.0.0.1 (a free port), ledger in a temp directory.
    Clients: N threads, each with its own psycopg 3 connection (autocommit, server-side
    parameters), connected and warmed up before the clock starts.
@@ -36,12 +37,14 @@ import duckdb
 import psycopg
 import sqlglot
 
-import dpsql
-from dpsql.demo.people import PARQUET_NAME, ensure_demo, policy_text
-from dpsql.server.scram import make_verifier
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import dpsql  # noqa: E402
+from bench.overhead import ensure_data  # noqa: E402
+from dpsql.server.scram import make_verifier  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PASSWORD = "bench-password"
+ROWS = 100_000
 QUERIES = (
     ("count", "SELECT COUNT(*) FROM people WHERE age > {p}", (40,)),
     ("dept", "SELECT dept, COUNT(*), AVG(income) FROM people GROUP BY dept", ()),
@@ -50,10 +53,11 @@ QUERIES = (
 )  # fmt: skip
 
 
-def write_policy(directory: Path) -> Path:
-    """The demo policy with a huge budget and the `bench` analyst; the data is the demo's Parquet."""
-    demo = ensure_demo().parent / PARQUET_NAME
-    text = policy_text(str(demo)).replace("epsilon = 10.0 ", "epsilon = 1e9  ").replace("delta = 1e-5 ", "delta = 0.5  ")
+def write_policy(directory: Path, data_dir: Path) -> Path:
+    """overhead.py's policy for 100,000 rows (source: its cached Parquet) and the `bench` analyst."""
+    parquet, policy = ensure_data(data_dir, ROWS)
+    text = policy.read_text(encoding="utf-8").replace('source = "people.parquet"', f'source = "{parquet}"', 1)
+    assert str(parquet) in text, "the bench policy text changed: update write_policy"
     text += f'\n[analysts.bench]\npassword = "{make_verifier(PASSWORD)}"\n'
     path = directory / "policy.toml"
     path.write_text(text, encoding="utf-8")
@@ -161,11 +165,12 @@ def main() -> int:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--queries", type=int, default=240, help="measured queries per level (shared by the clients)")
     parser.add_argument("--warmup", type=int, default=2, help="rounds of the query mix per client before the clock")
+    parser.add_argument("--data-dir", type=Path, default=HERE / "data", help="where generated data is cached")
     args = parser.parse_args()
     header()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        policy = write_policy(directory)
+        policy = write_policy(directory, args.data_dir)
         process, port = start_server(policy, directory / "server-ledger.sqlite")
         ledger = directory / "inprocess-ledger.sqlite"  # one analyst, one ledger: shared by the threads as by the server
         try:

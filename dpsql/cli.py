@@ -13,18 +13,33 @@ from typing import Callable, TextIO
 
 from dpsql import errors
 from dpsql.dbapi.connection import Connection
-from dpsql.policy_command import policy_main
 from dpsql.demo.people import ensure_demo
 from dpsql.session import DEMO_LEDGER, SessionOptions
-from dpsql.server.commands import hash_password_main, serve_main
-from dpsql.repl.app import run_repl
 from dpsql.repl.runner import run_script
 from dpsql.repl.script import split_statements
 
 __all__ = ["build_parser", "main", "split_statements"]
 
 
-SUBCOMMANDS = {"serve": serve_main, "hash-password": hash_password_main, "policy": policy_main}  # dispatched before the parser
+def _serve(argv: list[str]) -> int:
+    from dpsql.server.commands import serve_main  # asyncio, the server: only for `dpsql serve`
+
+    return serve_main(argv)
+
+
+def _hash_password(argv: list[str]) -> int:
+    from dpsql.server.commands import hash_password_main
+
+    return hash_password_main(argv)
+
+
+def _policy(argv: list[str]) -> int:
+    from dpsql.policy_command import policy_main
+
+    return policy_main(argv)
+
+
+SUBCOMMANDS = {"serve": _serve, "hash-password": _hash_password, "policy": _policy}  # dispatched before the parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_text(connection, args.command)
         if not sys.stdin.isatty():
             return _run_text(connection, sys.stdin.read())
+        from dpsql.repl.app import run_repl  # prompt_toolkit and pygments: only for the interactive prompt
+
         return run_repl(connection.session, confirm_share=args.confirm_share)
 
 

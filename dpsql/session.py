@@ -30,7 +30,7 @@ from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
-from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import noise_info
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.ir.query import PublicQuery, SetStatement
@@ -313,11 +313,11 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        analyst = self.analyst or DEFAULT_ANALYST
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
-                                     self.shared)
+                                     engines.analyst_scope(self.shared, analyst))
         # A seeded source is for tests and explicitly marked experiments only (docs/privacy-model.md).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
-        analyst = self.analyst or DEFAULT_ANALYST
         try:
             target = choose_ledger(loaded, self.ledger, demo_ledger)
         except InterfaceError:

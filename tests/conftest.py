@@ -43,7 +43,7 @@ def make_policy_text(
     accountant: str | None = None,
 ) -> str:
     """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended;
-    `accountant` adds `[budget] accountant = ...` (without it, the default "pld" applies)."""
+    `accountant` adds `[budget] accountant = ...` (without it, the default "adaptive" filter applies)."""
     text = policy_text(source)
     text = _set_budget_line(text, "epsilon", float(epsilon))
     text = _set_budget_line(text, "delta", float(delta))

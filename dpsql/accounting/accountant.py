@@ -1,28 +1,19 @@
-"""Accountants: what a history of PrivacyLoss terms has spent, as epsilon at the budget's delta.
+"""Compositions of a history of PrivacyLoss terms: reference accountants, not the budget check.
 
-Three accountants compose the same ledger entries (pure: no engine, no storage):
+The ledger admits charges with a privacy filter (``dpsql.accounting.filters``), which is valid
+against an analyst who adapts to every answer. This module composes a *fixed* multiset of terms
+the way the earlier accountants did, for benchmarks and tests (it is the "natural filter" that
+the filters are measured against, and the negative control that shows why it is not used):
 
-- ``basic``: epsilons and deltas add up, exactly (Fractions). A history fits a budget
-  (E, D) iff sum(epsilon) <= E and sum(delta) <= D.
-- ``zcdp``: each term becomes (approximate) zero-concentrated DP: pure epsilon-DP is
-  (epsilon^2 / 2)-zCDP, (epsilon, delta)-DP is delta-approximately (epsilon^2 / 2)-zCDP, a discrete
-  Gaussian of sigma and L2 sensitivity s is (s^2 / (2 sigma^2))-zCDP, a zCDP term its own rho
-  (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020). Rhos and deltas add; the history is
+- ``basic``: epsilons and deltas add up, exactly (Fractions).
+- ``zcdp``: each term becomes (approximate) zero-concentrated DP (Bun & Steinke 2016; Canonne,
+  Kamath & Steinke 2020): rhos and deltas add; the history is
   (rho + 2 sqrt(rho ln(1 / d)), sum(delta) + d)-DP for d = D - sum(delta).
 - ``pld``: numerical composition of privacy-loss distributions with Google's dp-accounting
-  (pessimistic discretisation, the library's default: it may over-state, never under-state),
-  capped by the zCDP bound of the same terms (tighter where every loss is far below the grid).
-  Discrete Laplace releases enter with their exact noise (scale, integer sensitivity), discrete
-  Gaussian ones likewise, terms known only as (epsilon, delta) (PTR tests, partition selection,
-  sparse vector, A_samp, the Median Mechanism layer's pure mode) as the (epsilon, delta) PLD, which
-  dominates every (epsilon, delta)-DP mechanism; a zCDP term as its recorded (epsilon, delta)
-  conversion, or, when it records its parts (the layer's zCDP reservation: discrete Gaussians and
-  pure sparse-vector rounds), as the composition of their exact distributions.
+  (pessimistic discretisation), capped by the zCDP bound of the same terms.
 
-Every accountant's epsilon is also capped by basic composition (a history that satisfies both
-bounds satisfies the smaller), so a tighter accountant never refuses what ``basic`` accepts.
-The history fits (E, D) iff epsilon_at(D) <= E: the composition is then (E, D)-DP.
-Float results are rounded up (a relative margin of 1e-9) so float rounding cannot under-state.
+Every accountant's epsilon is also capped by basic composition. dp-accounting (numpy, scipy) is
+imported only when a PLD is asked for.
 """
 
 from __future__ import annotations
@@ -37,6 +28,9 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.accounting.terms import losses_of
+
+__all__ = ["losses_of"]  # re-exported: older callers read terms from here
 
 AccountantName = Literal["pld", "zcdp", "basic"]
 ACCOUNTANTS: tuple[AccountantName, ...] = ("pld", "zcdp", "basic")
@@ -76,48 +70,6 @@ def _float_down(value: Fraction) -> float:
     """The largest float <= value."""
     f = float(value)
     return f if Fraction(f) <= value else math.nextafter(f, -math.inf)
-
-
-def losses_of(params: Mapping[str, object], cost: PrivacyCost) -> tuple[PrivacyLoss, ...]:
-    """The loss terms of one ledger entry, read back from its ``params["losses"]``.
-
-    An entry without readable terms (written before they were recorded), or whose terms do not
-    add up exactly to the entry's charged (epsilon, delta), enters as one (epsilon, delta) term
-    of its charged cost: the entry's own claim, never less.
-    """
-    whole = (PrivacyLoss("approx_dp", "ledger", cost.epsilon, cost.delta),) if cost.epsilon or cost.delta else ()
-    records = params.get("losses")
-    if not isinstance(records, list):
-        return whole
-    try:
-        losses = tuple(_loss(record) for record in records)
-    except (TypeError, ValueError, KeyError, ZeroDivisionError):
-        return whole
-    if sum((loss.epsilon for loss in losses), Fraction(0)) != cost.epsilon or \
-            sum((loss.delta for loss in losses), Fraction(0)) != cost.delta:
-        return whole
-    return losses
-
-
-def _loss(record: Any) -> PrivacyLoss:
-    if not isinstance(record, dict):
-        raise TypeError("a loss record is an object")
-    family = record["family"]
-    if family not in ("discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp"):
-        raise ValueError("unknown loss family")
-    values = {name: Fraction(str(record[name])) for name in ("epsilon", "delta", "sensitivity", "scale", "sigma2", "rho")
-              if record.get(name) is not None}
-    parts = record.get("parts")
-    if parts is not None and (family != "zcdp" or not isinstance(parts, list)):
-        raise ValueError("only a zcdp term has parts")
-    loss = PrivacyLoss(family, str(record.get("mechanism", "")), values["epsilon"], values.get("delta", Fraction(0)),
-                       values.get("sensitivity"), values.get("scale"), values.get("sigma2"), values.get("rho"),
-                       tuple(_loss(part) for part in parts or ()))
-    if loss.parts and (loss.rho is None or sum((zcdp_rho(p) for p in loss.parts), Fraction(0)) > loss.rho):
-        raise ValueError("the parts of a zcdp term exceed its rho")
-    if loss.epsilon < 0 or not 0 <= loss.delta < 1:
-        raise ValueError("invalid loss")
-    return loss
 
 
 LossKey = tuple[object, ...]

@@ -18,7 +18,8 @@ from fractions import Fraction
 from numbers import Rational
 from typing import Literal
 
-LossFamily = Literal["discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp"]
+LossFamily = Literal["discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp", "bounded_range"]
+LOSS_FAMILIES: tuple[LossFamily, ...] = ("discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp", "bounded_range")
 
 
 def to_fraction(value: object) -> Fraction:
@@ -44,7 +45,9 @@ class PrivacyLoss:
     families: what that noise costs under pure or approximate DP). The family says what else is
     known: `discrete_laplace` (scale and L1 sensitivity, same units), `discrete_gaussian`
     (sigma^2 and L2 sensitivity), `approx_dp` (nothing more: the pair is the whole statement),
-    `zcdp` (rho, with its (epsilon, delta) conversion).
+    `zcdp` (rho, with its (epsilon, delta) conversion), `bounded_range` (pure epsilon-DP whose
+    privacy loss moves within an interval of width epsilon, as the exponential mechanism's does:
+    then also epsilon^2 / 8-zCDP; Durfee and Rogers 2019, Cesar and Rogers 2021).
     """
 
     family: LossFamily

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar
 
-from dpsql.accounting.accountant import Accountant, Composition, accountant, losses_of
+from dpsql.accounting.accountant import losses_of
+from dpsql.accounting.filters import MORE_LIMIT, Filter, History, charge_of, filter_name
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.sqlite_ledger import SqliteStore
 from dpsql.accounting.store import (
@@ -35,8 +36,8 @@ from dpsql.accounting.store import (
 )
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
-__all__ = ["SCHEMA_VERSION", "ChargeRecord", "Ledger", "LedgerEntry", "LedgerStore", "charge_record", "open_ledger",
-           "redact"]
+__all__ = ["MORE_LIMIT", "SCHEMA_VERSION", "ChargeRecord", "Ledger", "LedgerEntry", "LedgerStore", "charge_record",
+           "open_ledger", "redact"]
 
 _T = TypeVar("_T")
 
@@ -105,7 +106,7 @@ def _cost(eps_num: str, eps_den: str, delta_num: str, delta_den: str) -> Privacy
 def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]:
     """Each row's loss terms (an unreadable params column fails closed)."""
     try:
-        return [_row_losses(params, *fractions) for _, params, *fractions in rows]  # type: ignore[misc]
+        return [_row_losses(params, *fractions) for _, params, *fractions in rows]
     except (ValueError, TypeError) as err:
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
@@ -113,7 +114,7 @@ def _history_losses(rows: Iterable[HistoryRow]) -> list[tuple[PrivacyLoss, ...]]
 def _group_losses(rows: Iterable[GroupRow]) -> list[tuple[tuple[PrivacyLoss, ...], int]]:
     """Each group's loss terms and how many charges it holds (unreadable params fail closed)."""
     try:
-        return [(_row_losses(params, *fractions), count) for params, *fractions, count in rows]  # type: ignore[misc]
+        return [(_row_losses(params, *fractions), count) for params, *fractions, count, _ in rows]
     except (ValueError, TypeError) as err:
         raise LedgerError("the budget ledger holds invalid parameters") from err
 
@@ -135,19 +136,12 @@ def _row_losses(params: str, eps_num: str, eps_den: str, delta_num: str, delta_d
     return losses_of(json.loads(params), _cost(eps_num, eps_den, delta_num, delta_den))
 
 
-# A cached composition: (charges composed, largest id composed, the composition).
-_Cached = tuple[int, int, Composition]
-# Known-fitting multisets, per (analyst, accountant, budget epsilon, budget delta): for each kind
-# of charge (its terms' tally), the history it was computed on plus as many copies of the kind as
-# fit. Any history these cover fits too (a sub-multiset of a fitting one), so a charge they cover
-# is admitted without composing anything; they are facts about multisets and never go stale.
-_KnownKey = tuple[str, str, Fraction, Fraction]
-_MAX_KINDS = 32
-# How many more charges of a kind fit is shown up to MORE_LIMIT ("at least 1000"); a search stops
-# at twice that (its cost grows with the count), so a capped certificate is searched again only
-# after MORE_LIMIT charges, and a count below MORE_LIMIT is always exact.
-MORE_LIMIT = 1000
-_SEARCH_LIMIT = 2 * MORE_LIMIT
+# A cached history: (charges read, largest id read, the history).
+_Cached = tuple[int, int, History]
+
+
+_LOST = ("the budget ledger lost charges since it was read (rows deleted, or an older copy restored); "
+         "the query was not run")
 
 
 def _num(value: Fraction) -> str:
@@ -170,9 +164,9 @@ def open_ledger(target: str | Path | None = None) -> Ledger:
     return Ledger(target)
 
 
-def _accountant(name: str) -> Accountant:
+def _filter(name: str, budget: PrivacyCost) -> Filter:
     try:
-        return accountant(name)
+        return Filter(filter_name(name), budget)
     except ValueError as err:
         raise TypeError(str(err)) from err
 
@@ -187,7 +181,7 @@ def _exhausted(cost: PrivacyCost, left: PrivacyCost) -> BudgetExhaustedError:
 
 
 class Ledger:
-    """A persistent (or in-memory) privacy ledger, composing under a chosen accountant; thread-safe.
+    """A persistent (or in-memory) privacy ledger whose charges a privacy filter admits; thread-safe.
 
     Args:
         path: the SQLite file; parent directories and the schema are created if missing.
@@ -203,16 +197,18 @@ class Ledger:
             raise TypeError("give a ledger path or a store, not both")
         self._lock = threading.Lock()
         self._store = store if store is not None else SqliteStore(path)
-        # Per (analyst, accountant): the composition of the charges seen, never the source of truth.
-        self._cache: dict[tuple[str, str], _Cached] = {}
-        # Per (analyst, accountant): the store's version of the analyst (store.version) at which
-        # that cache entry was last known exact; while the store answers the same version, no
-        # charge of the analyst was written since but those the entry holds.
-        self._versions: dict[tuple[str, str], Hashable] = {}
-        # Per kind: (the known-fitting multiset, whether its search stopped at _SEARCH_LIMIT).
-        self._known: dict[_KnownKey, dict[frozenset[tuple[object, int]], tuple[Composition, bool]]] = {}
-        # Per (analyst, accountant): the last `more` answer and what it was computed from.
-        self._more_memo: dict[tuple[str, str], tuple[Composition, tuple[PrivacyLoss, ...], PrivacyCost, int]] = {}
+        # Per analyst: the history of the charges read (the same whatever the filter: a filter only
+        # reads it), never the source of truth.
+        self._cache: dict[str, _Cached] = {}
+        # Per analyst: the store's version of the analyst (store.version) at which that cache entry
+        # was last known exact; while the store answers the same version, no charge of the analyst
+        # was written since but those the entry holds.
+        self._versions: dict[str, Hashable] = {}
+        # Per analyst: the most charges and the largest id this object has seen, and the id and
+        # time of the last charge it wrote. A ledger only grows: fewer charges, a smaller largest id
+        # or a missing own charge means rows were deleted or an older copy restored (a refund).
+        self._high: dict[str, tuple[int, int]] = {}
+        self._own: dict[str, tuple[int, float]] = {}
 
     @property
     def path(self) -> Path | None:
@@ -236,17 +232,16 @@ class Ledger:
         budget: PrivacyCost,
         accountant: str = "basic",
     ) -> LedgerEntry:
-        """Record ``cost`` for ``analyst`` if their history plus ``cost`` stays within ``budget``
-        under ``accountant``: basic composition (exact sums, the default), or "zcdp" / "pld",
-        where the composition's epsilon at the budget's delta must be <= the budget's epsilon.
+        """Record ``cost`` for ``analyst`` if the filter ``accountant`` ("adaptive", "zcdp" or
+        "basic"; ``dpsql.accounting.filters``) admits their history plus ``cost`` within ``budget``.
 
         Returns:
             The recorded entry, committed before this returns.
 
         Raises:
-            BudgetExhaustedError: spent + cost would pass the budget; nothing was recorded.
-            LedgerError: the ledger could not be read or written, or is no longer the one
-                opened (its file removed or replaced); the query must not run.
+            BudgetExhaustedError: the filter refuses; nothing was recorded.
+            LedgerError: the ledger could not be read or written, is no longer the one opened
+                (its file removed or replaced), or lost charges; the query must not run.
         """
         if not isinstance(cost, PrivacyCost) or not isinstance(budget, PrivacyCost):
             raise TypeError("cost and budget must be PrivacyCost values")
@@ -259,34 +254,56 @@ class Ledger:
         caller that charges the same kind of query again); the same check, row and errors."""
         if not isinstance(record, ChargeRecord) or not isinstance(budget, PrivacyCost):
             raise TypeError("a ChargeRecord and a PrivacyCost budget are needed")
-        # Every accountant, basic included, charges through the cached composition: the check
-        # reads whether the ledger changed (and then only the analyst's row count, largest id and
-        # the rows not yet composed), never the whole history; basic composition is still exact.
-        return self._charge_composed(analyst, session, query, plan_hash, record, budget, _accountant(accountant))
+        chosen = _filter(accountant, budget)
+        store = self._store
+        charge = charge_of(record.losses)
+
+        def charged() -> LedgerEntry:
+            with store.charging(analyst):
+                history = self._history(analyst, in_charge=True)
+                after = history.add(charge)
+                if not chosen.admits(after):
+                    raise _exhausted(record.cost, budget - chosen.spent(history))
+                count, max_id = self._cache[analyst][:2]
+                # Forgotten before writing (the write changes the version anyway): whatever interrupts
+                # from here on (a failed COMMIT of unknown outcome, a signal) leaves the summary read next.
+                self._versions.pop(analyst, None)
+                entry = self._insert(analyst, session, query, plan_hash, record)
+                version = store.version(analyst)  # still under the write lock: exactly our own row added
+            # Committed: the cache now covers the new row too (ids only grow).
+            if entry.id > max_id:
+                self._cache[analyst] = (count + 1, entry.id, after)
+                self._high[analyst] = (count + 1, entry.id)
+                self._own[analyst] = (entry.id, entry.time)
+                if version is not None:
+                    self._versions[analyst] = version
+            return entry
+
+        return self._locked(charged, "the budget ledger could not be updated; the query was not run")
+
+    def history(self, analyst: str) -> History:
+        """What the filters read of the analyst's charges (a read)."""
+        return self._read(lambda: self._history(analyst, in_charge=False))
 
     def spent(self, analyst: str, budget: PrivacyCost | None = None, accountant: str = "basic") -> PrivacyCost:
-        """What ``analyst`` has spent so far: the exact totals under basic composition; under
-        "zcdp" or "pld", the composition's epsilon at ``budget``'s delta and the deltas its terms
-        consume outright (``budget`` is then required)."""
+        """What ``analyst`` has spent so far: the exact totals under "basic"; under another filter,
+        the smallest epsilon at which one of its classes still holds the history (``budget`` is
+        then required), which is <= the budget's epsilon exactly while the filter admits it."""
+        history = self.history(analyst)
+        if history.delta >= 1:
+            raise LedgerError("the budget ledger holds an invalid total")
         if accountant == "basic":
-            # The exact sums of the charged costs: each row's terms add up to its cost exactly
-            # (losses_of), so the basic composition's sums are the totals, read like any history.
-            history = self._read(lambda: self._composition(analyst, _accountant("basic"), in_charge=False))
-            if history.basic_delta >= 1:
-                raise LedgerError("the budget ledger holds an invalid total")
-            return PrivacyCost(history.basic_epsilon, history.basic_delta)
+            return PrivacyCost(history.epsilon, history.delta)
         if budget is None:
-            raise TypeError("spent under a composing accountant needs the budget (its delta)")
-        chosen = _accountant(accountant)
-        return self._read(lambda: self._composition(analyst, chosen, in_charge=False)).spent(budget)
+            raise TypeError("spent under a filter other than basic needs the budget")
+        return _filter(accountant, budget).spent(history)
 
     def spent_after(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
         """What ``analyst`` would have spent after one more charge of ``cost`` (EXPLAIN's view; a read)."""
+        after = self.history(analyst).add(charge_of(_terms(cost)))
         if accountant == "basic":
-            return self.spent(analyst) + PrivacyCost(cost.epsilon, cost.delta)
-        chosen = _accountant(accountant)
-        losses = _terms(cost)
-        return self._read(lambda: self._composition(analyst, chosen, in_charge=False).add(losses)).spent(budget)
+            return PrivacyCost(after.epsilon, after.delta)
+        return _filter(accountant, budget).spent(after)
 
     def remaining(self, analyst: str, budget: PrivacyCost, accountant: str = "basic") -> PrivacyCost:
         """What is left of ``budget`` for ``analyst`` under ``accountant``, never negative."""
@@ -294,80 +311,15 @@ class Ledger:
 
     def fits(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> bool:
         """Whether ``cost`` would fit now (a read: ``charge`` checks again, atomically)."""
-        if accountant == "basic":
-            return cost.fits_in(self.remaining(analyst, budget))
-        chosen = _accountant(accountant)
-        losses = _terms(cost)
-        return self._read(lambda: self._fits(analyst, chosen, self._composition(analyst, chosen, in_charge=False),
-                                             losses, budget))
+        return _filter(accountant, budget).admits(self.history(analyst).add(charge_of(_terms(cost))))
 
     def more(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> int:
-        """How many more charges of ``cost`` (its terms, as a query charges them) would fit now under
-        ``accountant``, counted up to MORE_LIMIT (1000: "1000" reads "at least 1000"): public facts
-        only (the ledger's costs and the budget). A read: charges re-check."""
+        """How many more charges of ``cost`` (its terms, as a query charges them) the filter would
+        admit now, counted up to MORE_LIMIT (1000: "1000" reads "at least 1000"): public facts only
+        (the ledger's costs and the budget). A read: charges re-check."""
         if cost.epsilon == 0 and cost.delta == 0:
             raise ValueError("a cost of zero fits without limit")
-        if accountant == "basic":
-            left = self.remaining(analyst, budget)
-            counts = [left.epsilon // cost.epsilon if cost.epsilon else None, left.delta // cost.delta if cost.delta else None]
-            return min(MORE_LIMIT, int(min(c for c in counts if c is not None)))
-        chosen = _accountant(accountant)
-        losses = _terms(cost)
-
-        def count() -> int:
-            history = self._composition(analyst, chosen, in_charge=False)
-            # Asked again with nothing charged since (the REPL asks after every query): the same
-            # cached history object, so the same answer.
-            memo = self._more_memo.get((analyst, chosen.name))
-            if memo is not None and memo[0] is history and memo[1] == losses and memo[2] == budget:
-                return memo[3]
-            fit = counted(history)
-            self._more_memo[(analyst, chosen.name)] = (history, losses, budget, fit)
-            return fit
-
-        def counted(history: Composition) -> int:
-            kind = chosen.empty().add(losses)
-            known, capped = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).get(
-                frozenset(kind.tally.items()), (None, False))
-            if known is not None and known.covers(history):
-                # Exact when the history grew only by this kind since the search (the usual case).
-                left = {key: known.tally.get(key, 0) - history.tally.get(key, 0) for key in known.tally}
-                if all(left[key] % n == 0 for key, n in kind.tally.items()) and \
-                        all(v == 0 for key, v in left.items() if key not in kind.tally):
-                    per = {left[key] // n for key, n in kind.tally.items()}
-                    fit = per.pop() if len(per) == 1 else None
-                    # A capped search's count is a floor: good enough for "at least MORE_LIMIT" only.
-                    if fit is not None and (not capped or fit >= MORE_LIMIT):
-                        return min(fit, MORE_LIMIT)
-            j = history.headroom(losses, budget, _SEARCH_LIMIT)
-            if j:
-                self._remember(analyst, chosen, budget, kind, history.add(losses, j), j == _SEARCH_LIMIT)
-            return min(j, MORE_LIMIT)
-
-        return self._read(count)
-
-    def _fits(self, analyst: str, chosen: Accountant, history: Composition, losses: tuple[PrivacyLoss, ...],
-              budget: PrivacyCost, after: Composition | None = None) -> bool:
-        """Whether history + losses (``after``, when the caller has it) fits ``budget`` (call under the
-        lock): covered by a known-fitting multiset, or else the largest number of such charges that
-        fit is searched once and kept."""
-        after = history.add(losses) if after is None else after
-        known = self._known.get((analyst, chosen.name, budget.epsilon, budget.delta), {}).values()
-        if any(fitting.covers(after) for fitting, _ in known):
-            return True
-        if chosen.name == "basic" or not after.count:
-            return after.fits(budget)
-        j = history.headroom(losses, budget, _SEARCH_LIMIT)
-        if j:
-            self._remember(analyst, chosen, budget, chosen.empty().add(losses), history.add(losses, j), j == _SEARCH_LIMIT)
-        return j > 0
-
-    def _remember(self, analyst: str, chosen: Accountant, budget: PrivacyCost, kind: Composition,
-                  fitting: Composition, capped: bool) -> None:
-        kinds = self._known.setdefault((analyst, chosen.name, budget.epsilon, budget.delta), {})
-        if len(kinds) >= _MAX_KINDS:
-            kinds.clear()
-        kinds[frozenset(kind.tally.items())] = (fitting, capped)
+        return _filter(accountant, budget).more(self.history(analyst), charge_of(_terms(cost)), MORE_LIMIT)
 
     def entries(self, analyst: str | None = None) -> list[LedgerEntry]:
         """Every recorded charge (of one analyst, or of all), in charge order."""
@@ -377,85 +329,73 @@ class Ledger:
         except ValueError as err:
             raise LedgerError("the budget ledger holds invalid parameters") from err
 
-    def _charge_composed(self, analyst: str, session: str, query: str, plan_hash: str, record: ChargeRecord,
-                         budget: PrivacyCost, chosen: Accountant) -> LedgerEntry:
-        """The check-and-charge under a composing accountant, in the store's one transaction."""
-        store = self._store
-        key = (analyst, chosen.name)
-        cost, new_losses = record.cost, record.losses
-
-        def charged() -> LedgerEntry:
-            with store.charging(analyst):
-                history = self._composition(analyst, chosen, in_charge=True)
-                after = history.add(new_losses)
-                if not self._fits(analyst, chosen, history, new_losses, budget, after):
-                    raise _exhausted(cost, budget - history.spent(budget))
-                count, max_id = self._cache[key][:2]
-                # Forgotten before writing (the write changes the version anyway): whatever interrupts
-                # from here on (a failed COMMIT of unknown outcome, a signal) leaves the summary read next.
-                self._versions.pop(key, None)
-                entry = self._insert(analyst, session, query, plan_hash, record)
-                version = store.version(analyst)  # still under the write lock: exactly our own row added
-            # Committed: the cache now covers the new row too (ids only grow); the analyst's caches
-            # under other accountants do not, and the version they recorded no longer matches.
-            if entry.id > max_id:
-                self._cache[key] = (count + 1, entry.id, after)
-                if version is not None:
-                    self._versions[key] = version
-            return entry
-
-        return self._locked(charged, "the budget ledger could not be updated; the query was not run")
-
-    def _composition(self, analyst: str, chosen: Accountant, *, in_charge: bool) -> Composition:
-        """The composition of the analyst's whole history (call under the lock).
+    def _history(self, analyst: str, *, in_charge: bool) -> History:
+        """The history of the analyst's charges (call under the lock).
 
         When the store's version of the analyst is the one recorded for the cache entry, no charge
         of the analyst was written since but those the entry holds: it is exact, and nothing else
         is read (constant time, whatever the history's size).
-        Otherwise the cache is used only when the count and largest id of the analyst's charges,
-        read now, show it has seen every charge; rows it has not seen are composed onto it, and
-        anything else (a row removed, ids out of order) rebuilds from all rows. Inside a charge
-        every read is in the charge's transaction, so the cache is exactly the history being checked.
-        Outside one the version is read before the summary: a commit in between can only make the
-        next version differ (a needless re-check), never make a stale entry look current.
+        Otherwise the count and largest id are read: the rows after the cached largest id are
+        added when they account for every new charge; a cold cache reads every row, grouped.
+        A ledger never moves backwards: fewer charges or a smaller largest id than this object has
+        seen, a missing charge it wrote, or rows that vanished below the cached largest id refuse
+        (LedgerError) instead of rebuilding from what is left (which would refund the budget).
+        Inside a charge every read is in the charge's transaction, so the history is exactly the
+        one being checked. Outside one the version is read before the summary: a commit in between
+        can only make the next version differ (a needless re-check), never make a stale entry current.
         """
         store = self._store
-        key = (analyst, chosen.name)
         version = store.version(analyst)
-        cached = self._cache.get(key)
-        if cached is not None and version is not None and self._versions.get(key) == version:
+        cached = self._cache.get(analyst)
+        if cached is not None and version is not None and self._versions.get(analyst) == version:
             return cached[2]
         count, max_id = store.summary(analyst)
+        self._check_grown(analyst, count, max_id)
         if cached is not None and cached[:2] == (count, max_id):
-            self._remember_version(key, version)
+            self._remember_version(analyst, version)
             return cached[2]
-        composition: Composition | None = None
-        if cached is not None and cached[1] <= max_id:
+        if cached is not None:
             rows = store.history(analyst, cached[1])
-            seen = (cached[0] + len(rows), rows[-1][0] if rows else cached[1])
-            if seen == (count, max_id):
-                composition = cached[2].add([x for entry in _history_losses(rows) for x in entry])
-        if composition is None:
-            # Identical charges grouped (the composition depends on the multiset alone); read in the
-            # same transaction as the summary when charging, so the two agree.
-            groups = store.history_groups(analyst)
-            seen = (sum(n for *_, n in groups), max_id)
-            composition = chosen.compose_counted(_group_losses(groups))
+            if cached[0] + len(rows) != count:
+                raise LedgerError(_LOST)  # charges at or below the cached largest id vanished
+            history = cached[2]
+            for losses in _history_losses(rows):
+                history = history.add(charge_of(losses))
+            seen = (count, rows[-1][0] if rows else cached[1])
+        else:
+            # Identical charges grouped (the sums depend on the multiset), the group holding the
+            # first charge first (it fixes the homogeneous unit); read in the same transaction as
+            # the summary when charging, so the two agree.
+            groups = sorted(store.history_groups(analyst), key=lambda group: group[6])
+            history = History()
+            for losses, times in _group_losses(groups):
+                history = history.add(charge_of(losses), times)
+            seen = (sum(group[5] for group in groups), max_id)
         if seen == (count, max_id):
-            self._cache[key] = (count, max_id, composition)
-            self._remember_version(key, version)
+            self._cache[analyst] = (count, max_id, history)
+            self._high[analyst] = (count, max_id)
+            self._remember_version(analyst, version)
         elif in_charge:
             raise LedgerError("the budget ledger changed during a charge; the query was not run")
         else:
-            self._cache.pop(key, None)
-            self._versions.pop(key, None)
-        return composition
+            self._cache.pop(analyst, None)
+            self._versions.pop(analyst, None)
+        return history
 
-    def _remember_version(self, key: tuple[str, str], version: Hashable | None) -> None:
+    def _check_grown(self, analyst: str, count: int, max_id: int) -> None:
+        """Refuse a ledger that moved backwards since this object last read or wrote it."""
+        high = self._high.get(analyst)
+        if high is not None and (count < high[0] or max_id < high[1]):
+            raise LedgerError(_LOST)
+        own = self._own.get(analyst)
+        if own is not None and self._store.written(own[0]) != (analyst, own[1]):
+            raise LedgerError(_LOST)
+
+    def _remember_version(self, analyst: str, version: Hashable | None) -> None:
         if version is not None:
-            self._versions[key] = version
+            self._versions[analyst] = version
         else:
-            self._versions.pop(key, None)
+            self._versions.pop(analyst, None)
 
     def _insert(self, analyst: str, session: str, query: str, plan_hash: str, record: ChargeRecord) -> LedgerEntry:
         now = time.time()

@@ -73,7 +73,7 @@ _HISTORY = (
 )
 # Identical charges (a repeated query) grouped: a cold rebuild composes each group once.
 _GROUPS = (
-    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM dpsql_charges WHERE analyst = %s "
+    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*), MIN(id) FROM dpsql_charges WHERE analyst = %s "
     "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
 _GONE = "the budget ledger database is not the one opened (dropped or replaced); the query was not run"
@@ -145,12 +145,16 @@ class PostgresStore(LedgerStore):
         return self._connection().execute(_HISTORY, (analyst, after_id)).fetchall()
 
     def history_groups(self, analyst: str) -> list[GroupRow]:
-        return [(*row[:5], int(row[5])) for row in self._connection().execute(_GROUPS, (analyst,)).fetchall()]
+        return [(*row[:5], int(row[5]), int(row[6])) for row in self._connection().execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
         result = self._connection().execute(_INSERT, row).fetchone()
         assert result is not None
         return int(result[0])
+
+    def written(self, row_id: int) -> tuple[str, float] | None:
+        row = self._connection().execute("SELECT analyst, time FROM dpsql_charges WHERE id = %s", (row_id,)).fetchone()
+        return None if row is None else (str(row[0]), float(row[1]))
 
     def rows(self, analyst: str | None) -> list[ChargeRow]:
         if analyst is None:

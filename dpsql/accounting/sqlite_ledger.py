@@ -50,7 +50,7 @@ _HISTORY = (
 )
 # Identical charges (a repeated query) grouped: a cold rebuild composes each group once.
 _GROUPS = (
-    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*) FROM charges WHERE analyst = ? "
+    "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*), MIN(id) FROM charges WHERE analyst = ? "
     "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
 _GONE = "the budget ledger file was removed or replaced since it was opened; the query was not run"
@@ -140,7 +140,7 @@ class SqliteStore(LedgerStore):
         return self._conn.execute(_HISTORY, (analyst, after_id)).fetchall()
 
     def history_groups(self, analyst: str) -> list[GroupRow]:
-        return [(*row[:5], int(row[5])) for row in self._conn.execute(_GROUPS, (analyst,)).fetchall()]
+        return [(*row[:5], int(row[5]), int(row[6])) for row in self._conn.execute(_GROUPS, (analyst,)).fetchall()]
 
     def insert(self, row: tuple[object, ...]) -> int:
         analyst = str(row[0])  # CHARGE_FIELDS order; counted first, whatever the write's outcome
@@ -148,6 +148,10 @@ class SqliteStore(LedgerStore):
         row_id = self._conn.execute(_INSERT, row).lastrowid
         assert row_id is not None
         return row_id
+
+    def written(self, row_id: int) -> tuple[str, float] | None:
+        row = self._conn.execute("SELECT analyst, time FROM charges WHERE id = ?", (row_id,)).fetchone()
+        return None if row is None else (str(row[0]), float(row[1]))
 
     def rows(self, analyst: str | None) -> list[ChargeRow]:
         if analyst is None:

@@ -28,8 +28,8 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 ChargeRow = tuple[object, ...]
 # (id, params, eps_num, eps_den, delta_num, delta_den): what an accountant re-reads of a charge.
 HistoryRow = tuple[int, str, str, str, str, str]
-# (params, eps_num, eps_den, delta_num, delta_den, count): identical charges of one analyst.
-GroupRow = tuple[str, str, str, str, str, int]
+# (params, eps_num, eps_den, delta_num, delta_den, count, first id): identical charges of one analyst.
+GroupRow = tuple[str, str, str, str, str, int, int]
 
 
 class LedgerStore(ABC):
@@ -72,13 +72,20 @@ class LedgerStore(ABC):
         """The analyst's charges with id > ``after_id``, in id order, as the accountant reads them."""
 
     def history_groups(self, analyst: str) -> list[GroupRow]:
-        """The analyst's charges grouped by identical (params, cost), with how many of each: what
-        an accountant re-reads to rebuild a composition (the multiset is all it depends on)."""
-        groups: dict[tuple[str, str, str, str, str], int] = {}
-        for _, *content in self.history(analyst, 0):
+        """The analyst's charges grouped by identical (params, cost), with how many of each and the
+        smallest id: what a filter re-reads to rebuild its history (the sums depend on the
+        multiset, the homogeneous chain on which charge came first)."""
+        groups: dict[tuple[str, str, str, str, str], list[int]] = {}
+        for row_id, *content in self.history(analyst, 0):
             key = tuple(content)
-            groups[key] = groups.get(key, 0) + 1  # type: ignore[index]
-        return [(*key, n) for key, n in groups.items()]
+            seen = groups.setdefault(key, [0, row_id])  # type: ignore[arg-type]
+            seen[0] += 1
+        return [(*key, n, first) for key, (n, first) in groups.items()]
+
+    @abstractmethod
+    def written(self, row_id: int) -> tuple[str, float] | None:
+        """(analyst, time) of the charge with that id, or None when there is none: whether a charge
+        this process wrote is still there (a ledger never moves backwards)."""
 
     @abstractmethod
     def insert(self, row: tuple[object, ...]) -> int:

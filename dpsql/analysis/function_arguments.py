@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dpsql.analysis.row_cost import check_row_work
 from dpsql.errors import UnsupportedQueryError
 from dpsql.frontend.spans import span_of
 
@@ -128,53 +129,63 @@ def _size(node: exp.Expr, sql: str) -> int:
                   value if value is not None else node, sql, "write the length as a small integer literal")
 
 
-def length_bound(node: exp.Expr, sql: str) -> Length:
-    """A static bound on the length of the string `node` can produce for any row (DP125 if none)."""
+def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:
+    """A static bound on the length of the string `node` can produce for any row (DP125 if none).
+
+    `memo` keeps the bounds already found, by node identity, so a whole tree costs one pass (and
+    the recursion is one frame per level, as deep as sqlglot's own)."""
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
     if isinstance(node, exp.Literal):
         return Length(0, len(node.this) if node.is_string else _SCALAR_TEXT)
     if isinstance(node, exp.Column):
         return Length(1, 0)
     if isinstance(node, exp.Pad):
         for child in node.iter_expressions():
-            length_bound(child, sql)
-        return Length(0, _size(node, sql))  # lpad/rpad cut or fill to exactly that length
-    if isinstance(node, exp.Repeat):
-        bound = length_bound(node.this, sql).times(_size(node, sql))
+            length_bound(child, sql, memo)
+        bound = Length(0, _size(node, sql))  # lpad/rpad cut or fill to exactly that length
+    elif isinstance(node, exp.Repeat):
+        bound = length_bound(node.this, sql, memo).times(_size(node, sql))
     elif isinstance(node, exp.Replace):
-        replacement = length_bound(node.args["replacement"], sql) if node.args.get("replacement") is not None else Length(0, 0)
+        replacement = length_bound(node.args["replacement"], sql, memo) if node.args.get("replacement") is not None else Length(0, 0)
         if replacement.growth:
             raise _refuse("the replacement of replace() must have a constant length: a replacement read from the data "
                           "multiplies the length of the result", node.args["replacement"], sql,
                           "write the replacement as a literal")
-        length_bound(node.args["expression"], sql)
-        bound = length_bound(node.this, sql).times(max(1, replacement.constant))
+        length_bound(node.args["expression"], sql, memo)
+        bound = length_bound(node.this, sql, memo).times(max(1, replacement.constant))
     elif isinstance(node, exp.ConcatWs):
         separator, *items = node.expressions or [exp.Literal.string("")]
-        bound = sum((length_bound(item, sql) for item in items), Length(0, 0)) + length_bound(separator, sql).times(max(1, len(items)))
+        bound = sum((length_bound(item, sql, memo) for item in items), Length(0, 0)) + length_bound(separator, sql, memo).times(max(1, len(items)))
     elif isinstance(node, (exp.Concat, exp.DPipe)):
-        bound = sum((length_bound(child, sql) for child in node.iter_expressions()), Length(0, 0))
+        bound = sum((length_bound(child, sql, memo) for child in node.iter_expressions()), Length(0, 0))
     elif isinstance(node, (exp.Predicate, exp.Connector, exp.Not, exp.Binary)):
         for child in node.iter_expressions():  # a comparison, connective or arithmetic: fixed width
-            length_bound(child, sql)
+            length_bound(child, sql, memo)
         bound = Length(0, _SCALAR_TEXT)
     else:
         # Every other allowlisted function returns at most as much as its longest argument
         # (substring, case, upper, trim...) or a fixed-width value cast to text.
-        children = [length_bound(child, sql) for child in node.iter_expressions()]
+        children = [length_bound(child, sql, memo) for child in node.iter_expressions()]
         bound = Length(max((c.growth for c in children), default=0),
                        max([c.constant for c in children] + [_SCALAR_TEXT]))
     if not bound.fits():
         raise _refuse(f"{_name(node)} could build a string longer than {MAX_GROWTH} times its input plus "
                       f"{MAX_CONSTANT:,} characters: one person's row could then exhaust the engine's memory",
                       node, sql, "use smaller repeat counts, paddings or replacements")
+    if memo is not None:
+        memo[id(node)] = bound
     return bound
 
 
 def check_bounded_expressions(tree: exp.Expr, sql: str) -> None:
-    """DP125: constant patterns and formats, constant sizes, and a bounded string size everywhere."""
+    """DP125: constant patterns and formats, constant sizes, a bounded string size everywhere, and
+    a bounded amount of engine work per row (`row_cost.py`)."""
     check_constant_arguments(tree, sql)
+    memo: dict[int, Length] = {}
     for part in tree.iter_expressions():
-        length_bound(part, sql)
+        length_bound(part, sql, memo)
+    check_row_work(tree, sql, lambda node: length_bound(node, sql, memo))
 
 
 def constant_probes(tree: exp.Expr) -> tuple[exp.Expr, ...]:

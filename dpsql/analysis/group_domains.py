@@ -17,7 +17,15 @@ expression over *sets* of possible values taken from the policy:
 
 A domain of more than MAX_DERIVED_KEYS keys, or an expression whose values cannot be listed
 (an unbounded column, a function not modelled here), has no public domain: its keys are then
-chosen by partition selection, like a column without declared values. Rows whose key falls
+chosen by partition selection, like a column without declared values.
+
+Values the engine cannot produce as a key are not listed, exactly as the engine computes them
+(the key is cast to its type inside TRY, so a value that fails is the NULL key): an integer
+outside BIGINT (overflow), FLOOR/CEIL/ROUND of an infinite or NaN value as the key itself (a
+failing cast to BIGINT; inside a CAST to text it is 'inf' or 'nan', as in the engine), and NaN
+(a NaN key equals no listed key). Infinite DOUBLE keys are listed: the engine
+computes them (`age * 1e308 * 10` is +inf). Date and timestamp enumerations stop at the last
+key Python can represent (year 9999): no later key is within the bounds. Rows whose key falls
 outside a public domain (a value outside the declared bounds, a text value not declared) are
 dropped from the answer, as for a column key. Nothing here reads data, so the released key set
 is the same for every pair of neighbouring tables.
@@ -41,6 +49,7 @@ MAX_DERIVED_KEYS = 10_000  # beyond this many keys, partition selection picks th
 MAX_PUBLIC_GROUPS = 100_000  # key combinations released when derived domains are crossed
 _MAX_SET = 200_000  # the largest intermediate value set evaluated (a 500-year date range fits)
 EPOCH = dt.datetime(1970, 1, 1)
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1  # an int key is cast to BIGINT: values outside are NULL
 
 
 class NoDomain(Exception):
@@ -83,7 +92,7 @@ def derive_key(expr: exp.Expr, table: Table) -> DerivedKey:
         count = "" if values is None else f" ({len(values):,})"
         return DerivedKey(Column(name=name, type=found.type),
                           f"more than {MAX_DERIVED_KEYS:,} possible keys{count}: partition selection")
-    ordered = tuple(sorted(values, key=_order))
+    ordered = tuple(sorted(_keys(found.type, values), key=_order))
     return DerivedKey(Column(name=name, type=found.type, values=ordered),
                       f"{len(ordered)} key(s) derived from the policy")
 
@@ -147,10 +156,16 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:
 def _literal(node: exp.Literal) -> _Values:
     if node.is_string:
         return _Values("text", frozenset({node.this}), node)
-    value = Fraction(node.this)
-    if value.denominator == 1 and "." not in node.this and "e" not in node.this.lower():
-        return _Values("int", frozenset({int(value)}), node)
-    return _Values("float", frozenset({float(node.this)}), node)
+    text = node.this.strip()
+    # Digits alone are an integer (when BIGINT holds it: the engine reads a wider one as a wider
+    # type); anything else is a DOUBLE, read by float() (an exponent never expands into digits).
+    if text.isdigit() and len(text) <= 19 and int(text) <= BIGINT_MAX:
+        return _Values("int", frozenset({int(text)}), node)
+    try:
+        value = float(text)
+    except ValueError:
+        raise NoDomain(f"dpsql reads no number from the literal {text[:20]}", node) from None
+    return _Values("float", frozenset({value}), node)
 
 
 def _column(node: exp.Column, table: Table) -> _Values:
@@ -238,7 +253,8 @@ def _apply(node: exp.Expr, integer: bool, *values: Any) -> Any:
         return float(a) / float(b)
     if not integer:
         raise _Unlisted
-    return int(math.fmod(a, b)) if isinstance(node, exp.Mod) else _truncated(a, b)
+    quotient = _truncated(a, b)
+    return a - b * quotient if isinstance(node, exp.Mod) else quotient  # exact: the remainder takes a's sign
 
 
 def _truncated(a: int, b: int) -> int:
@@ -264,7 +280,24 @@ def _map(node: exp.Expr, kind: ColumnType, operands: list[_Values], fn: Callable
     except _Unlisted:
         raise NoDomain(f"dpsql lists no domain through {node.key.upper()} of these types", node) from None
     out.discard(None)  # NULL inputs and failing rows: outside the domain, their rows are dropped
-    return _Values(kind, frozenset(out), node)
+    # BIGINT arithmetic that overflows fails inside TRY: NULL, and NULL from there on.
+    return _Values(kind, frozenset(v for v in out if not _wide(v)), node)
+
+
+def _wide(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not BIGINT_MIN <= value <= BIGINT_MAX
+
+
+def _keys(kind: ColumnType, values: frozenset[Any]) -> frozenset[Any]:
+    """The values the engine can produce as a key of this type (see the module doc): a BIGINT
+    key is an integer in range (an integral DOUBLE from FLOOR/CEIL/ROUND casts to it, an
+    infinite or NaN one does not); a DOUBLE key is not NaN."""
+    if kind == "int":
+        ints = {int(v) if isinstance(v, float) and v.is_integer() else v for v in values}
+        return frozenset(v for v in ints if v is None or isinstance(v, int) and not _wide(v))
+    if kind == "float":
+        return frozenset(v for v in values if not (isinstance(v, float) and math.isnan(v)))
+    return values
 
 
 def _product(sets: list[list[Any]]) -> Iterable[tuple[Any, ...]]:
@@ -289,7 +322,7 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
         inner = _evaluate(node.this, table)
         if inner.type not in ("int", "float"):
             raise NoDomain(f"{node.key.upper()} applies to numbers", node)
-        fn: Callable[[Any], int] = _ROUNDINGS[type(node)]
+        fn: Callable[[Any], Any] = _ROUNDINGS[type(node)]
         if inner.values is not None:
             return _map(node, "int", [inner], lambda v: None if v is None else fn(v))
     operand = exp.Div(this=node.this.copy(), expression=node.expression.copy()) if isinstance(node, exp.IntDiv) else node.this
@@ -302,7 +335,7 @@ def _integer_valued(node: exp.Expr, table: Table) -> _Values:
         low, high = math.floor(interval.lower), math.ceil(interval.upper)
     else:
         rounding = _ROUNDINGS[type(node)]
-        low, high = rounding(interval.lower), rounding(interval.upper)  # monotone
+        low, high = rounding(interval.lower), rounding(interval.upper)  # monotone (exact bounds: finite)
     if high - low + 1 > MAX_DERIVED_KEYS:
         raise _TooMany("int")
     return _Values("int", frozenset(range(int(low), int(high) + 1)), node)
@@ -312,7 +345,20 @@ def _round_half_away(value: Any) -> int:
     return int(math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
 
 
-_ROUNDINGS: dict[type[exp.Expr], Callable[[Any], int]] = {exp.Floor: math.floor, exp.Ceil: math.ceil, exp.Round: _round_half_away}
+def _finite(rounding: Callable[[Any], int]) -> Callable[[Any], Any]:
+    """FLOOR/CEIL/ROUND: of a DOUBLE a DOUBLE, as in the engines (an infinite or NaN one
+    unchanged), of an integer an integer. As the key itself the value is cast to BIGINT (`_keys`:
+    an infinite or NaN one fails, NULL); inside CAST(... AS VARCHAR) a DOUBLE reads '3.0', 'inf'
+    or 'nan', as in DuckDB."""
+    def rounded(value: Any) -> Any:
+        if not isinstance(value, float):
+            return rounding(value)
+        return float(rounding(value)) if math.isfinite(value) else value
+    return rounded
+
+
+_ROUNDINGS: dict[type[exp.Expr], Callable[[Any], Any]] = {
+    exp.Floor: _finite(math.floor), exp.Ceil: _finite(math.ceil), exp.Round: _finite(_round_half_away)}
 
 
 # --- dates and timestamps ----------------------------------------------------------------------
@@ -381,6 +427,8 @@ def _days(first: dt.datetime, last: dt.datetime) -> Iterable[dt.date]:
         raise _TooMany("int")
     while day <= end:
         yield day
+        if day == dt.date.max:
+            return  # 9999-12-31: no later day exists (nor is within the bounds)
         day += dt.timedelta(days=1)
 
 
@@ -428,12 +476,12 @@ def _truncation(node: exp.Expr, table: Table) -> _Values:
         raise _TooMany("date" if many.type == "date" and text not in ("hour", "minute", "second") else "timestamp") from None
     start = truncate(first, text)
     keys: list[dt.datetime] = []
-    current = start
-    while current <= last:
-        keys.append(current)
+    following: dt.datetime | None = start
+    while following is not None and following <= last:
+        keys.append(following)
         if len(keys) > MAX_DERIVED_KEYS:
             raise _TooMany("date" if kind == "date" and text not in ("hour", "minute", "second") else "timestamp")
-        current = _next(current, text)
+        following = _next(following, text)
     if kind == "date" and text not in ("hour", "minute", "second"):
         return _Values("date", frozenset(k.date() for k in keys), node)  # the key is cast back to DATE
     return _Values("timestamp", frozenset(keys), node)
@@ -459,14 +507,16 @@ def truncate(value: dt.datetime, unit: str) -> dt.datetime:
     return value.replace(microsecond=0)
 
 
-def _next(value: dt.datetime, unit: str) -> dt.datetime:
+def _next(value: dt.datetime, unit: str) -> dt.datetime | None:
+    """The next key after `value`; None past year 9999 (Python's last datetime: no bound is later)."""
     if unit in ("year", "quarter", "month"):
         months = {"year": 12, "quarter": 3, "month": 1}[unit]
         total = value.month - 1 + months
-        return value.replace(year=value.year + total // 12, month=total % 12 + 1)
+        year = value.year + total // 12
+        return value.replace(year=year, month=total % 12 + 1) if year <= dt.MAXYEAR else None
     step = {"week": dt.timedelta(weeks=1), "day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1),
             "minute": dt.timedelta(minutes=1), "second": dt.timedelta(seconds=1)}[unit]
-    return value + step
+    return value + step if dt.datetime.max - value >= step else None
 
 
 # --- text functions of listed values -------------------------------------------------------------

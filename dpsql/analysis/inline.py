@@ -90,7 +90,13 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.
     clauses are joined to the query's WHERE by AND. That is the same join when the filtered
     operand's rows are kept whatever they meet: the FROM operand and INNER JOIN operands. The
     right side of a LEFT JOIN with a WHERE stays refused (moved to the query's WHERE, its filter
-    would drop the unmatched rows the LEFT JOIN keeps)."""
+    would drop the unmatched rows the LEFT JOIN keeps).
+
+    USING (c) over such operands becomes ON <the earlier operand with c>.c = <this operand>.c
+    before the substitution, so each side is the column the operand exposes under that name
+    (`JOIN (SELECT dept_id AS person_id ...) s USING (person_id)` joins on dept_id and is refused
+    as the same join written with ON is, DP136), and an unqualified c reads the earlier operand's,
+    the column USING merges."""
     ctes = _ctes(select, sql, {})
     for name in ctes:  # every CTE is row-level over the policy, used or not
         _relation(exp.Table(this=exp.to_identifier(name)), ctes, policy, sql)
@@ -100,11 +106,13 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.
     derived: dict[str, _Relation] = {}
     filters: list[exp.Expr] = []
     plain: set[str] = set()  # the columns of the operands that are tables (lower case)
+    exposed: list[tuple[str, set[str]] | None] = []  # per operand: its qualifier and column names (None: unknown)
     for node, join in operands:
         named_cte = isinstance(node, exp.Table) and _plain_name(node) in ctes
         if not isinstance(node, exp.Subquery) and not named_cte:
-            table = policy.table(node.name) if isinstance(node, exp.Table) else None
+            table = policy.table(node.name) if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) else None
             plain.update(n.lower() for n in (table.columns if table is not None else ()))
+            exposed.append((node.alias_or_name.lower(), {n.lower() for n in table.columns}) if table is not None else None)
             continue
         qualifier = (node.alias or (node.name if named_cte else "")).lower()
         if not qualifier:
@@ -120,15 +128,19 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.
                              "join the table itself with LEFT JOIN (its unmatched rows kept), or use an inner JOIN")
             filters.append(_qualify_all(relation.where.copy(), qualifier))
         derived[qualifier] = relation
+        exposed.append((qualifier, set(relation.columns)))
         node.replace(exp.Table(this=relation.base.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(qualifier))))
     if not derived:
         return select
+    merged = _using_as_on(flat.args["joins"], exposed, sql)
     _refuse_expression_subqueries(flat, sql)
     _keep_output_names(flat)
     aliases = {e.alias.lower() for e in flat.expressions if isinstance(e, exp.Alias)}
     for column in list(flat.find_all(exp.Column)):
         if isinstance(column.this, exp.Star):
             continue
+        if not column.table and column.name.lower() in merged and column.name.lower() not in aliases:
+            column.set("table", exp.to_identifier(merged[column.name.lower()]))  # the column USING merged
         owner = column.table.lower() if column.table else _only_owner(column, derived, plain, sql)
         if owner not in derived or (not column.table and column.name.lower() in aliases
                                     and isinstance(column.find_ancestor(exp.Having, exp.Order, exp.Group), (exp.Having, exp.Order, exp.Group))):
@@ -143,6 +155,36 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.
             combined = _conjoin(combined, extra)
         flat.set("where", exp.Where(this=combined if where is None else _conjoin(combined, where.this)))
     return flat
+
+
+def _using_as_on(joins: list[exp.Join], exposed: list[tuple[str, set[str]] | None], sql: str) -> dict[str, str]:
+    """Each join's USING (c, ...) as ON earlier.c = this.c AND ... (in place); the merged names,
+    each to the operand whose column an unqualified reference reads. A join whose operands are
+    not all known keeps its USING (the join analysis refuses the unknown table)."""
+    merged: dict[str, str] = {}
+    if any(e is None for e in exposed):
+        return merged
+    for index, join in enumerate(joins, start=1):
+        using = join.args.get("using")
+        if not using:
+            continue
+        right = exposed[index]
+        assert right is not None
+        equalities: list[exp.Expr] = []
+        for ident in using:
+            name = ident.name.lower()
+            owners = [e[0] for e in exposed[:index] if e is not None and name in e[1]]
+            if len(owners) != 1:
+                raise UnknownColumnError(f"USING ({name}) is ambiguous or names no column of the tables before the join",
+                                         code="DP111", span=span_of(ident, sql), sql=sql, hint="write ON a.col = b.col")
+            equalities.append(exp.EQ(this=exp.column(name, table=owners[0]), expression=exp.column(name, table=right[0])))
+            merged.setdefault(name, owners[0])
+        condition = equalities[0]
+        for equality in equalities[1:]:
+            condition = exp.And(this=condition, expression=equality)
+        join.set("using", None)
+        join.set("on", condition)
+    return merged
 
 
 def _only_owner(column: exp.Column, derived: dict[str, _Relation], plain: set[str], sql: str) -> str | None:

@@ -26,6 +26,7 @@ from sqlglot.optimizer.qualify import qualify
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
+from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
@@ -61,6 +62,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         tree.set("hint", None)
     outer = rewriter.query(tree, _Scope({}, {}))
     _check_reads(outer, {i.name for i in rewriter.inputs}, ctx, rewriter)
+    check_outer_functions(outer, ctx.sql)  # no row or list generators over released rows (DP113)
     if rewriter.hint is not None and rewriter.hint_receivers > 1:
         raise InvalidOptionError("OPTIONS on the outer query would apply to several aggregated queries", code="DP120",
                                  span=keyword_span(ctx.sql, "OPTIONS"), sql=ctx.sql,

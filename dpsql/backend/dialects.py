@@ -20,11 +20,16 @@ of ours, with one rendering per engine written here:
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.dialects.spark import Spark
 from sqlglot.generators.duckdb import DuckDBGenerator
-from sqlglot.generators.spark import SparkGenerator
+
+if TYPE_CHECKING:  # sqlglot's Spark, Spark2 and Hive dialects load only for the Spark engine (_spark)
+    from sqlglot.generators.spark import SparkGenerator
 
 HASH_DIGITS = 15  # hex digits of a HashBits value: 60 bits, so every engine's BIGINT holds it
 
@@ -203,38 +208,52 @@ class EngineDuckDBGenerator(DuckDBGenerator):
     }
 
 
-class EngineSparkGenerator(SparkGenerator):
-    """Spark's generator plus dpsql's nodes (and TRY_CAST kept as written)."""
-
-    TRANSFORMS = {
-        **SparkGenerator.TRANSFORMS,
-        KeyedHash: _md5,
-        HashBits: _spark_hash_bits,
-        IsFinite: _spark_is_finite,
-        DayNumber: _spark_day_number,
-        ExactSum: _spark_exact_sum,
-        Guarded: _spark_guarded,
-        WideInt: _spark_wide,
-        IntegerSeries: _series,
-        exp.TryCast: _spark_try_cast,
-    }
-
-
 class EngineDuckDB(DuckDB):
     """The DuckDB dialect dpsql renders engine SQL with."""
 
     Generator = EngineDuckDBGenerator
 
 
-class EngineSpark(Spark):
-    """The Spark SQL dialect dpsql renders engine SQL with."""
+@functools.cache
+def _spark() -> Dialect:
+    """The Spark SQL dialect dpsql renders engine SQL with: Spark's generator plus dpsql's nodes
+    (and TRY_CAST kept as written). Built on first use: sqlglot's Spark dialect (with Spark2 and
+    Hive under it) takes about 20 ms to import, which a DuckDB session never needs."""
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.generators.spark import SparkGenerator
 
-    Generator = EngineSparkGenerator
+    class EngineSparkGenerator(SparkGenerator):
+        TRANSFORMS = {
+            **SparkGenerator.TRANSFORMS,
+            KeyedHash: _md5,
+            HashBits: _spark_hash_bits,
+            IsFinite: _spark_is_finite,
+            DayNumber: _spark_day_number,
+            ExactSum: _spark_exact_sum,
+            Guarded: _spark_guarded,
+            WideInt: _spark_wide,
+            IntegerSeries: _series,
+            exp.TryCast: _spark_try_cast,
+        }
+
+    class EngineSpark(Spark):
+        Generator = EngineSparkGenerator
+
+    return EngineSpark()
 
 
-DIALECTS = {"duckdb": EngineDuckDB(), "spark": EngineSpark()}
+_DUCKDB = EngineDuckDB()
+
+
+def engine_dialect(name: str) -> Dialect:
+    """The sqlglot dialect of an engine ("duckdb" or "spark")."""
+    if name == "duckdb":
+        return _DUCKDB
+    if name == "spark":
+        return _spark()
+    raise KeyError(name)
 
 
 def render(expression: exp.Expr, dialect: str = "duckdb") -> str:
     """Engine SQL text of an expression for one engine (EXPLAIN shows the text that runs)."""
-    return DIALECTS[dialect].generate(expression)
+    return engine_dialect(dialect).generate(expression)

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import duckdb
-import pandas
-import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render as render_for
@@ -28,9 +26,21 @@ from dpsql.backend.engine import (
 )
 from dpsql.backend.local_duckdb import LocalDuckDB
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
-from dpsql.backend.shared_duckdb import MATERIALIZE_SETTINGS, DB_ALIAS, SharedDuckDB, attach_statement, configure, current_settings
+from dpsql.backend.shared_duckdb import (
+    DB_ALIAS,
+    MATERIALIZE_SETTINGS,
+    SharedDuckDB,
+    SharedScope,
+    attach_statement,
+    configure,
+    current_settings,
+)
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
+
+if TYPE_CHECKING:  # pyarrow on the first result that needs Arrow; pandas only for DataFrames given to connect
+    import pandas
+    import pyarrow
 
 DIALECT = "duckdb"
 _CACHE_SIZE = 256  # statements remembered per session (parsed, or needing Arrow)
@@ -54,7 +64,7 @@ class DuckDBBackend:
     capabilities = DUCKDB_CAPABILITIES
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedScope | None = None) -> None:
         self._frames = {name.lower(): frame for name, frame in (frames or {}).items()}
         resolved = Path(database).expanduser().resolve() if database else None
         if shared is not None and (self._frames or resolved != shared.database):
@@ -127,10 +137,29 @@ class DuckDBBackend:
         with self.lock:
             try:
                 relation = self.connection.sql(sql, params=dict(params)) if params else self.connection.sql(sql)
-                return relation.to_arrow_table() if relation is not None else pyarrow.table({})
+                if relation is not None:
+                    return relation.to_arrow_table()
             except duckdb.Error as err:
                 message = _first_line(err)
-        raise BackendFailure(message)
+        if message is not None:
+            raise BackendFailure(message)
+        import pyarrow
+
+        return pyarrow.table({})
+
+    def check(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run SQL and drop its result (dry runs on empty tables, constant probes, bounding
+        steps): no Arrow conversion, so a process that never needs Arrow never imports pyarrow."""
+        message = None
+        with self.lock:
+            try:
+                result = self.connection.execute(sql, dict(params)) if params else self.connection.execute(sql)
+                if result.description is not None:
+                    result.fetchall()
+            except duckdb.Error as err:
+                message = _first_line(err)
+        if message is not None:
+            raise BackendFailure(message)
 
     def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> RawRows | pyarrow.Table:
         """Run SQL; plain rows (DB-API fetchall) when every column's type is one whose rows
@@ -184,7 +213,9 @@ class DuckDBBackend:
         create = _temp_table(name, select)
         if shared:
             assert self.shared is not None and not view
-            create.set("properties", None)
+            create.set("properties", None)  # a table of the database, in the schema its relation belongs to
+            create.set("this", exp.Table(this=exp.to_identifier(name, quoted=True),
+                                         db=exp.to_identifier(self.shared.target(), quoted=True)))
         if view:
             create.set("kind", "VIEW")
         message = None
@@ -240,6 +271,9 @@ class DuckDBEngine(Engine):
     """The DuckDB engine: Engine over a DuckDBBackend, sharing its connection for released values."""
 
     def __init__(self, policy: Policy, database: str | Path | None = None,
-                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | None = None) -> None:
-        backend = DuckDBBackend(policy, database, frames, shared)
-        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), shared)
+                 frames: Mapping[str, pandas.DataFrame] | None = None, shared: SharedDuckDB | SharedScope | None = None) -> None:
+        # A session reads the shared database as one analyst (SharedDuckDB.scope); given the
+        # database itself, as nobody's (no query-made relation is then shared with anyone).
+        scope = shared.scope(None) if isinstance(shared, SharedDuckDB) else shared
+        backend = DuckDBBackend(policy, database, frames, scope)
+        super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), scope)

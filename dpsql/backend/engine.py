@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import hashlib
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-import numpy
-import pyarrow
 from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
@@ -42,6 +41,10 @@ from dpsql.backend.sqlgen import (
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 from dpsql.ir.join import JoinedTable
+
+if TYPE_CHECKING:  # Arrow and numpy are imported where a result needs them, not with the engine
+    import numpy
+    import pyarrow
 
 ENGINE_FAILED = (
     "the engine failed while computing this answer; the message is withheld because engine "
@@ -76,6 +79,10 @@ class Backend(Protocol):
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> pyarrow.Table:
         """Run SQL rendered for this dialect; BackendFailure on any engine error."""
+
+    def check(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run SQL like `execute` and drop its (empty or one-row) result: a dry run or a probe,
+        where only whether the engine fails matters."""
 
     def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> RawRows | pyarrow.Table:
         """Run SQL like `execute`; the result as plain rows with the engine's type names where
@@ -174,37 +181,45 @@ def key_type(column_type: str) -> str:
 
 # --- the result normaliser -------------------------------------------------------------------------
 
-_ARROW_TYPES: tuple[tuple[Callable[[pyarrow.DataType], bool], str], ...] = (
-    (pyarrow.types.is_boolean, "BOOLEAN"),
-    (pyarrow.types.is_int8, "TINYINT"),
-    (pyarrow.types.is_int16, "SMALLINT"),
-    (pyarrow.types.is_int32, "INTEGER"),
-    (pyarrow.types.is_int64, "BIGINT"),
-    (pyarrow.types.is_uint64, "UBIGINT"),
-    (pyarrow.types.is_float32, "FLOAT"),
-    (pyarrow.types.is_float64, "DOUBLE"),
-    (pyarrow.types.is_date, "DATE"),
-    (pyarrow.types.is_timestamp, "TIMESTAMP"),
-    (lambda t: pyarrow.types.is_string(t) or pyarrow.types.is_large_string(t) or pyarrow.types.is_string_view(t), "VARCHAR"),
-    (pyarrow.types.is_null, "NULL"),
-)
+@functools.cache
+def _arrow_types() -> tuple[tuple[Callable[[pyarrow.DataType], bool], str], ...]:
+    import pyarrow.types as t  # on the first Arrow result (most DuckDB results come as plain rows)
+
+    return (
+        (t.is_boolean, "BOOLEAN"),
+        (t.is_int8, "TINYINT"),
+        (t.is_int16, "SMALLINT"),
+        (t.is_int32, "INTEGER"),
+        (t.is_int64, "BIGINT"),
+        (t.is_uint64, "UBIGINT"),
+        (t.is_float32, "FLOAT"),
+        (t.is_float64, "DOUBLE"),
+        (t.is_date, "DATE"),
+        (t.is_timestamp, "TIMESTAMP"),
+        (lambda x: t.is_string(x) or t.is_large_string(x) or t.is_string_view(x), "VARCHAR"),
+        (t.is_null, "NULL"),
+    )
 
 
 def type_name(arrow_type: pyarrow.DataType) -> str:
     """The DuckDB-style name of an Arrow type (integral DECIMAL(38, 0) is HUGEINT: exact sums)."""
-    if pyarrow.types.is_decimal(arrow_type):
+    import pyarrow.types as t
+
+    if t.is_decimal(arrow_type):
         return "HUGEINT" if arrow_type.scale == 0 and arrow_type.precision >= 38 else f"DECIMAL({arrow_type.precision},{arrow_type.scale})"
-    if pyarrow.types.is_list(arrow_type) or pyarrow.types.is_large_list(arrow_type):
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
         return f"{type_name(arrow_type.value_type)}[]"
-    return next((name for test, name in _ARROW_TYPES if test(arrow_type)), str(arrow_type).upper())
+    return next((name for test, name in _arrow_types() if test(arrow_type)), str(arrow_type).upper())
 
 
 def _integral(arrow_type: pyarrow.DataType) -> bool:
     """Integral decimals (DuckDB HUGEINT, Spark DECIMAL(38, 0) sums) come back as Python ints, so
     both engines' exact aggregates compare equal and the noise sees an int."""
-    if pyarrow.types.is_list(arrow_type) or pyarrow.types.is_large_list(arrow_type):
+    import pyarrow.types as t
+
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type):
         return _integral(arrow_type.value_type)
-    return pyarrow.types.is_decimal(arrow_type) and arrow_type.scale == 0
+    return t.is_decimal(arrow_type) and arrow_type.scale == 0
 
 
 def _python(value: Any) -> Any:
@@ -375,7 +390,7 @@ class Engine:
         probe = exp.select("*").from_(exp.to_identifier(name, quoted=True)).limit(0)
         failed = False
         try:
-            self.backend.execute(self.render(probe))
+            self.backend.check(self.render(probe))
         except BackendFailure:
             failed = True
         if failed:
@@ -387,7 +402,7 @@ class Engine:
             name = bounded_name(table)
             if name not in self._relations:
                 source = self.ensure_source(table)
-                steps = bounding_steps(table, source, name, bounded_heavy_name(table), self.capabilities)
+                steps = bounding_steps(table, source, name, bounded_heavy_name(table))
                 self._build(name, steps, seed)
                 self._relations.add(name)
             return name
@@ -413,7 +428,7 @@ class Engine:
         if step.table is not None:
             self.backend.materialize(step.table, step.sql, params, shared=shared)
         else:
-            self.backend.execute(self.render(step.sql), params)
+            self.backend.check(self.render(step.sql), params)
 
     def ensure_keyed(self, table: Table, keys: tuple[str, ...], bounded_seed: int, seed: int) -> str:
         """Materialise the keyed relation of a table and grouping-column set once per session: the
@@ -449,7 +464,7 @@ class Engine:
                 self._relations.add(keyed)
             message = None
             try:
-                self.backend.execute(self.render(select), dict(params or {}))
+                self.backend.check(self.render(select), dict(params or {}))
             except BackendFailure as failure:
                 # No row exists in this table, so the engine's text cannot quote private data.
                 message = engine_reason(failure)
@@ -468,7 +483,7 @@ class Engine:
         probe = exp.select(*(exp.alias_(p, f"__probe{i}", quoted=True) for i, p in enumerate(probes)))
         message = None
         try:
-            self.backend.execute(self.render(probe))
+            self.backend.check(self.render(probe))
         except BackendFailure as failure:
             message = engine_reason(failure)
         if message is not None:
@@ -521,10 +536,12 @@ class Engine:
         sql = select if isinstance(select, str) else self.render(select)
         with self._lock:
             raw = self._private(lambda: self.backend.rows(sql, dict(params or {})))
-        return normalise(raw, declared) if isinstance(raw, pyarrow.Table) else normalise_rows(raw, declared)
+        return normalise_rows(raw, declared) if isinstance(raw, RawRows) else normalise(raw, declared)
 
     def private_arrays(self, select: exp.Expr, params: Mapping[str, Any] | None = None) -> dict[str, numpy.ndarray]:
         """Columns of a query over private data as arrays; engine errors come back sanitized."""
+        import numpy  # the Median Mechanism's histograms only
+
         table = self.arrow(select, params)
         return {name: numpy.asarray(table.column(name).to_numpy(zero_copy_only=False)) for name in table.column_names}
 

@@ -30,6 +30,12 @@ def open_shared(policy: Policy, database: str | Path | None = None) -> SharedDuc
     return SharedDuckDB(policy, database)
 
 
+def analyst_scope(shared: Any, analyst: str) -> Any:
+    """What a session of this analyst reads the process's shared database through (its own
+    schema for the relations its queries create: backend/shared_duckdb.py); None stays None."""
+    return shared.scope(analyst) if isinstance(shared, SharedDuckDB) else shared
+
+
 def prepare_shared(shared: SharedDuckDB) -> None:
     """Start bounding, in the background, the private tables whose source the policy names (the
     server at startup): the first query of the first connection waits only for what is left."""

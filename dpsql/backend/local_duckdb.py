@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy
-import pandas
 from sqlglot import exp
 
 from dpsql.backend.dialects import render as render_for
 from dpsql.backend.engine import ENGINE_FAILED, EngineResult
+from dpsql.backend.released_lists import list_values, unnest_select
 from dpsql.errors import EngineError
+
+if TYPE_CHECKING:
+    import numpy
 
 
 def render(expression: exp.Expr) -> str:
@@ -47,6 +49,8 @@ class LocalDuckDB:
         Only for queries that read no private relation, so a rejection depends on the query alone
         and can route the query elsewhere.
         """
+        import numpy  # the Median Mechanism's masks only
+
         with self._lock:
             try:
                 fetched = self._con.execute(render(select)).fetchnumpy()
@@ -55,24 +59,23 @@ class LocalDuckDB:
             return {name: numpy.asarray(values) for name, values in fetched.items()}
 
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
-        """Evaluate post-processing SQL over the noisy table (released values only)."""
+        """Evaluate post-processing SQL over the noisy table (released values only), bound as list
+        parameters (backend/released_lists.py: no DataFrame)."""
         with self._lock:
-            frame = pandas.DataFrame({name: pandas.Series(values, dtype=object) for name, values in columns.items()})
+            params = {f"__dpsql_v{i}": list_values(values) for i, values in enumerate(columns.values())}
+            frame = unnest_select(list(columns), list(params))
             typed = exp.select(
                 *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
-            ).from_(exp.to_identifier("__dpsql_noisy_frame"))
+            ).from_(frame.subquery("__dpsql_noisy_frame"))
             query = select.copy()
             query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
-            self._con.register("__dpsql_noisy_frame", frame)
             result = None
             try:
-                cursor = self._con.execute(render(query))
+                cursor = self._con.execute(render(query), params)
                 names = tuple(d[0] for d in cursor.description)
                 result = EngineResult(names, tuple(str(d[1]) for d in cursor.description), cursor.fetchall())
             except duckdb.Error:
                 pass  # raised below, outside the except block (no __context__)
-            finally:
-                self._con.unregister("__dpsql_noisy_frame")
             if result is None:
                 raise EngineError(ENGINE_FAILED, code="DP300")
             return result

@@ -1,13 +1,22 @@
 """A database of released rows only: where the outer query of a post-processing query runs.
 
-Each session has its own in-memory DuckDB for this; a statement registers its released tables
-(noisy values, released keys, nothing else) as Arrow frames and unregisters them after the
-outer query, so the connection sees only that statement's released rows while the query runs. The private tables, their bounded relations and
-the public tables live in other connections (the engine's), which this one cannot name: a
-DuckDB connection sees only its own catalog. File, network and extension access are switched
-off and the configuration locked before the analyst's outer SQL runs, so `read_csv`, `ATTACH`
+One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
+connection (a cursor). A statement binds its released tables (noisy values, released keys,
+nothing else) as list parameters of the outer query itself (backend/released_lists.py), so the
+database holds no table and a statement sees only its own released rows, never another
+session's. The private tables, their bounded relations and the public tables live in other
+databases (the engine's), which this one cannot name. File, network and extension access are
+switched off and the configuration locked before any analyst SQL runs, so `read_csv`, `ATTACH`
 or an installed extension cannot reach data either. Whatever the outer query computes, and
 whether it fails, is a function of released values only: post-processing, free of charge.
+
+Memory. One database for the process means one memory limit for every session's outer queries
+(`MEMORY_LIMIT`): a database per session cost about 4 MB each even idle, and its own limit
+(100 sessions x 512 MB). What DuckDB hands back is capped too: the outer query returns at most
+`MAX_ROWS` rows and `MAX_BYTES` of values (a LIMIT one above the cap is added to its SQL, and the
+rows are fetched in small batches, counted as they come), else it is refused (DP129) before
+more is fetched. The cap is the same for every dataset; whether it is reached depends on the
+released rows only (post-processing), and the refusal's text on nothing else.
 """
 
 from __future__ import annotations
@@ -17,17 +26,40 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import duckdb
-import pyarrow
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
 from dpsql.backend.engine import ENGINE_FAILED, EngineResult, engine_reason
+from dpsql.backend.released_lists import list_values, unnest_select
 from dpsql.errors import EngineError, UnsupportedQueryError
 
-# Released tables are small (public domains or selected keys); the outer query gets a bounded
-# share of memory and one thread (rows keep their order where SQL leaves it open).
+# Released tables are small (public domains or selected keys); every session's outer queries
+# share one bounded memory and run on one thread each (rows keep their order where SQL leaves it
+# open; each connection runs its statement in its own calling thread).
+MEMORY_LIMIT = "512MB"
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {"enable_external_access": False, "autoinstall_known_extensions": False,
-           "autoload_known_extensions": False, "threads": 1, "memory_limit": "512MB"}
+           "autoload_known_extensions": False, "threads": 1, "memory_limit": MEMORY_LIMIT}
+# What one outer query may hand back to the process: rows, and bytes of values (strings by their
+# length, other values at a fixed width), fetched in batches of _BATCH rows.
+MAX_ROWS = 100_000
+MAX_BYTES = 64 * 1024 * 1024
+_BATCH = 64
+_VALUE_BYTES = 16
+_ROW_BYTES = 64
+
+_DATABASE: duckdb.DuckDBPyConnection | None = None
+_DATABASE_LOCK = threading.Lock()
+
+
+def _database() -> duckdb.DuckDBPyConnection:
+    """The process's database of released rows (opened on first use, configuration locked)."""
+    global _DATABASE
+    with _DATABASE_LOCK:
+        if _DATABASE is None:
+            database = duckdb.connect(":memory:", config=_CONFIG)
+            database.execute("SET lock_configuration = true")
+            _DATABASE = database
+        return _DATABASE
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +72,14 @@ class ReleasedTable:
     rows: list[tuple[Any, ...]]
 
 
+class TooLarge(Exception):
+    """The outer query's result is over MAX_ROWS or MAX_BYTES."""
+
+
 class ReleasedDatabase:
-    """One session's database of released rows: an in-memory DuckDB of its own (opened on first
-    use, external access off, configuration locked). Each statement registers its released
-    tables, runs the outer query and unregisters them: between statements the database holds
-    nothing."""
+    """One session's connection to the process's database of released rows (opened on first
+    use). Each statement runs the outer query with its released tables as parameters: the
+    database never holds a table."""
 
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -52,40 +87,44 @@ class ReleasedDatabase:
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            con = duckdb.connect(":memory:", config=_CONFIG)
-            con.execute("SET lock_configuration = true")
-            self._con = con
+            self._con = _database().cursor()
         return self._con
 
     @staticmethod
     def render(tables: Sequence[ReleasedTable], query: exp.Expr) -> str:
         """The outer query's SQL text over these released tables' schemas (rows play no part, so
-        a compiled query renders it once)."""
-        return render(_typed(query, tables, _frames(tables)), "duckdb")
+        a compiled query renders it once), with its LIMIT at most one above MAX_ROWS."""
+        return render(_capped(_typed(query, tables)), "duckdb")
 
     def _run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """Raises duckdb.Error (callers sanitize it)."""
+        params = {p: list_values([row[j] for row in table.rows])
+                  for i, table in enumerate(tables) for j, p in enumerate(_parameters(i, table))}
         with self._lock:
             con = self._connection()
-            frames = _frames(tables)
             try:
-                for frame, table in zip(frames, tables):
-                    con.register(frame, _arrow(table))
-                cursor = con.execute(sql)
+                cursor = con.execute(sql, params)
                 names = tuple(d[0] for d in cursor.description)
                 types = tuple(str(d[1]) for d in cursor.description)
-                return EngineResult(names, types, cursor.fetchall())
+                return EngineResult(names, types, _fetch(cursor))
             finally:
-                for frame in frames:
-                    con.unregister(frame)
+                con.abort()  # a result refused part way (TooLarge) is dropped unread
 
     def run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """The outer query over the released tables (after the charge; failures are sanitized)."""
         result = None
+        too_large = False
         try:
             result = self._run(tables, sql)
         except duckdb.Error:
             pass  # raised below, outside the except block (no __context__)
+        except TooLarge:
+            too_large = True
+        if too_large:
+            raise UnsupportedQueryError(
+                f"the outer query returns more than {MAX_ROWS:,} rows or {MAX_BYTES // 2**20} MiB of values; the releases "
+                "were charged", code="DP129", hint=f"add LIMIT {MAX_ROWS:,} or less, filter, or aggregate in the outer "
+                "query; an aggregated query on its own (without an outer query) returns all its released rows")
         if result is None:
             raise EngineError(ENGINE_FAILED, code="DP300")
         return result
@@ -114,36 +153,51 @@ class ReleasedDatabase:
             con.interrupt()
 
     def close(self) -> None:
+        """Close this session's connection (the process's database stays open for the others)."""
         with self._lock:
             if self._con is not None:
                 self._con.close()
                 self._con = None
 
 
-def _frames(tables: Sequence[ReleasedTable]) -> list[str]:
-    return [f"__dpsql_frame_{i}" for i in range(len(tables))]
+def _fetch(cursor: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """The result's rows, in batches, refused (TooLarge) as soon as they pass MAX_ROWS or MAX_BYTES."""
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    while True:
+        batch = cursor.fetchmany(_BATCH)
+        if not batch:
+            return rows
+        rows.extend(batch)
+        size += sum(_ROW_BYTES + sum(len(v) if isinstance(v, (str, bytes)) else _VALUE_BYTES for v in row) for row in batch)
+        if len(rows) > MAX_ROWS or size > MAX_BYTES:
+            raise TooLarge
 
 
-def _arrow(table: ReleasedTable) -> pyarrow.Table:
-    """The released rows as an Arrow table (typed by inference; text where inference fails, the
-    declared type then coming from the CAST in `_typed`)."""
-    columns = {}
-    for i, name in enumerate(table.columns):
-        values = [row[i] for row in table.rows]
-        try:
-            columns[name] = pyarrow.array(values)
-        except (pyarrow.ArrowException, OverflowError, TypeError, ValueError):
-            columns[name] = pyarrow.array([None if v is None else str(v) for v in values], pyarrow.string())
-    return pyarrow.table(columns) if columns else pyarrow.table({})
+def _capped(query: exp.Expr) -> exp.Expr:
+    """The query with LIMIT at most MAX_ROWS + 1: DuckDB stops there (a smaller LIMIT is kept)."""
+    limit = query.args.get("limit")
+    value = limit.args.get("expression") if isinstance(limit, exp.Limit) else None
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() and int(value.this) <= MAX_ROWS:
+        return query
+    capped = query.copy()
+    capped.set("limit", exp.Limit(expression=exp.Literal.number(MAX_ROWS + 1)))
+    return capped
 
 
-def _typed(query: exp.Expr, tables: Sequence[ReleasedTable], frames: list[str]) -> exp.Expr:
-    """The outer query with each released table defined as a CTE over its registered frame, every
-    column cast to the type it was released with."""
+def _parameters(i: int, table: ReleasedTable) -> list[str]:
+    """The list parameters holding released table i's columns."""
+    return [f"__dpsql_frame_{i}_{j}" for j in range(len(table.columns))]
+
+
+def _typed(query: exp.Expr, tables: Sequence[ReleasedTable]) -> exp.Expr:
+    """The outer query with each released table defined as a CTE over its columns' list
+    parameters, every column cast to the type it was released with."""
     ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), t), exp.to_identifier(c, quoted=True))
-                                      for c, t in zip(table.columns, table.types)]).from_(frame),
+                                      for c, t in zip(table.columns, table.types)])
+                    .from_(unnest_select(table.columns, _parameters(i, table)).subquery(f"__dpsql_frame_{i}")),
                     alias=exp.TableAlias(this=exp.to_identifier(table.name)))
-            for table, frame in zip(tables, frames)]
+            for i, table in enumerate(tables)]
     typed = query.copy()
     with_ = typed.args.get("with_")
     typed.set("with_", exp.With(expressions=[*ctes, *(with_.expressions if with_ is not None else [])]))

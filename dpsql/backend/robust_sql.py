@@ -89,9 +89,8 @@ class RobustQuery:
         return self.request.seeded
 
 
-# DuckDB's plan shortcuts (DuckDBBackend.capabilities; EXPLAIN prints its SQL for these); in_place_bounding:
-# backend/bounding.py.
-DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks", "in_place_bounding"})
+# DuckDB's plan shortcuts (DuckDBBackend.capabilities; EXPLAIN prints its SQL for these).
+DUCKDB_CAPABILITIES = frozenset({"reservoir_quantile", "bind_time_checks", "bucketed_ranks"})
 
 
 def robust_queries(plan: Plan, relation: str, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[RobustQuery, ...]:

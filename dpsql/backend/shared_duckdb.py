@@ -15,13 +15,25 @@ fixed secret seed (backend/engine.py, sqlgen.keyed_select); it does not matter w
 query triggers it, nor that several analysts' queries read the same one: each query is still
 charged to its analyst before it reads anything, and its noise is its own. The seeds here are
 drawn once per relation from the operating system's CSPRNG, never from a session's source (a
-seeded test session never shares). What one session can observe of another is timing only: a
-relation another session already built makes its first query faster.
+seeded test session never shares).
+
+Isolation between analysts. Only the bounded relations of the policy's own tables are shared by
+everyone (they depend on the policy alone, and the server builds them at startup). A relation
+that exists because of a query (a join's rows, whose name hashes the join and its IN-subqueries'
+literals, and the keyed relation of a GROUP BY column set) is built in a schema of the analyst
+(`scope`): their own connections share it, another analyst's query builds its own and never
+finds it built, so neither its timing nor anything else tells one analyst what another ran. A
+session's temporary views and dry-run tables are its connection's own; its DuckDB search path
+reads its analyst's schema, then the shared one. EXPLAIN does not say whether a shared relation
+exists yet (execution/engine_calls.py). What one analyst can still observe of another is the
+load they put on the machine: the startup build of the policy's tables finishing, concurrent
+queries slowing each other down, and the shared memory limit.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import secrets
 import threading
 import weakref
@@ -32,13 +44,15 @@ import duckdb
 from sqlglot import exp
 
 from dpsql.backend.dialects import render
-from dpsql.backend.engine import BackendFailure
+from dpsql.backend.engine import BackendFailure, bounded_name
 from dpsql.catalog.model import Policy, Table
 from dpsql.errors import CatalogError, Error
 
 DIALECT = "duckdb"
 SEED_BOUND = 2**62
 DB_ALIAS = "__dpsql_db"  # the attached database file (read only)
+SHARED_SCHEMA = "main"  # the policy's tables' bounded relations, shared by every analyst
+ANALYST_SCHEMA = "__dpsql_analyst_"  # + a digest of the analyst's name: the relations their queries create
 
 
 def configure(connection: duckdb.DuckDBPyConnection, policy: Policy) -> None:
@@ -102,6 +116,9 @@ class SharedDuckDB:
                 self.root.close()
                 raise CatalogError(f"could not open the data source ({failed})", code="DP002")
         self._guard = threading.Lock()
+        # The relations every analyst shares: the bounded relations of the policy's private tables.
+        self.shared_names = frozenset(bounded_name(t) for t in policy.tables.values() if not t.public)
+        self._schemas: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._built: set[str] = set()
         self._seeds: dict[str, int] = {}
@@ -112,6 +129,16 @@ class SharedDuckDB:
     def connection(self) -> duckdb.DuckDBPyConnection:
         """A session's own connection to the shared database."""
         return self.root.cursor()
+
+    def scope(self, analyst: str | None) -> SharedScope:
+        """An analyst's view of the database (its schema created once): what their sessions use."""
+        schema = ANALYST_SCHEMA + hashlib.sha256((analyst or "").encode()).hexdigest()[:16]
+        with self._guard:
+            if schema not in self._schemas:
+                self.root.execute(render(exp.Create(this=exp.to_identifier(schema, quoted=True), kind="SCHEMA", exists=True),
+                                         DIALECT))
+                self._schemas.add(schema)
+        return SharedScope(self, schema)
 
     def seed(self, name: str) -> int:
         """The secret seed of a shared relation, drawn once from the OS CSPRNG."""
@@ -172,6 +199,60 @@ class SharedDuckDB:
         """Stop the startup preparation, then close the database (every session must be closed)."""
         self.stop_preparing()
         self.root.close()
+
+
+class SharedScope:
+    """One analyst's sessions' view of the shared database (SharedRelations for the engine): the
+    policy's tables' bounded relations are everyone's (schema main), every other relation is built
+    in the analyst's schema, keyed and seeded per analyst (see the module doc)."""
+
+    def __init__(self, shared: SharedDuckDB, schema: str) -> None:
+        self.shared = shared
+        self.schema = schema
+        self.policy = shared.policy
+        self.database = shared.database
+        self.defaults = shared.defaults
+        self._building: list[str] = []  # the schema of the relation being built now (its tables go there)
+
+    def _place(self, name: str) -> str:
+        return SHARED_SCHEMA if name in self.shared.shared_names else self.schema
+
+    def _key(self, name: str) -> str:
+        place = self._place(name)
+        return name if place == SHARED_SCHEMA else f"{place}.{name}"
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """A session's own connection, reading its analyst's schema first, then the shared one."""
+        connection = self.shared.connection()
+        path = exp.Set(expressions=[exp.SetItem(this=exp.EQ(this=exp.var("search_path"),
+                                                            expression=exp.Literal.string(f"{self.schema},{SHARED_SCHEMA}")))])
+        connection.execute(render(path, DIALECT))
+        return connection
+
+    def seed(self, name: str) -> int:
+        """The relation's secret seed (per analyst for the analyst's relations)."""
+        return self.shared.seed(self._key(name))
+
+    def has(self, name: str) -> bool:
+        """Whether the relation is built, for this analyst."""
+        return self.shared.has(self._key(name))
+
+    def once(self, name: str, build: Callable[[], None]) -> None:
+        """Build the relation unless built (SharedDuckDB.once), its tables in its schema (`target`)."""
+        place = self._place(name)
+
+        def placed() -> None:
+            self._building.append(place)
+            try:
+                build()
+            finally:
+                self._building.pop()
+
+        self.shared.once(self._key(name), placed)
+
+    def target(self) -> str:
+        """The schema the tables of the relation being built go to."""
+        return self._building[-1] if self._building else SHARED_SCHEMA
 
 
 _OPEN: weakref.WeakSet[SharedDuckDB] = weakref.WeakSet()

@@ -277,6 +277,11 @@ class SparkBackend:
         """Run Spark SQL; always Arrow (Spark's own result conversion goes through Arrow)."""
         return self.execute(sql, params)
 
+    def check(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run Spark SQL and drop its result (dry runs, probes): as `execute`, whose Arrow
+        conversion is where Spark evaluates a dry run's dummy row."""
+        self.execute(sql, params)
+
     def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False,
                     shared: bool = False) -> None:
         """A temp view over the SELECT; unless `view`, computed once and persisted (MEMORY_AND_DISK).

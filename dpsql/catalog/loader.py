@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dpsql.accounting.accountant import ACCOUNTANTS, DEFAULT_ACCOUNTANT
+from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.model import (
@@ -160,9 +160,10 @@ def _budget(raw: Any, where: _Where, base: Path) -> Budget:
     if not isinstance(raw, dict):
         raise where.error("budget", "must be a table")
     _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger", "noise"}, "budget.", where)
-    chosen = raw.get("accountant", DEFAULT_ACCOUNTANT)
-    if chosen not in ACCOUNTANTS:
-        raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in ACCOUNTANTS)}")
+    named = raw.get("accountant", DEFAULT_FILTER)
+    if not isinstance(named, str) or (named not in FILTERS and named not in ALIASES):
+        raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in FILTERS)}")
+    chosen = filter_name(named)  # "pld" (older policies) is the valid "adaptive" filter
     noise = raw.get("noise", "laplace")
     if noise not in ("laplace", "gaussian"):
         raise where.error("budget.noise", "must be 'laplace' or 'gaussian'")

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Literal
 
-from dpsql.accounting.accountant import DEFAULT_ACCOUNTANT, AccountantName
+from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
 
 ColumnType = Literal["int", "float", "text", "bool", "date", "timestamp"]
@@ -178,9 +178,10 @@ class Budget:
 
     total: PrivacyCost
     default_query: PrivacyCost
-    # How the ledger composes charges against `total` (`[budget] accountant`): "pld" (tightest),
-    # "zcdp", or "basic" (epsilons and deltas add up).
-    accountant: AccountantName = DEFAULT_ACCOUNTANT
+    # The privacy filter that admits charges against `total` (`[budget] accountant`; valid against
+    # an analyst who adapts to every answer): "adaptive" (the default: homogeneous chains, zCDP and
+    # basic composition, each on a share of delta), "zcdp", or "basic" (epsilons and deltas add up).
+    accountant: FilterName = DEFAULT_FILTER
     # `ledger = "path"`: the data owner fixes where charges are recorded (a SQLite file, resolved
     # against the policy's directory, or a postgresql:// URL); no front end may choose another.
     ledger: str | None = None

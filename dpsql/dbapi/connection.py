@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
-
-import pandas
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from dpsql import errors
 from dpsql.accounting.ledger import LedgerEntry
 from dpsql.errors import InterfaceError, NotSupportedError
 from dpsql.result import NoisyResult
 from dpsql.session import Session, SessionOptions
+
+if TYPE_CHECKING:
+    import pandas
 
 
 class Cursor:
@@ -103,6 +104,8 @@ class Cursor:
 
     def fetchdf(self) -> pandas.DataFrame:
         """The remaining rows as a DataFrame; noise metadata in `df.attrs`."""
+        import pandas  # only here: importing it costs a third of a second, `import dpsql` does not pay it
+
         result = self._result
         rows = self.fetchall()
         assert result is not None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import itertools
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import key_type
@@ -15,9 +17,11 @@ from dpsql.execution.noise import describe, noise_info
 from dpsql.ir.plan import CONFIDENCE_MECHANISMS, Estimate, release_name, robust_confidence_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry, variance
-from dpsql.mechanisms.median_mechanism.core import Release
 from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+
+if TYPE_CHECKING:  # the layer's modules (numpy) load only for a policy that enables a layer
+    from dpsql.mechanisms.median_mechanism.core import Release
 
 LAYER = "median_mechanism"
 
@@ -194,6 +198,9 @@ def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> fl
         return None
     value, low, high = row[position[ColumnRef("output", i).name]], row[low_at], row[position[ColumnRef("high", i).name]]
     if value is None or low is None or high is None:
+        return None
+    # Only a number has a half-width: a CASE over noisy values may turn them into text or a flag.
+    if not all(isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) for x in (value, low, high)):
         return None
     return float(max(high - value, value - low))
 

@@ -22,7 +22,8 @@ LAYER_PLAN_HASH = "median-mechanism"
 
 class Charger:
     """One analyst's charges in one session: `budget` reads the analyst's whole budget, and
-    `accountant` ("pld", "zcdp" or "basic") says how the ledger composes charges against it."""
+    `accountant` ("adaptive", "zcdp" or "basic": dpsql.accounting.filters) names the privacy
+    filter that admits charges against it."""
 
     def __init__(self, ledger: Ledger, analyst: str, session: str, budget: Callable[[], PrivacyCost],
                  accountant: str = "basic") -> None:
@@ -31,7 +32,9 @@ class Charger:
         self._session = session
         self._budget = budget
         self.accountant = accountant
-        self.last_cost: PrivacyCost | None = None  # the cost of this session's last charged query (its kind)
+        # The cost of this session's last charged statement (its kind: a plain query or a
+        # post-processing one; a layer's reservation is not one): what "queries left" counts.
+        self.last_cost: PrivacyCost | None = None
 
     def total(self) -> PrivacyCost:
         """The analyst's whole budget."""
@@ -109,8 +112,15 @@ class Charger:
             record = charge_record("+".join(mechanisms) or "laplace", params, cost)
             if memo is not None:
                 memo["ledger_record"] = record
-        self.ledger.charge_record(record, analyst=self._analyst, session=self._session, query=query,
-                                  plan_hash=plan_hash, budget=self._budget(), accountant=self.accountant)
+        refused = False
+        try:
+            self.ledger.charge_record(record, analyst=self._analyst, session=self._session, query=query,
+                                      plan_hash=plan_hash, budget=self._budget(), accountant=self.accountant)
+        except BudgetExhaustedError:
+            refused = True
+        if refused:  # the same words as a plain query's refusal
+            raise self._exhausted(cost)
+        self.last_cost = cost
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""

@@ -139,19 +139,7 @@ class CompiledQuery:
         engine = "" if dialect == "duckdb" else f" ({dialect})"
         lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
                  f"Engine SQL{engine}:"]
-        if isinstance(table, JoinedTable):  # the parts' bounded relations, then the join's rows
-            for part in table.private_parts:
-                lines.append(f"  {bounded_name(part)} := {render(bounded_select(part, source_name(part)), dialect)}")
-            relations = {t.name: bounded_name(t) for t in table.private_parts} | {t.name: source_name(t) for t in table.public_tables}
-            lines.append(f"  {source_name(table)} := {render(joined_select(table, relations), dialect)}")
-        for step in bounding_steps(table, source_name(table), bounded_name(table), bounded_heavy_name(table), capabilities):
-            lines.append(f"  {step.table} := {render(step.sql, dialect)}" if step.table else f"  {render(step.sql, dialect)}")
-        if self.keyed_columns:
-            name = keyed_name(table, self.keyed_columns)
-            heavy = key_heavy_select(table, bounded_name(table), self.keyed_columns)
-            lines.append(f"  {name}_heavy := {render(heavy, dialect)}")
-            keyed = keyed_select(table, bounded_name(table), self.keyed_columns, f"{name}_heavy")
-            lines.append(f"  {name} := {render(keyed, dialect)}")
+        lines.extend(_relation_lines(table, self.keyed_columns, dialect))
         lines.append(f"  {self.render_once(self.engine, dialect)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):
             lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
@@ -167,6 +155,38 @@ class CompiledQuery:
     def plan_hash(self) -> str:
         """A digest of the plan text (recorded in the ledger)."""
         return hashlib.sha256("\n".join(self.explain_lines()).encode()).hexdigest()[:16]
+
+
+_RELATION_LINES: dict[tuple[int, tuple[str, ...], str], tuple[Any, tuple[str, ...]]] = {}
+_RELATION_LINES_MAX = 256
+
+
+def _relation_lines(table: Any, keys: tuple[str, ...], dialect: str) -> tuple[str, ...]:
+    """EXPLAIN's lines for the statements that build a table's bounded (and keyed) relation.
+
+    They depend on the table, the grouping columns and the dialect only, and rendering them took
+    about 8 ms, paid by every new query (its plan hash is the digest of its EXPLAIN text): cached
+    per table object (identity: a policy's tables are immutable values, kept alive by the cache)."""
+    slot = (id(table), keys, dialect)
+    found = _RELATION_LINES.get(slot)
+    if found is not None and found[0] is table:
+        return found[1]
+    lines: list[str] = []
+    if isinstance(table, JoinedTable):  # the parts' bounded relations, then the join's rows
+        for part in table.private_parts:
+            lines.append(f"  {bounded_name(part)} := {render(bounded_select(part, source_name(part)), dialect)}")
+        relations = {t.name: bounded_name(t) for t in table.private_parts} | {t.name: source_name(t) for t in table.public_tables}
+        lines.append(f"  {source_name(table)} := {render(joined_select(table, relations), dialect)}")
+    for step in bounding_steps(table, source_name(table), bounded_name(table), bounded_heavy_name(table)):
+        lines.append(f"  {step.table} := {render(step.sql, dialect)}" if step.table else f"  {render(step.sql, dialect)}")
+    if keys:
+        name = keyed_name(table, keys)
+        lines.append(f"  {name}_heavy := {render(key_heavy_select(table, bounded_name(table), keys), dialect)}")
+        lines.append(f"  {name} := {render(keyed_select(table, bounded_name(table), keys, f'{name}_heavy'), dialect)}")
+    if len(_RELATION_LINES) >= _RELATION_LINES_MAX:
+        _RELATION_LINES.clear()
+    _RELATION_LINES[slot] = (table, tuple(lines))
+    return tuple(lines)
 
 
 def engine_relation_keys(plan: Plan) -> tuple[str, ...]:

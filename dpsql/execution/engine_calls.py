@@ -11,9 +11,8 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import numpy
 from sqlglot import exp
 
 from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name, keyed_name
@@ -21,6 +20,9 @@ from dpsql.catalog.model import Table
 from dpsql.errors import Error
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import RandomSource
+
+if TYPE_CHECKING:
+    import numpy
 
 SEED_BOUND = 2**62
 
@@ -83,24 +85,29 @@ class EngineCalls:
             job.thread.start()
 
     def preparation_state(self, table: Table) -> str:
-        """For EXPLAIN: how the table's bounded relation is (being) built (no data: timing only)."""
+        """For EXPLAIN: how the table's bounded relation is (being) built (no data: timing only).
+
+        With a database shared by the process's sessions (the server) the text is the same
+        whatever exists: whether a relation is built would show what other connections ran
+        (backend/shared_duckdb.py)."""
+        if self.engine.shared is not None:
+            if isinstance(table, JoinedTable):
+                return ("built once for this analyst's connections, by the first of their queries that reads it (other "
+                        "analysts build their own)")
+            return "shared by every connection of this process: built at startup, or by the first query that reads it"
         job = self._preparing.get(table.name)
         if job is not None and job.thread.is_alive():
             return "being prepared in the background since connect (the query waits for the rest)"
-        if self.engine.shared is not None:
-            if self.engine.has_relation(bounded_name(table)):
-                return "prepared once for every connection of this process (shared)"
-            return "built once for every connection of this process, by the first query that reads it (shared)"
         if self.engine.has_relation(bounded_name(table)):
             return "prepared at connect" if table.name in self.prepared_at_connect else "prepared by an earlier query"
         return "built by the first query that reads it"
 
     def keyed_state(self, table: Table, keys: tuple[str, ...]) -> str:
-        """For EXPLAIN: whether the keyed relation of a grouping exists yet (no data: timing only)."""
+        """For EXPLAIN: whether the keyed relation of a grouping exists yet (no data: timing only);
+        with a shared database, the same text whatever exists (see preparation_state)."""
         if self.engine.shared is not None:
-            if self.engine.has_relation(keyed_name(table, keys)):
-                return "built by an earlier query (shared by every connection of this process)"
-            return "built by the first query that groups by these columns, after the bounded relation (once per process: shared)"
+            return ("built once for this analyst's connections, by the first of their queries that groups by these "
+                    "columns, after the bounded relation (other analysts build their own)")
         if self.engine.has_relation(keyed_name(table, keys)):
             return "built by an earlier query"
         return "built by the first query that groups by these columns, after the bounded relation (once per session)"

@@ -21,7 +21,7 @@ from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.compiled_post import CompiledPost
-from dpsql.execution.median_layer import MedianMechanismLayers
+from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.post_run import describe_post, run_post
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
 from dpsql.ir.query import ColumnRef, PublicQuery
@@ -73,11 +73,11 @@ class Executor:
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
-        accountant (epsilon at the budget's delta), and how many such queries fit now. A read of the
-        ledger's costs and the budget: public facts, nothing is spent."""
+        privacy filter (the smallest epsilon at which it still holds the charges), and how many such
+        queries fit now. A read of the ledger's costs and the budget: public facts, nothing is spent."""
         charger, total = self.charger, self.charger.total()
         after = charger.spent_after(cost)
-        line = (f"Budget after this query ({charger.accountant} accountant): epsilon {fmt(after.epsilon)} spent at delta "
+        line = (f"Budget after this query ({charger.accountant} privacy filter): epsilon {fmt(after.epsilon)} spent at delta "
                 f"{float(total.delta):.3g}, of epsilon {fmt(total.epsilon)}")
         more = charger.more(cost)
         if more == 0:

@@ -1,6 +1,6 @@
 """The Median Mechanism layers' orchestration: one per enabled table, asked before the ordinary path.
 
-`MedianMechanismLayers.take(compiled)` returns a NoisyResult when the layer answers the query,
+`MedianMechanismLayers.take(compiled)` (execution/layers.py, the session's hook) returns a NoisyResult when the layer answers the query,
 or None when the ordinary per-query path should (the table has no layer, the query is not
 measurable over X, the calibration gives too few hard slots, the reservation does not fit the
 budget, or the layer has halted with `after_halt = "laplace"`). Every one of these decisions
@@ -33,7 +33,7 @@ from dpsql.backend.mmsql import (
     histogram_select,
     mask_select,
 )
-from dpsql.catalog.model import MedianMechanismConfig, Policy, Table
+from dpsql.catalog.model import MedianMechanismConfig, Table
 from dpsql.errors import (
     BudgetExhaustedError,
     MedianMechanismHaltedError,
@@ -49,7 +49,7 @@ from dpsql.mechanisms.median_mechanism.model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration
-from dpsql.planner.measurable import MMQuery, measurable
+from dpsql.planner.measurable import MMQuery
 from dpsql.result import NoisyResult
 
 MASK_CACHE_BYTES = 64 * 2**20
@@ -255,7 +255,7 @@ class TableLayer:
                 return [head + f"halted after {self.calibration.cap} hard answers; this query renews it: a new reservation "
                         f"(epsilon {_fmt(renewal.epsilon)}) with the learned public model kept (session chaining)"]
             after = ("refused (after_halt = \"refuse\")" if self.config.after_halt == "refuse"
-                     else f"answered by the plan above with per-query noise, charged as shown under the {accountant} accountant")
+                     else f"answered by the plan above with per-query noise, charged as shown under the {accountant} privacy filter")
             return [head + f"halted after {self.calibration.cap} hard answers; this query is {after}"]
         cal = self.calibration
         lines = [head + "answers this query instead of the plan above; no cost beyond the reservation"]
@@ -264,8 +264,8 @@ class TableLayer:
                      "(values outside a range or bins clamped; NULL, NaN and undeclared values in the NULL cell)")
         charged = "charged in this session" if self.core is not None else "charged on the first answer"
         budget = f"epsilon {_fmt(cal.epsilon)}" + (f", delta {float(cal.delta):.3g} (rho {_fmt(cal.rho)})" if cal.mode == "zcdp" else "")
-        lines.append(f"  Reservation: {budget}, once per session ({charged}); composed under the {accountant} accountant"
-                     + (" through its parts (discrete Gaussians and pure sparse-vector rounds)" if cal.mode == "zcdp" and accountant == "pld" else ""))
+        lines.append(f"  Reservation: {budget}, once per session ({charged}); admitted by the {accountant} privacy filter"
+                     + (" at its rho" if cal.mode == "zcdp" and accountant != "basic" else ""))
         noise = (f"discrete Gaussian sigma {_fmt(math.sqrt(float(cal.warm_sigma2)))}" if cal.mode == "zcdp"
                  else f"discrete Laplace scale {_fmt(cal.warm_scale)}") if plan.axes else "none"
         lines.append(f"  Measurement: noisy {plan.measurement} ({len(plan.axes)} vector(s), {noise} per cell), released once")
@@ -285,7 +285,7 @@ class TableLayer:
         lines.append(f"  Answers: easy = the learned model's answer (free, +-{cal.accuracy} at 95%); hard = COUNT + fresh {answer} "
                      f"(+-{cal.answer_ci95}), then a multiplicative-weights update; repeat = the released answer again")
         after = {"refuse": "refused", "renew": "a new reservation that keeps the learned model (session chaining)"}.get(
-            self.config.after_halt, f"the plan above with per-query noise under the {accountant} accountant")
+            self.config.after_halt, f"the plan above with per-query noise under the {accountant} privacy filter")
         lines.append(f"  Hard slots: {self.slots_left} of {cal.cap} left; after they are used: {after}")
         width = measured_width(self.domain, self.core.measured_plan if self.core is not None else plan, shape)
         this = ("a repeat: the released answer, no data read" if repeat
@@ -301,82 +301,3 @@ def _domain_text(domain: Any) -> str:
     if domain.kind == "range":
         return f"{domain.column} ({domain.values[0]}..{domain.values[-1]} + NULL)"
     return f"{domain.column} ({domain.size - 1} values + NULL)"
-
-
-class MedianMechanismLayers:
-    """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
-
-    def __init__(self, policy: Policy, engine: EngineCalls, rng: RandomSource, charger: Charger) -> None:
-        self._policy = policy
-        self._engine = engine
-        self._rng = rng
-        self._charger = charger
-        self._layers: dict[str, TableLayer] = {}
-        self._lock = threading.Lock()  # EXPLAIN and cost_of may run outside the session's lock
-
-    def layer(self, table: str) -> TableLayer | None:
-        """The layer of a table in this session (created on first use), or None."""
-        declared = self._policy.table(table)
-        if declared is None or declared.median_mechanism is None:
-            return None
-        with self._lock:
-            if declared.name not in self._layers:
-                self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
-                                                         self._charger)
-            return self._layers[declared.name]
-
-    def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:
-        if not isinstance(compiled, CompiledQuery):
-            return None
-        bound = compiled.plan.query
-        layer = self.layer(bound.table.name)
-        if layer is None:
-            return None
-        return layer, measurable(bound, layer.config)
-
-    def take(self, compiled: object) -> NoisyResult | None:
-        """The layer's answer to a compiled query, or None for the ordinary per-query path."""
-        routed = self._route(compiled)
-        if routed is None:
-            return None
-        layer, query = routed
-        if isinstance(query, str):
-            return None
-        if layer.status() in ("disabled", "unaffordable"):
-            layer.warn_disabled()
-            return None
-        shape = layer.shape(query)
-        if shape is None:
-            return None
-        assert isinstance(compiled, CompiledQuery)
-        return layer.answer(compiled, query, shape)
-
-    def cost_of(self, compiled: object) -> PrivacyCost | None:
-        """What executing would charge when the layer takes the query (its reservation on first use,
-        else nothing); None when the ordinary path would answer. Public state only, no data."""
-        routed = self._route(compiled)
-        if routed is None:
-            return None
-        layer, query = routed
-        if isinstance(query, str):
-            return None
-        if layer.status() in ("disabled", "unaffordable"):
-            return None
-        shape = layer.shape(query)
-        if shape is None:
-            return None
-        if layer.core is None:
-            return layer.calibration.cost
-        if layer.renewing(shape):
-            return plan_for(layer.config, layer.table.max_rows, True).calibration.cost
-        if layer.core.cached(shape) is None and layer.halted:
-            return None
-        return PrivacyCost.zero()
-
-    def explain_lines(self, compiled: object) -> list[str]:
-        """EXPLAIN lines about the layer for this query (none for tables without a layer)."""
-        routed = self._route(compiled)
-        if routed is None:
-            return []
-        layer, query = routed
-        return layer.explain(query)

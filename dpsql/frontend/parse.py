@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dpsql.errors import ParameterError, Span, SqlSyntaxError, UnsupportedQueryError
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import at, keyword_span
 
 StatementKind = Literal["select", "explain", "set", "other"]
@@ -55,9 +55,32 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
             hint="send the statements one at a time",
         )
     tree = bind_parameters(trees[0], parameters, sql)
+    check_numbers(tree, sql)
     if kind != "explain":
         kind = "select" if isinstance(tree, exp.Query) else "set" if isinstance(tree, exp.Set) else "other"
     return ParsedStatement(kind=kind, tree=tree, sql=sql)
+
+
+# A number's decimal exponent: DOUBLE reaches 10^308 (and 10^-324); beyond +-1,000 a literal is
+# out of every engine's range, and reading it exactly (as bounds and domains do, with Fraction)
+# would expand the exponent into that many digits: `1e99999999` took minutes of analysis.
+MAX_EXPONENT = 1000
+_EXPONENT = re.compile(r"[eE]([+-]?)(\d+)$")
+
+
+def check_numbers(tree: exp.Expr, sql: str) -> None:
+    """DP100 for a number literal whose exponent is beyond +-MAX_EXPONENT (before any analysis).
+    Privacy options and SET values are read as text and refused by their own rule (DP120)."""
+    for node in tree.find_all(exp.Literal):
+        if node.is_string or node.find_ancestor(exp.Set, PrivacyOptions) is not None:
+            continue
+        match = _EXPONENT.search(str(node.this))
+        if match and (len(match.group(2)) > 4 or int(match.group(2)) > MAX_EXPONENT):
+            where = sql.find(str(node.this))
+            raise SqlSyntaxError(f"the number {str(node.this)[:24]} is out of range (its exponent is beyond "
+                                 f"+-{MAX_EXPONENT:,})", code="DP100",
+                                 span=at(sql, where, where + len(str(node.this))) if where >= 0 else None, sql=sql,
+                                 hint="write a number an engine can hold (DOUBLE reaches about 1.8e308)")
 
 
 def parse_tree(sql: str) -> exp.Expr | None:

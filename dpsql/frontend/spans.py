@@ -14,15 +14,16 @@ from sqlglot import exp
 from dpsql.errors import Span
 
 
-def span_of(node: exp.Expr, sql: str) -> Span | None:
-    """The span of `node` in `sql`, or None when it cannot be located."""
+def span_of(node: exp.Expr, sql: str, name: str | None = None) -> Span | None:
+    """The span of `node` in `sql`, or None when it cannot be located. `name`: the function's
+    name as the analyst spells it, where sqlglot's differs (regexp_matches is REGEXP_LIKE)."""
     starts, ends = [], []
     for leaf in node.find_all(exp.Identifier):
         meta = leaf.meta
         if "start" in meta and "end" in meta:
             starts.append(meta["start"])
             ends.append(meta["end"] + 1)
-    name = _function_name(node)
+    name = name or _function_name(node)
     if name:
         before = min(starts) if starts else len(sql)
         found = _last_match(rf"\b{re.escape(name)}\s*\(", sql, before)

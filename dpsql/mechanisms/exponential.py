@@ -83,8 +83,10 @@ class ExponentialQuantileSpec:
 
 
 def cost(spec: ExponentialQuantileSpec) -> PrivacyCost:
-    """(eps, 0)."""
-    return PrivacyCost.of(PrivacyLoss("approx_dp", "exponential", spec.epsilon, Fraction(0)))
+    """(eps, 0), and eps-bounded-range: the loss -ln(rho) (U(D, c) - U(D', c)) + ln(Z'/Z) moves by at
+    most eps over the outputs c (|U(D, c) - U(D', c)| <= Delta), so it is also eps^2 / 8-zCDP
+    (Cesar and Rogers 2021), which the zCDP filter reads."""
+    return PrivacyCost.of(PrivacyLoss("bounded_range", "exponential", spec.epsilon, Fraction(0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +273,7 @@ class ExponentialIQR:
     spec_type = ExponentialIQRSpec
 
     def cost(self, spec: ExponentialIQRSpec) -> PrivacyCost:
-        return PrivacyCost.of(PrivacyLoss("approx_dp", "exponential-iqr", spec.epsilon, Fraction(0)))
+        return PrivacyCost.of(PrivacyLoss("bounded_range", "exponential-iqr", spec.epsilon, Fraction(0)))
 
     def release(self, spec: ExponentialIQRSpec, raw: Histogram, rng: RandomSource) -> int:
         return iqr_release(spec, raw, rng)

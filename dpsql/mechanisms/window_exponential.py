@@ -444,8 +444,9 @@ def release_interval(spec: QuantileIntervalSpec, stats: OrderStatistics, rng: Ra
 
 
 def cost(spec: QuantileIntervalSpec | IQRIntervalSpec | WindowQuantileSpec, name: str) -> PrivacyCost:
-    """(eps, 0): basic composition of the draws, all pure."""
-    return PrivacyCost.of(PrivacyLoss("approx_dp", name, Fraction(spec.epsilon), Fraction(0)))
+    """(eps, 0): basic composition of the draws, all pure; each draw is bounded-range (its clipped
+    score moves by at most Delta), so the whole is also eps^2 / 8-zCDP (Cesar and Rogers 2021)."""
+    return PrivacyCost.of(PrivacyLoss("bounded_range", name, Fraction(spec.epsilon), Fraction(0)))
 
 
 class WindowExponentialQuantile:

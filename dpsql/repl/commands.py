@@ -119,9 +119,9 @@ def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining:
             (("total", total), ("spent", spent), ("remaining", remaining))]
     lines = [f"Budget of analyst {analyst}:", *aligned(["", "epsilon", "delta"], rows, [False, True, True])]
     if accountant is not None and accountant != "basic":
-        # Composed spending is less than the sum of the per-query epsilons listed below.
-        lines.append(f"spent: the {accountant} accountant's epsilon at delta {number(total.delta)} over all charges "
-                     "(each query's own epsilon sets its noise)")
+        # What the filter holds the charges to is less than the sum of the per-query epsilons below.
+        lines.append(f"spent: the smallest epsilon at which the {accountant} privacy filter holds all charges at delta "
+                     f"{number(total.delta)} (each query's own epsilon sets its noise)")
     if queries_left is not None:
         lines.append(f"{more_text(queries_left)} more queries like the last one fit")
     share = float(spent.epsilon / total.epsilon) if total.epsilon else 1.0

@@ -26,7 +26,6 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
-from dpsql.accounting.accountant import preload as preload_accountant
 from dpsql.accounting.ledger import Ledger, open_ledger, redact
 from dpsql.session import Session, SessionOptions, choose_ledger, open_shared, start_spark
 
@@ -97,13 +96,7 @@ def build_context(config: ServerConfig, policy: Policy | None = None) -> ServerC
     # (not once per login: BI tools open pools of connections and reconnect often), starting now
     # in the background; each connection reads it through its own DuckDB connection.
     shared = open_shared(loaded, config.database) if config.engine == "duckdb" else None
-    # The PLD accountant's library is imported on first use (0.6-1.2 s): in the background now,
-    # not inside the first connection's first budget report.
-    preloading = threading.Thread(target=preload_accountant, name="dpsql-preload", daemon=True)
-    preloading.start()
-
     def close() -> None:
-        preloading.join()  # an import cut short by the interpreter's exit could abort it
         if shared is not None:
             shared.close()
 

@@ -209,10 +209,23 @@ def _run(sql: str, policy: Path, people: pd.DataFrame) -> str:
         connection.close()
 
 
+def _tally(outcomes: list[tuple[str, str]]) -> tuple[str, int, int]:
+    """(summary, query sentences answered, query sentences): SET statements are not queries."""
+    counts = collections.Counter(outcome for _, outcome in outcomes)
+    kinds = collections.Counter(f"{sql.split()[0].lower()}:{'answered' if outcome == 'answered' else 'refused'}"
+                                for sql, outcome in outcomes)
+    queries = [(sql, outcome) for sql, outcome in outcomes if sql.split()[0].lower() != "set"]
+    answered = sum(outcome == "answered" for _, outcome in queries)
+    return f"{len(outcomes)} sentences: {dict(counts)}; by statement: {dict(kinds)}", answered, len(queries)
+
+
 def test_generated_sentences_are_answered_or_semantically_refused(policy_file: Path) -> None:
+    # Exploration: any disagreement between the grammar and the engine (a syntax error, a
+    # grammar-level code, a traceback) fails. Hypothesis's generation adapts to what it has run
+    # and shifts with unrelated changes, so how many of ITS sentences are answered is not
+    # asserted here: the fixed sentences below measure that.
     people = generate_people(2000)
-    outcomes: list[str] = []
-    kinds: collections.Counter[str] = collections.Counter()
+    outcomes: list[tuple[str, str]] = []
 
     @settings(
         max_examples=EXAMPLES,
@@ -224,19 +237,32 @@ def test_generated_sentences_are_answered_or_semantically_refused(policy_file: P
     @given(sentences())
     def check(sql: str) -> None:
         assert parses(sql), f"from_lark produced a string the grammar does not parse: {sql!r}"
-        outcome = _run(sql, policy_file, people)  # any other exception propagates: a traceback fails
-        outcomes.append(outcome)
-        kinds[f"{sql.split()[0].lower()}:{'answered' if outcome == 'answered' else 'refused'}"] += 1
+        outcomes.append((sql, _run(sql, policy_file, people)))  # any other exception propagates: a traceback fails
 
     check()
-    counts = collections.Counter(outcomes)
-    answered = counts["answered"]
-    summary = f"{len(outcomes)} sentences: {dict(counts)}; by statement: {dict(kinds)}"
+    summary, _, _ = _tally(outcomes)
     print(summary)
     assert len(outcomes) >= EXAMPLES, summary
-    assert answered >= MIN_ANSWERED * len(outcomes), f"too few generated sentences are answered: {summary}"
-    queries_answered = kinds["select:answered"] + kinds["explain:answered"]
-    assert queries_answered >= MIN_ANSWERED * (sum(kinds.values()) - kinds["set:answered"] - kinds["set:refused"]), summary
+
+
+# 398 sentences drawn once from the grammar by the strategy above (tests/grammar/sentences.json):
+# a fixed sample, so the share answered is a property of the engine, not of the draw.
+FIXED = ROOT / "tests" / "grammar" / "sentences.json"
+
+
+def test_fixed_sentences_of_the_grammar_are_mostly_answered(policy_file: Path) -> None:
+    import json
+
+    people = generate_people(2000)
+    sentences_ = json.loads(FIXED.read_text(encoding="utf-8"))
+    assert len(sentences_) >= 300 and all(parses(sql) for sql in sentences_)
+    outcomes = [(sql, _run(sql, policy_file, people)) for sql in sentences_]
+    summary, answered, queries = _tally(outcomes)
+    print(summary)
+    # Today 122 of the 325 query sentences (37.5%) are answered (the rest get semantic refusals such as
+    # DP111 and DP114, which a context-free grammar cannot avoid): a drop below 30% means the
+    # engine started refusing sentences it answered.
+    assert answered >= MIN_ANSWERED * queries, summary
 
 
 # Found by the sentence generator: post-processing once overflowed BIGINT after the charge (DP300).

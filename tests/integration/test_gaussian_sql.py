@@ -57,8 +57,8 @@ def test_explain_shows_the_total_after_the_query_and_how_many_fit(connect, polic
     con = connect(policy_file(epsilon=1.0, delta=1e-6, default_epsilon=0.01, default_delta=0.0))
     lines = explain(con, "SELECT COUNT(*) FROM people")
     line = lines[lines.index(next(x for x in lines if x.startswith("Cost: "))) + 1]
-    # One COUNT at epsilon 0.01 (sensitivity 3): the PLD's epsilon at 1e-6 is at most 0.01.
-    assert line.startswith("Budget after this query (pld accountant): epsilon 0.0") and "at delta 1e-06, of epsilon 1;" in line
+    # One COUNT at epsilon 0.01 (sensitivity 3): the filter holds it at epsilon at most 0.01.
+    assert line.startswith("Budget after this query (adaptive privacy filter): epsilon 0.0") and "at delta 1e-06, of epsilon 1;" in line
     fit = int(line.split("; ")[1].split()[0])
     assert fit > 300 and con.queries_left is None
     con.execute("SELECT COUNT(*) FROM people").fetchone()

@@ -75,7 +75,7 @@ def test_first_answer_reserves_the_whole_budget_once(mm) -> None:  # type: ignor
     assert entry.params["mode"] == "pure" and entry.params["cap"] == layer_of(con).calibration.cap
     assert {"threshold", "threshold_scale", "query_scale", "answer_scale", "strategy", "measurement", "cells", "columns"} <= set(entry.params)
     after = con.budget
-    # One pure epsilon-2 term, read by the default PLD accountant at delta 1e-5: at most 2, barely less.
+    # One pure epsilon-2 term, read by the default filter (its basic class): exactly 2.
     assert 2.0 - 1e-4 <= before[0] - after[0] <= 2.0
 
 
@@ -167,7 +167,7 @@ def test_halting_then_laplace_fallback(mm, monkeypatch: pytest.MonkeyPatch) -> N
     assert info[0]["kind"] == "repeat"
     assert layer.core._data.reads == reads and calls == []  # the layer never reads data after halting
     text = "\n".join(r[0] for r in run(con, "EXPLAIN SELECT COUNT(*) FROM people WHERE age >= 20")[0])
-    assert "halted after" in text and "per-query noise" in text and "accountant" in text
+    assert "halted after" in text and "per-query noise" in text and "privacy filter" in text
 
 
 def test_halting_then_refusal_by_policy(mm) -> None:  # type: ignore[no-untyped-def]

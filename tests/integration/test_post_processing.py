@@ -167,3 +167,20 @@ def test_rollup_of_an_expression_hints_at_a_subquery_that_is_answered(people: pd
         rows = con.execute("SELECT band, COUNT(*) AS n FROM (SELECT age / 10 AS band FROM people) t "
                            "GROUP BY ROLLUP (band)").fetchall()
     assert rows and rows[-1][0] is None  # the rolled-up total row
+
+
+def test_budget_figures_after_a_post_processing_statement_describe_it(people: pd.DataFrame, policy_path: Path) -> None:
+    # A plain query at epsilon 0.1, then a UNION ALL of two releases (0.2 + 0.3): "queries left"
+    # and SHOW dpsql.budget must count statements like the UNION ALL just charged, not like the
+    # plain query before it (which is what they said when post-processing charges were not counted).
+    union = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.2) COUNT(*) AS n FROM people UNION ALL "
+             "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.3) COUNT(*) AS n FROM people WHERE age > 40")
+    with connect(people, policy_path) as con:
+        con.execute("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM people").fetchall()
+        after_plain = con.queries_left
+        con.execute(union).fetchall()
+        charged = con.ledger()[-1].cost
+        assert charged.epsilon == Fraction(1, 2)
+        remaining = con.session.remaining.epsilon
+        assert con.queries_left == int(remaining // charged.epsilon) != int(remaining // Fraction(1, 10))
+        assert after_plain == int((remaining + charged.epsilon) // Fraction(1, 10))

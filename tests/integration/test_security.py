@@ -161,7 +161,7 @@ def test_budget_exhaustion_raises_before_the_engine_runs(connect, policy_file, m
     con = connect(policy_file(epsilon=0.3), random_seed=1)
     for _ in range(3):
         con.execute("SELECT COUNT(*) FROM people")  # 3 x 0.1 = 0.3 exactly (Fractions)
-    assert con.budget[0] == 0.0
+    assert con.budget[0] < 1e-4  # the filter holds them at a hair under 0.3 (its delta share); nothing of 0.1 fits
     calls = forbid_engine(con, monkeypatch)
     for sql in ("SELECT COUNT(*) FROM people",
                 "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.000001) SUM(age) FROM people",

@@ -312,7 +312,7 @@ def test_transactions_are_no_ops(engine: sa.Engine, data_dir: Path) -> None:
     with engine.connect() as conn:
         conn.execute(sa.text("SELECT COUNT(*) FROM people")).all()
         conn.rollback()  # must not raise, and refunds nothing
-        assert conn.connection.dbapi_connection.budget[0] == pytest.approx(9.8)
+        assert conn.connection.dbapi_connection.budget[0] == pytest.approx(9.8, abs=1e-4)  # two charges of 0.1 (a hair less at the filter's delta share)
         assert conn.get_isolation_level() == "AUTOCOMMIT"
     raw = dpsql.connect(policy=data_dir / "policy.toml")
     with pytest.raises(dpsql.NotSupportedError):  # the DB-API itself still says charges are final

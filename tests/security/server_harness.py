@@ -29,10 +29,11 @@ PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 _LISTENING = re.compile(r"listening on [\d.]+:(\d+)")
 
 
-def policy_text(source: str, server: str = "") -> str:
-    """The test policy: the demo tables over `source`, two analysts, and a [server] table."""
+def policy_text(source: str, server: str = "", extra: str = "") -> str:
+    """The test policy: the demo tables over `source`, two analysts, a [server] table, and `extra`
+    TOML (more tables)."""
     analysts = "\n".join(f'[analysts.{name}]\npassword = "{make_verifier(pw)}"\n' for name, pw in PASSWORDS.items())
-    return make_policy_text(source=source, extra=analysts + ("\n[server]\n" + server if server else ""))
+    return make_policy_text(source=source, extra=analysts + ("\n[server]\n" + server if server else "") + extra)
 
 
 @dataclass
@@ -70,13 +71,23 @@ class ServerProcess:
         return err.decode("utf-8", "replace")
 
 
-def start_server(directory: Path, people: pd.DataFrame, server: str = "", extra_args: tuple[str, ...] = ()) -> ServerProcess:
-    """Write the data and policy into `directory` and start the server on a free port."""
-    write_parquet(people, directory / "people.parquet")
+def start_server(directory: Path, people: pd.DataFrame | None, server: str = "", extra_args: tuple[str, ...] = (),
+                 prelude: str = "", tables: dict[str, pd.DataFrame] | None = None, extra_policy: str = "") -> ServerProcess:
+    """Write the data and policy into `directory` and start the server on a free port.
+
+    `people` None: `directory/people.parquet` is already written (a large table written by DuckDB).
+    `prelude`: Python run in the server process before the CLI (a negative control's deliberately
+    broken build, such as a rule taken out); the real `dpsql serve` otherwise. `tables`: more
+    frames, each written to `<name>.parquet` (declare them in `extra_policy`)."""
+    if people is not None:
+        write_parquet(people, directory / "people.parquet")
+    for name, frame in (tables or {}).items():
+        write_parquet(frame, directory / f"{name}.parquet")
     policy = directory / "policy.toml"
-    policy.write_text(policy_text("people.parquet", server), encoding="utf-8")
+    policy.write_text(policy_text("people.parquet", server, extra_policy), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "dpsql", "serve", "--policy", str(policy), "--port", "0",
+    entry = ["-c", f"{prelude}\nimport sys\nfrom dpsql.cli import main\nsys.exit(main())"] if prelude else ["-m", "dpsql"]
+    command = [sys.executable, *entry, "serve", "--policy", str(policy), "--port", "0",
                "--ledger", str(directory / "ledger.sqlite"), *extra_args]  # fmt: skip
     process = subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.stderr is not None

@@ -38,12 +38,12 @@ def spend_then_reopen(connect, policy: Path, ledger: Path | None) -> tuple[float
 
 def test_a04_reconnecting_does_not_reset_the_budget(connect, policy_file, tmp_path: Path) -> None:
     before, after = spend_then_reopen(connect, policy_file(epsilon=1.0), tmp_path / "ledger.sqlite")
-    assert before == after == pytest.approx(0.7, abs=1e-12)
+    assert before == after == pytest.approx(0.7, abs=1e-4)  # 3 x 0.1 (a hair less at the filter's delta share)
 
 
 def test_a04_negative_control_an_in_memory_ledger_resets(connect, policy_file) -> None:
     before, after = spend_then_reopen(connect, policy_file(epsilon=1.0), None)
-    assert before == pytest.approx(0.7) and after == 1.0  # what the test above rules out
+    assert before == pytest.approx(0.7, abs=1e-4) and after == 1.0  # what the test above rules out
 
 
 def test_a04_an_exhausted_budget_stays_exhausted_after_reconnect(connect, policy_file, tmp_path: Path, monkeypatch) -> None:

@@ -1,4 +1,6 @@
-"""The accountants never under-state what a history spent, and PLD is much tighter than basic.
+"""The reference accountants never under-state what a fixed history spent, and PLD is much tighter
+than basic. (The ledger decides with the filters of dpsql.accounting.filters; these compositions are
+what the filters are measured against.)
 
 The reference is an exact, independent computation: a discrete Laplace release of sensitivity 1
 has exactly two privacy-loss values (+-1/scale), so it is randomized response at epsilon 1/scale,
@@ -270,14 +272,17 @@ def test_the_pld_check_by_delta_agrees_with_epsilon_at_delta() -> None:
         base = base.add([laplace(Fraction(1, 100))])
 
 
-def test_the_policy_chooses_the_accountant_and_defaults_to_pld(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_policy_chooses_the_filter_and_defaults_to_adaptive(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from dpsql.catalog.loader import load_policy
     from dpsql.demo.people import policy_text
     from dpsql.errors import CatalogError
 
     text = policy_text(None)
     (tmp_path / "a.toml").write_text(text, encoding="utf-8")
-    assert load_policy(tmp_path / "a.toml").budget.accountant == "pld"
+    assert load_policy(tmp_path / "a.toml").budget.accountant == "adaptive"
+    # "pld" in an older policy names the valid default, never the natural PLD filter.
+    (tmp_path / "p.toml").write_text(text.replace("[budget]", '[budget]\naccountant = "pld"', 1), encoding="utf-8")
+    assert load_policy(tmp_path / "p.toml").budget.accountant == "adaptive"
     for name in ("zcdp", "basic"):
         (tmp_path / "b.toml").write_text(text.replace("[budget]", f'[budget]\naccountant = "{name}"', 1), encoding="utf-8")
         assert load_policy(tmp_path / "b.toml").budget.accountant == name

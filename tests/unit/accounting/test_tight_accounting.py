@@ -1,8 +1,7 @@
-"""The tight accountant's speed-ups never change what it admits, and stay sound for Gaussian terms.
+"""The reference PLD composition stays sound for Gaussian terms; the ledger's filter counts
+("queries left") are exact and the ledger admits exactly that many.
 
-- A composition depends on its multiset of terms alone (however it was built), so a ledger
-  rebuilt from grouped rows, extended one charge at a time, or certified by a known-fitting
-  superset admits exactly the charges the accountant computes.
+- A composition depends on its multiset of terms alone (however it was built).
 - Soundness for random mixes of discrete Laplace, discrete Gaussian and (epsilon, delta) terms:
   the PLD epsilon is <= dp-accounting's RDP accountant (an independent upper bound), <= basic
   composition, and >= the exact closed form of k-fold pure epsilon composition; a negative
@@ -21,6 +20,7 @@ import pytest
 
 from dpsql.accounting.accountant import accountant
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.ledger import open_ledger
 from dpsql.errors import BudgetExhaustedError
 from dpsql.mechanisms.gaussian import GaussianSpec, cost as gaussian_cost
@@ -130,23 +130,22 @@ def test_headroom_is_the_largest_count_that_fits(name: str) -> None:
 
 def _charge(led, cost: PrivacyCost, analyst: str = "alice", budget: PrivacyCost = BUDGET) -> None:  # type: ignore[no-untyped-def]
     led.charge(analyst=analyst, session="s", query="q", plan_hash="h", mechanism="laplace",
-               params={"losses": [x.record() for x in cost.losses]}, cost=cost, budget=budget, accountant="pld")
+               params={"losses": [x.record() for x in cost.losses]}, cost=cost, budget=budget, accountant="adaptive")
 
 
 def test_more_counts_down_exactly_and_the_ledger_admits_that_many(tmp_path: Path) -> None:
     count = PrivacyCost.of(laplace(Fraction(1, 100)))
     with open_ledger(tmp_path / "l.db") as led:
-        first = led.more("alice", count, BUDGET, "pld")
+        first = led.more("alice", count, BUDGET, "adaptive")
         _charge(led, count)
-        assert led.more("alice", count, BUDGET, "pld") == first - 1
+        assert led.more("alice", count, BUDGET, "adaptive") == first - 1
         for _ in range(first - 1):
             _charge(led, count)
-        assert led.more("alice", count, BUDGET, "pld") == 0
+        assert led.more("alice", count, BUDGET, "adaptive") == 0
         with pytest.raises(BudgetExhaustedError):
             _charge(led, count)
-    fresh = accountant("pld").empty()
-    assert fresh.add([laplace(Fraction(1, 100))], first).fits(BUDGET)
-    assert not fresh.add([laplace(Fraction(1, 100))], first + 1).fits(BUDGET)
+    chosen, kind = Filter("adaptive", BUDGET), charge_of(count.losses)
+    assert chosen.admits(History().add(kind, first)) and not chosen.admits(History().add(kind, first + 1))
 
 
 def test_a_known_fitting_superset_is_not_reused_for_another_budget(tmp_path: Path) -> None:
@@ -157,22 +156,6 @@ def test_a_known_fitting_superset_is_not_reused_for_another_budget(tmp_path: Pat
             _charge(led, count)  # certified under (1, 1e-6): hundreds more would fit
         with pytest.raises(BudgetExhaustedError):
             _charge(led, count, budget=small)  # 11 x 0.01 > 0.05 under any accountant
-
-
-def test_negative_control_a_certificate_ignoring_the_budget_overspends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dpsql.accounting import ledger as ledger_module
-
-    count = PrivacyCost.of(laplace(Fraction(1, 100)))
-    small = PrivacyCost(Fraction(1, 20), DELTA)
-    with open_ledger(tmp_path / "l.db") as led:
-        for _ in range(10):
-            _charge(led, count)
-        broken = next(iter(led._known.values()))  # (the known-fitting multiset, capped) per kind
-        monkeypatch.setattr(ledger_module.Ledger, "_remember", lambda *a, **k: None)
-        led._known = {("alice", "pld", small.epsilon, small.delta): broken}  # the big budget's certificates
-        _charge(led, count, budget=small)  # accepted: the broken cache overspends, which the test above catches
-        assert len(led.entries("alice")) == 11
-    assert not accountant("pld").empty().add([laplace(Fraction(1, 100))], 11).fits(small)
 
 
 def test_an_old_ledger_file_is_read_and_extended(tmp_path: Path) -> None:
@@ -190,7 +173,8 @@ def test_an_old_ledger_file_is_read_and_extended(tmp_path: Path) -> None:
                         "delta_num, delta_den) VALUES ('alice', 'old', 0, 'SELECT COUNT(*) FROM t', 'h', 'laplace', "
                         "'{\"kind\": \"laplace\", \"scale\": \"100\"}', '1', '100', '0', '1')", [()] * 200)
     count = PrivacyCost.of(laplace(Fraction(1, 100)))
-    expected = accountant("pld").empty().add([approx(Fraction(1, 100))], 200).headroom([laplace(Fraction(1, 100))], BUDGET)
+    old = History().add(charge_of((PrivacyLoss("approx_dp", "ledger", Fraction(1, 100)),)), 200)
+    expected = Filter("adaptive", BUDGET).more(old, charge_of(count.losses), 10**6)
     with open_ledger(path) as led:
         assert len(led.entries("alice")) == 200
         n = 0
@@ -212,9 +196,13 @@ def test_a_count_above_the_limit_reads_at_least_and_below_it_is_exact(tmp_path: 
     small = PrivacyCost.of(laplace(Fraction(1, 100)))
     with open_ledger(tmp_path / "l.db") as led:
         _charge(led, count)
-        assert led.more("alice", count, BUDGET, "pld") == MORE_LIMIT  # shown as "at least 1000"
-        exact = accountant("pld").empty().add([laplace(Fraction(1, 1000))]).headroom([laplace(Fraction(1, 100))], BUDGET)
-        assert exact < MORE_LIMIT and led.more("alice", small, BUDGET, "pld") == exact
+        assert led.more("alice", count, BUDGET, "adaptive") == MORE_LIMIT  # shown as "at least 1000"
+        history = History().add(charge_of(count.losses))
+        exact = Filter("adaptive", BUDGET).more(history, charge_of(small.losses), 10**6)
+        assert 0 < exact < MORE_LIMIT and led.more("alice", small, BUDGET, "adaptive") == exact
+        chosen = Filter("adaptive", BUDGET)
+        assert chosen.admits(history.add(charge_of(small.losses), exact))
+        assert not chosen.admits(history.add(charge_of(small.losses), exact + 1))
 
 
 def test_pld_is_capped_by_the_zcdp_bound_where_the_grid_over_states() -> None:

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from sqlglot import exp
 
-from dpsql.backend.bounding import IN_PLACE, bounding_steps
+from dpsql.backend.bounding import bounding_steps
 from dpsql.backend.dialects import render
 from dpsql.backend.sqlgen import ROW_RANK, bounded_select, fixed_point_name, fixed_point_units, rank_by_hash, seed_placeholder
 from dpsql.catalog.loader import policy_from_dict
@@ -89,49 +89,53 @@ def test_prepared_fixed_point_column() -> None:
     assert nulls == (4,)  # NULL, NaN, +inf, -inf
 
 
-# --- the two plans of backend/bounding.py --------------------------------------------------------
+# --- the plan of backend/bounding.py ----------------------------------------------------------
 
-def built(con: duckdb.DuckDBPyConnection, capabilities: frozenset[str], seed: int, name: str) -> list[tuple]:
+def built(con: duckdb.DuckDBPyConnection, seed: int, name: str) -> list[tuple]:
     """Run bounding_steps as Engine.ensure_bounded does; the bounded relation's rows, sorted."""
-    for step in bounding_steps(TABLE, "src", name, f"{name}_heavy", capabilities):
+    for step in bounding_steps(TABLE, "src", name, f"{name}_heavy"):
         params = {"seed": seed} if step.seeded else {}
-        if step.table is not None:
-            con.execute(render(exp.Create(this=exp.to_identifier(step.table, quoted=True), kind="TABLE", replace=True,
-                                          expression=step.sql, properties=exp.Properties(expressions=[exp.TemporaryProperty()])),
-                               "duckdb"), params)
-        else:
-            con.execute(render(step.sql, "duckdb"), params)
+        assert step.table is not None, "every step creates a table: nothing is deleted or inserted afterwards"
+        con.execute(render(exp.Create(this=exp.to_identifier(step.table, quoted=True), kind="TABLE", replace=True,
+                                      expression=step.sql, properties=exp.Properties(expressions=[exp.TemporaryProperty()])),
+                           "duckdb"), params)
     return sorted(con.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
 
 
+def stored_rows(con: duckdb.DuckDBPyConnection, name: str) -> tuple[int, int]:
+    """(rows a scan returns, rows DuckDB stores): they differ when deleted rows left markers."""
+    stored = con.execute("SELECT estimated_size FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()
+    assert stored is not None
+    return con.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0], stored[0]
+
+
 @pytest.mark.parametrize("seed", [1, 2])
-def test_in_place_plan_keeps_the_same_rows(con: duckdb.DuckDBPyConnection, seed: int) -> None:
-    # DuckDB copies once, then deletes the heavy persons' rows and inserts their ranked ones: the
-    # same multiset of rows (with the fixed-point columns) as the portable plan, for each seed.
-    portable = built(con, frozenset(), seed, "b_portable")
-    in_place = built(con, frozenset({IN_PLACE}), seed, "b_in_place")
-    assert in_place == portable
-    assert len(portable) == len(rows(con, everybody_ranked(), seed))
-    assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name = 'b_in_place_heavy_rows'").fetchall()
+def test_the_plan_keeps_the_ranked_rows_and_writes_them_once(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    # The same multiset of rows (with the fixed-point columns) as the single bounded_select, for
+    # each seed, in a table that holds exactly its rows: no deletion markers for scans to skip.
+    rows_built = built(con, seed, "b_plan")
+    assert rows_built == rows(con, bounded_select(TABLE, "src"), seed)
+    assert len(rows_built) == len(rows(con, everybody_ranked(), seed))
+    kept, stored = stored_rows(con, "b_plan")
+    assert kept == stored == len(rows_built)
 
 
-def test_negative_control_in_place_without_the_delete(con: duckdb.DuckDBPyConnection) -> None:
-    # The comparison above sees a plan that forgets to remove the heavy persons' extra rows.
-    steps = [s for s in bounding_steps(TABLE, "src", "b_broken", "b_broken_heavy", frozenset({IN_PLACE}))
-             if not isinstance(s.sql, exp.Delete)]
-    for step in steps:
-        sql = step.sql if step.table is None else exp.Create(
-            this=exp.to_identifier(step.table, quoted=True), kind="TABLE", replace=True, expression=step.sql,
-            properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
-        con.execute(render(sql, "duckdb"), {"seed": 1} if step.seeded else {})
-    broken = sorted(con.execute('SELECT * FROM "b_broken"').fetchall(), key=repr)
-    assert broken != built(con, frozenset(), 1, "b_portable")
+def test_negative_control_deleted_rows_are_seen(con: duckdb.DuckDBPyConnection) -> None:
+    # The storage check above can fail: the same relation built the earlier way (a copy of every
+    # row, the heavy persons' rows deleted and their ranked rows inserted back) stores more rows
+    # than it returns.
+    built(con, 1, "b_marked")
+    con.execute('CREATE OR REPLACE TEMPORARY TABLE "b_marked_rows" AS SELECT * FROM "b_marked" WHERE "pid" IN (SELECT "pid" FROM "b_marked_heavy")')
+    con.execute('DELETE FROM "b_marked" WHERE "pid" IN (SELECT "pid" FROM "b_marked_heavy")')
+    con.execute('INSERT INTO "b_marked" SELECT * FROM "b_marked_rows"')
+    kept, stored = stored_rows(con, "b_marked")
+    assert kept == len(built(con, 1, "b_plan")) and stored > kept
 
 
-def test_a_build_interrupted_after_the_delete_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_build_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     # The engine registers the relation only after the last step, and its tables are CREATE OR
-    # REPLACE: a failure between DELETE and INSERT (an interrupt, a timeout) leaves nothing a
-    # query reads, and the next query rebuilds the same rows.
+    # REPLACE: a failure in the last step (an interrupt, a timeout) leaves nothing a query reads,
+    # and the next query rebuilds the same rows.
     import pandas
 
     from dpsql.backend.duckdb_engine import DuckDBEngine
@@ -141,20 +145,21 @@ def test_a_build_interrupted_after_the_delete_is_rebuilt_whole(monkeypatch: pyte
     frame = pandas.DataFrame({"pid": [1, 1, 1, 1, 1, 2, 3, 3], "x": [0.5, 1, 2, 3, 4, 5, 6, 7], "s": list("abcdefgh")})
     engine = DuckDBEngine(POLICY, None, {"t": frame})
     backend = engine.backend
-    original = backend.execute
+    original = backend.materialize
     failed = []
 
-    def failing(sql: str, params: object = None) -> object:
-        if sql.startswith("INSERT") and not failed:
-            failed.append(sql)
+    def failing(name: str, *args: object, **kwargs: object) -> object:
+        if name == bounded_name(TABLE) and not failed:
+            failed.append(name)
             raise BackendFailure("interrupted")
-        return original(sql, params)  # type: ignore[arg-type]
+        return original(name, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(backend, "execute", failing)
+    monkeypatch.setattr(backend, "materialize", failing)
     with pytest.raises(EngineError):
         engine.ensure_bounded(TABLE, 7)
     assert failed and not engine.has_relation(bounded_name(TABLE))
     name = engine.ensure_bounded(TABLE, 7)
     kept = backend.connection.execute(f'SELECT pid, COUNT(*) FROM "{name}" GROUP BY pid ORDER BY pid').fetchall()
     assert kept == [(1, 3), (2, 1), (3, 2)]
+    assert stored_rows(backend.connection, name) == (6, 6)  # the engine's relation: written once
     engine.close()

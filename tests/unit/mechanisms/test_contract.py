@@ -91,7 +91,7 @@ EXAMPLES: dict[str, Example] = {
         1000, ("sparse vector (pure)", "threshold", "sensitivity 1", "hard answers", "epsilon 1")),
 }
 
-FAMILIES = {"discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp"}
+FAMILIES = ("discrete_laplace", "discrete_gaussian", "approx_dp", "zcdp", "bounded_range")
 
 
 class CountingSource:

@@ -126,11 +126,11 @@ def test_explain_command_spends_nothing(connect: Connect) -> None:
     assert not run_command("\\explain", session, ReplState()).ok
 
 
-def test_budget_text_names_a_composing_accountant() -> None:
+def test_budget_text_names_a_filter_other_than_basic() -> None:
     entries = [entry(1, "1/10", "SELECT COUNT(*) FROM people")]
     args = ("ann", PrivacyCost(10, Fraction(1, 100000)), PrivacyCost(Fraction(1, 20)), PrivacyCost(Fraction(199, 20)), entries)
-    assert "pld accountant's epsilon at delta 1e-05" in budget_text(*args, "pld")
-    assert "accountant" not in budget_text(*args, "basic") and "accountant" not in budget_text(*args)
+    assert "the adaptive privacy filter holds all charges at delta 1e-05" in budget_text(*args, "adaptive")
+    assert "filter" not in budget_text(*args, "basic") and "filter" not in budget_text(*args)
 
 
 def test_budget_text_marks_a_median_mechanism_reservation() -> None:

@@ -1,0 +1,33 @@
+"""Released values handed to DuckDB as list parameters, one per column, unnested in step.
+
+No DataFrame and no Arrow table: post-processing imports neither pandas nor pyarrow (DuckDB's
+Python client imports pandas as soon as a frame is registered). DuckDB types each list from its
+values; a column mixing Python types it cannot unify (a date and a number) goes as text, and the
+CAST to the released type that every caller applies turns it back, as the Arrow path did.
+"""
+
+from __future__ import annotations
+
+import decimal
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+_NUMBERS = frozenset({int, float, decimal.Decimal})
+_INT128 = 2**127
+
+
+def unnest_select(names: Sequence[str], parameters: Sequence[str]) -> exp.Select:
+    """SELECT UNNEST($p1) AS "name1", UNNEST($p2) AS "name2", ...: one row per list position."""
+    return exp.select(*[exp.alias_(exp.Unnest(expressions=[exp.Placeholder(this=p)]), n, quoted=True)
+                        for p, n in zip(parameters, names)])
+
+
+def list_values(values: list[Any]) -> list[Any]:
+    """The values as DuckDB converts one list: unchanged, or as text when their types do not unify."""
+    kinds = {type(v) for v in values if v is not None}
+    mixed = len(kinds) > 1 and not kinds <= _NUMBERS
+    too_wide = int in kinds and any(type(v) is int and not -_INT128 <= v < _INT128 for v in values)
+    if mixed or too_wide:
+        return [None if v is None else str(v) for v in values]
+    return values

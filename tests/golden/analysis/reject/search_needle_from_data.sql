@@ -1,0 +1,2 @@
+-- expect: DP125
+SELECT COUNT(*) FROM people WHERE contains(region, dept)
