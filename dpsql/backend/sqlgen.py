@@ -294,7 +294,9 @@ def keyed_select(table: Table, bounded: str, keys: tuple[str, ...], heavy: str) 
     Linf = 1), which is what the partition selection threshold is calibrated for. Applying the key
     bounding before the WHERE keeps this because the bound holds for the unfiltered rows and
     filtering is monotone. Released values are unchanged: they aggregate every bounded row that
-    passes the WHERE, with sensitivities from max_rows as before.
+    passes the WHERE, with sensitivities from max_rows as before. A derived key (GROUP BY
+    upper(region)) is keyed on the columns it reads, and two of p's kept tuples can give one key
+    value: engine_select then counts the distinct persons with a flagged row, not the flags.
 
     Utility. K(p) is chosen among all of p's keys, not only the ones matching the WHERE, and p
     counts for k only if r(p, k) matches: exact when the WHERE is constant over a person's rows
