@@ -194,8 +194,9 @@ def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
     if not needs_keyed(plan):
         return ()
     # A derived key (GROUP BY age // 10) is keyed on the columns it reads: a person's flagged row
-    # per kept tuple of those columns has one value of each key expression, so each person still
-    # adds 1 to at most max_groups key tuples (sqlgen.keyed_select's argument, unchanged).
+    # per kept tuple of those columns has one value of each key expression, so each person has
+    # flagged rows in at most max_groups key values; two kept tuples can share a key value, so
+    # engine_select counts distinct persons there (sqlgen.engine_select).
     names: list[str] = []
     for key in plan.query.keys:
         read = [key.column.name] if key.expr is None else [c.name.lower() for c in key.expr.find_all(exp.Column)]
