@@ -150,6 +150,6 @@ def _column_uses(table: Table, column: Column) -> str:
     else:
         uses.append("GROUP BY (keys chosen by partition selection: needs delta > 0)")
     uses.append("MODE")
-    bounds = f" [{_fmt(column.lower)}, {_fmt(column.upper)}]" if column.bounded else ""
+    bounds = f" {column.bounds_text(_fmt)}" if column.bounded else ""
     missing = "" if column.bounded or not column.numeric else "; declare lower/upper to SUM, AVG or rank it"
     return f"{column.type}{bounds}: {', '.join(uses)}{missing}"

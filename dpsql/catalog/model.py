@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Literal
+from typing import Callable, Literal
 
 from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
@@ -46,6 +46,24 @@ class Column:
     def numeric(self) -> bool:
         """Whether arithmetic aggregates apply."""
         return self.type in ("int", "float")
+
+    def bound_text(self, value: Fraction, number: Callable[[Fraction], str] | None = None) -> str:
+        """A bound as a person reads it: an ISO date (`2020-01-01`) or date-time (`2024-01-31T00:00:00`)
+        for date and timestamp columns (stored as day numbers and seconds since 1970), else
+        `number(value)` (default: an integer, or up to 10 significant digits)."""
+        if self.type == "date":
+            return date.fromordinal(int(value)).isoformat()
+        if self.type == "timestamp":
+            return (datetime(1970, 1, 1) + timedelta(seconds=float(value))).isoformat()
+        if number is not None:
+            return number(value)
+        return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
+
+    def bounds_text(self, number: Callable[[Fraction], str] | None = None) -> str | None:
+        """`[lower, upper]` with `bound_text`, or None without bounds."""
+        if self.lower is None or self.upper is None:
+            return None
+        return f"[{self.bound_text(self.lower, number)}, {self.bound_text(self.upper, number)}]"
 
     def grid(self) -> Fraction:
         """The public fixed-point grid width on which sums of this column are computed.

@@ -83,8 +83,7 @@ def describe_table(table: Table) -> str:
 def _bounds(column: Column) -> str:
     if not column.bounded:
         return ""
-    assert column.lower is not None and column.upper is not None
-    text = f"[{number(column.lower)}, {number(column.upper)}]"
+    text = column.bounds_text(number) or ""
     return text + (f" step {number(column.precision)}" if column.precision is not None else "")
 
 

@@ -106,6 +106,7 @@ PG_TABLES: dict[str, str] = {
     "backend_start:T xact_start:T query_start:T state_change:T wait_event_type:V wait_event:V state:V "
     "backend_xid:B backend_xmin:B query:V backend_type:V",
     "pg_locks": "locktype:V database:B relation:B pid:I mode:V granted:O",
+    "pg_get_keywords": "word:V catcode:V barelabel:O catdesc:V baredesc:V",
     "pg_prepared_statements": "name:V statement:V prepare_time:T parameter_types:VA from_sql:O",
     "pg_timezone_names": "name:V abbrev:V utc_offset:V is_dst:O",
     # Statistics views: the tables are listed, their counts are NULL (a row count is data).
@@ -265,7 +266,7 @@ def column_comment(table: Table, column: Column) -> str:
     if column.name == table.privacy_unit:
         parts.append("privacy unit: never summed or grouped by")
     if column.bounded:
-        parts.append(f"bounds [{float(column.lower or 0):g}, {float(column.upper or 0):g}]")
+        parts.append(f"bounds {column.bounds_text(lambda v: f'{float(v):g}')}")
     if column.values is not None:
         parts.append(f"public domain of {len(column.values)} value(s)")
     elif column.type == "text" and not table.public:
@@ -316,6 +317,7 @@ def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tupl
         "pg_tables": [("public", e.table.name, OWNER, None, False, False, False, False) for e in entries],
         "pg_stat_user_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
         "pg_stat_all_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
+        "pg_get_keywords": [(word, code, True, desc, "can be bare label") for word, code, desc in KEYWORDS],
         "pg_language": [(12, "internal", OWNER_OID, False, False, 0, 0, 0, None), (14, "sql", OWNER_OID, False, True, 0, 0, 0, None)],
     })  # fmt: skip
     return rows
@@ -336,6 +338,11 @@ def information_schema_rows(policy: Policy, database: str = "dpsql") -> dict[str
     rows["character_sets"] = [(None, None, "UTF8", "UCS", "UTF8", database, "pg_catalog", "C")]
     return rows
 
+
+# A few of PostgreSQL's keywords (pg_get_keywords()): what SQL editors add to their highlighting.
+KEYWORDS = tuple((w, "R", "reserved") for w in ("analyse", "analyze", "limit", "offset", "returning", "verbose")) + tuple(
+    (w, "T", "reserved (can be function or type name)") for w in ("ilike", "similar")) + tuple(
+    (w, "U", "unreserved") for w in ("explain", "differential_privacy", "options"))
 
 SERVER_VERSION = "15.0"
 DEFAULT_SETTINGS: dict[str, str] = {

@@ -252,10 +252,9 @@ def _number(value: Fraction) -> str:
 
 def _column_comment(column: Column) -> str | None:
     parts = []
-    if column.lower is not None or column.upper is not None:
-        low = "" if column.lower is None else _number(column.lower)
-        high = "" if column.upper is None else _number(column.upper)
-        parts.append(f"bounds [{low}, {high}]")
+    bounds = column.bounds_text(_number)
+    if bounds is not None:
+        parts.append(f"bounds {bounds}")
     if column.values is not None:
         parts.append(f"public domain of {len(column.values)} values")
     return "; ".join(parts) or None
