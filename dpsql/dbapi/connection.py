@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from dpsql import errors
 from dpsql.accounting.ledger import LedgerEntry
-from dpsql.errors import InterfaceError, NotSupportedError
-from dpsql.result import NoisyResult
+from dpsql.dbapi.placeholders import to_qmark, uses_pyformat
+from dpsql.errors import InterfaceError, NotSupportedError, SqlSyntaxError
+from dpsql.result import NoisyResult, with_ci_columns
 from dpsql.session import Session, SessionOptions
 
 if TYPE_CHECKING:
@@ -57,13 +58,21 @@ class Cursor:
             raise InterfaceError("the cursor is closed")
         self.connection._check()
 
-    def execute(self, operation: str, parameters: Sequence[object] | None = None) -> Cursor:
-        """Run one statement with qmark parameters."""
+    def execute(self, operation: str, parameters: Sequence[object] | Mapping[str, object] | None = None) -> Cursor:
+        """Run one statement with qmark (`?`) parameters; psycopg's `%s` (a sequence) and `%(name)s`
+        (a mapping) are accepted too. With `ci_columns` on, a `<col>_ci95` column follows each noisy one."""
         self._check()
-        if isinstance(parameters, Mapping):
-            raise errors.ParameterError("dpsql takes qmark (?) parameters as a sequence", code="DP118")
         self._result = None
-        self._result = self.connection.session.execute(operation, parameters)
+        sql, values = to_qmark(operation, parameters)
+        session = self.connection.session
+        try:
+            result = session.execute(sql, values)
+        except SqlSyntaxError as error:
+            if parameters is None and uses_pyformat(operation):
+                raise errors.ParameterError("the statement has %s placeholders but no parameters were given",
+                                            code="DP118", hint="pass the values (execute(sql, [v1, v2])); dpsql's own placeholder is ?") from error
+            raise
+        self._result = with_ci_columns(result) if session.ci_columns and result.kind == "query" else result
         self._position = 0
         return self
 

@@ -133,12 +133,14 @@ class CompiledQuery:
         """The engine dialects whose dry runs this query passed (execution skips them next time)."""
         return set()
 
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
-        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
+        """EXPLAIN output: plan, mechanisms, scales, cost, then (verbose) the engine SQL of that engine."""
         table = self.plan.query.table
         engine = "" if dialect == "duckdb" else f" ({dialect})"
-        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
-                 f"Engine SQL{engine}:"]
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan)]
+        if not verbose:
+            return lines
+        lines.append(f"Engine SQL{engine}:")
         lines.extend(_relation_lines(table, self.keyed_columns, dialect))
         lines.append(f"  {self.render_once(self.engine, dialect)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):

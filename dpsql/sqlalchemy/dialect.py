@@ -4,6 +4,7 @@ URLs (the path is the database file; an empty path means the policy's own source
     dpsql:///path/to/data.duckdb?policy=path/to/policy.toml&analyst=alice&ledger=ledger.sqlite
     dpsql:///?policy=policy.toml      data from the policy's `source =` lines
     dpsql://                          the bundled demo
+    ...&ci_columns=on                 a `<col>_ci95` column (the 95% half-width) after each noisy one
 
 A thin adapter like the other front ends: no privacy logic, SQL rewriting or budget arithmetic
 here. Statements compile with SQLAlchemy's default (ANSI, PostgreSQL/SQLite-like) compiler and
@@ -25,7 +26,8 @@ from sqlalchemy.sql import compiler
 from dpsql.catalog.model import Column, Policy, Table
 
 SCHEMA = "main"
-URL_KEYS = ("policy", "analyst", "ledger")
+URL_KEYS = ("policy", "analyst", "ledger", "ci_columns")
+_ON, _OFF = ("on", "true", "yes", "1"), ("off", "false", "no", "0")
 
 # Policy column types -> SQLAlchemy types (nullable: NULLs are allowed in every column).
 COLUMN_TYPES: dict[str, type[sqltypes.TypeEngine[Any]]] = {
@@ -96,7 +98,7 @@ class DpsqlDialect(default.DefaultDialect):
         return dpsql
 
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
-        """`dpsql:///db?policy=&analyst=&ledger=` -> dpsql.connect(database=, policy=, analyst=, ledger=)."""
+        """`dpsql:///db?policy=&analyst=&ledger=&ci_columns=` -> dpsql.connect(database=, policy=, analyst=, ledger=, ci_columns=)."""
         if url.host or url.port or url.username or url.password:
             raise exc.ArgumentError(
                 "dpsql URLs name no host, port or user: use dpsql:///path/to/data.duckdb?policy=policy.toml&analyst=NAME"
@@ -111,7 +113,11 @@ class DpsqlDialect(default.DefaultDialect):
             value = url.query.get(key)
             if isinstance(value, tuple):
                 raise exc.ArgumentError(f"the dpsql URL parameter {key} is given more than once")
-            if value:
+            if value and key == "ci_columns":
+                if value.lower() not in _ON + _OFF:
+                    raise exc.ArgumentError("the dpsql URL parameter ci_columns takes on or off")
+                kwargs[key] = value.lower() in _ON
+            elif value:
                 kwargs[key] = value
         return [], kwargs
 
