@@ -33,8 +33,9 @@ from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import noise_info
+from dpsql.execution.probe import answer_probe, check_policy_views, probe_columns, probe_explain
 from dpsql.frontend.params import parameter_types, stand_ins
-from dpsql.ir.query import PublicQuery, SetStatement
+from dpsql.ir.query import PublicQuery, RowProbe, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
 from dpsql.result import NoisyResult, ResultColumn
 
@@ -206,6 +207,8 @@ class Session:
                 columns: tuple[ResultColumn, ...] = (ResultColumn("QUERY PLAN", "VARCHAR"),)
             elif isinstance(compiled, SetStatement):
                 columns = ()
+            elif isinstance(compiled, RowProbe):
+                columns = probe_columns(self.policy, compiled)
             elif isinstance(compiled, PublicQuery):
                 columns = self._executor.describe_public(compiled)
             elif isinstance(compiled, CompiledPost):
@@ -235,13 +238,15 @@ class Session:
                 return self._explain(compiled, statement.verbose)
             if isinstance(compiled, SetStatement):
                 return self._set(compiled)
+            if isinstance(compiled, RowProbe):  # a BI tool's column probe: columns, no rows, no charge
+                return answer_probe(self.policy, compiled)
             if isinstance(compiled, PublicQuery):
                 return self._executor.public(compiled)
             if isinstance(compiled, CompiledPost):
                 return self._executor.execute_post(compiled)
             return self._executor.execute(compiled)
 
-    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement, verbose: bool = False) -> NoisyResult:
+    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe, verbose: bool = False) -> NoisyResult:
         # The engine SQL (bounding, keyed hashes) only with EXPLAIN (VERBOSE): an analyst reads the plan.
         if isinstance(compiled, CompiledQuery):
             lines = self._executor.explain_lines(compiled, verbose)
@@ -249,6 +254,8 @@ class Session:
             lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities, verbose)
         elif isinstance(compiled, PublicQuery):
             lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
+        elif isinstance(compiled, RowProbe):
+            lines = probe_explain(compiled)
         else:
             lines = [f"SET dpsql.{compiled.name}: a session setting, no cost"]
         return NoisyResult("explain", (ResultColumn("QUERY PLAN", "VARCHAR"),), [(line,) for line in lines],
@@ -354,6 +361,7 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        check_policy_views(loaded)  # [views.<name>]: row-level SELECTs over the policy's tables (checked once per policy)
         analyst = self.analyst or DEFAULT_ANALYST
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
                                      engines.analyst_scope(self.shared, analyst))

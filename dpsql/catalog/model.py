@@ -182,6 +182,17 @@ class Table:
 
 
 @dataclass(frozen=True, slots=True)
+class View:
+    """`[views.<name>] sql = "..."`: a row-level SELECT over tables of the policy, published under a
+    name (BI tools list it as a table). Queries read it as they would a row-level subquery: it is
+    inlined, so bounding, sensitivities and cost are those of the base table's."""
+
+    name: str
+    sql: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Analyst:
     """An analyst of the server: a SCRAM verifier and an optional budget of its own."""
 
@@ -242,10 +253,15 @@ class Policy:
     extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     engine: EngineLimits = field(default_factory=EngineLimits)
     server: ServerSettings = field(default_factory=ServerSettings)
+    views: Mapping[str, View] = field(default_factory=lambda: MappingProxyType({}))
 
     def table(self, name: str) -> Table | None:
         """The declared table of that name (case-insensitive), or None."""
         return self.tables.get(name.lower())
+
+    def view(self, name: str) -> View | None:
+        """The declared view of that name (case-insensitive), or None."""
+        return self.views.get(name.lower())
 
     def budget_for(self, analyst: str | None) -> PrivacyCost:
         """The total budget of an analyst: their own if declared, else the policy's."""

@@ -13,6 +13,7 @@ from dpsql.session import Session, SessionOptions
 
 if TYPE_CHECKING:
     import pandas
+    from matplotlib.axes import Axes
 
 
 class Cursor:
@@ -35,8 +36,18 @@ class Cursor:
 
     @property
     def rowcount(self) -> int:
-        """Number of rows of the last result, -1 when there is none."""
-        return -1 if self._result is None or not self._result.columns else len(self._result.rows)
+        """Number of rows of the last result, -1 when there is none (or for a column probe: its
+        columns are answered, its rows are not available)."""
+        if self._result is None or not self._result.columns or self._result.kind == "probe":
+            return -1
+        return len(self._result.rows)
+
+    @property
+    def messages(self) -> list[tuple[type[errors.Warning], str]]:
+        """PEP 249's optional messages: why a column probe has no rows."""
+        if self._result is not None and self._result.kind == "probe" and self._result.message:
+            return [(errors.Warning, self._result.message)]
+        return []
 
     @property
     def noise_info(self) -> list[dict[str, Any] | None]:
@@ -124,6 +135,25 @@ class Cursor:
         frame.attrs["epsilon"] = float(result.cost.epsilon)
         frame.attrs["delta"] = float(result.cost.delta)
         return frame
+
+    def plot(self, x: str | None = None, y: str | Sequence[str] | None = None, **kwargs: Any) -> Axes:
+        """The last answer as a bar chart with its 95% intervals as error bars and its cost as a
+        caption (needs matplotlib: `pip install 'dpsql[plot]'`; see dpsql.dbapi.notebook.plot)."""
+        from dpsql.dbapi.notebook import plot
+
+        if self._result is None or not self._result.columns:
+            raise InterfaceError("no result to plot: execute a query first")
+        return plot(self._result, x, y, **kwargs)
+
+    def _repr_html_(self) -> str:
+        """The last answer in a notebook: values with ±, its cost and the remaining budget."""
+        from dpsql.dbapi.notebook import html_table
+
+        if self._result is None:
+            return "<p>dpsql cursor: no statement executed yet</p>"
+        session = self.connection.session
+        remaining = session.remaining if self._result.kind == "query" else None
+        return html_table(self._result, remaining, session.queries_left if remaining is not None else None)
 
     def setinputsizes(self, sizes: Any) -> None:
         """Accepted and ignored (PEP 249)."""

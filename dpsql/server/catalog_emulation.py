@@ -25,6 +25,7 @@ from sqlglot.errors import ParseError, TokenError
 from dpsql.backend.catalog_db import MetadataDB
 from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import CatalogQueryError, NotSupportedError
+from dpsql.execution.probe import view_tables
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import calls_catalog_function, check_probe, format_parts
@@ -161,12 +162,13 @@ class CatalogEmulation:
     def __init__(self, policy: Policy, limits: ServerSettings | None = None) -> None:
         self.policy = policy
         limits = limits if limits is not None else policy.server
+        views = view_tables(policy) if policy.views else {}  # the policy's views, listed as tables
         self._db = MetadataDB(memory_mb=limits.catalog_memory_mb, timeout=limits.catalog_timeout, max_rows=limits.catalog_max_rows)
         self._db.create_schema(PG_SCHEMA)
         self._db.create_schema(INFO_SCHEMA)
-        for name, rows in pgc.catalog_rows(policy).items():
+        for name, rows in pgc.catalog_rows(policy, views=views).items():
             self._db.load_table(PG_SCHEMA, name, pgc.columns_of(pgc.PG_TABLES[name]), rows)
-        for name, rows in pgc.information_schema_rows(policy).items():
+        for name, rows in pgc.information_schema_rows(policy, views=views).items():
             self._db.load_table(INFO_SCHEMA, name, pgc.columns_of(pgc.INFORMATION_SCHEMA[name]), rows)
         self._db.define(_macros())
         self._db.lock()

@@ -7,6 +7,7 @@ besides the owner). Every value here is policy metadata: no data, no budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,11 +206,18 @@ class TableEntry:
 
     oid: int
     table: Table
+    view: str | None = None  # a view of the policy (listed as a table): its description, or ""
 
 
-def table_entries(policy: Policy) -> list[TableEntry]:
-    """The policy's tables with their OIDs, in name order (stable across restarts)."""
-    return [TableEntry(FIRST_TABLE_OID + i, policy.tables[name]) for i, name in enumerate(sorted(policy.tables))]
+def table_entries(policy: Policy, views: Mapping[str, Table] | None = None) -> list[TableEntry]:
+    """The policy's tables with their OIDs, in name order (stable across restarts), then its views
+    (as `views` describes them: dpsql.execution.probe.view_tables), listed as tables too."""
+    entries = [TableEntry(FIRST_TABLE_OID + i, policy.tables[name]) for i, name in enumerate(sorted(policy.tables))]
+    for name in sorted(views or {}):
+        declared = policy.view(name)
+        entries.append(TableEntry(FIRST_TABLE_OID + len(entries), (views or {})[name],
+                                  (declared.description or "") if declared is not None else ""))
+    return entries
 
 
 def _class_row(entry: TableEntry) -> tuple[Any, ...]:
@@ -274,10 +282,18 @@ def column_comment(table: Table, column: Column) -> str:
     return "; ".join(parts)
 
 
+def _entry_comment(entry: TableEntry) -> str:
+    if entry.view is None:
+        return table_comment(entry.table)
+    about = f"{entry.view}; " if entry.view else ""
+    return (f"dpsql view defined in the policy: {about}a row-level selection of private data, aggregate queries only, "
+            "answered with noise and charged like its table")
+
+
 def _description_rows(entries: list[TableEntry]) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     for entry in entries:
-        rows.append((entry.oid, 1259, 0, table_comment(entry.table)))
+        rows.append((entry.oid, 1259, 0, _entry_comment(entry)))
         for number, column in enumerate(entry.table.columns.values(), start=1):
             rows.append((entry.oid, 1259, number, column_comment(entry.table, column)))
     return rows
@@ -293,9 +309,9 @@ def _info_columns_row(database: str, table: Table, number: int, column: Column) 
     return tuple(row)
 
 
-def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tuple[Any, ...]]]:
+def catalog_rows(policy: Policy, database: str = "dpsql", views: Mapping[str, Table] | None = None) -> dict[str, list[tuple[Any, ...]]]:
     """Rows of every emulated pg_catalog table (keys of PG_TABLES), from the policy alone."""
-    entries = table_entries(policy)
+    entries = table_entries(policy, views)
     settings = [(name, value, None, "dpsql", "", None, "user", "string", "default", None, None, None, value, value,
                  None, None, False) for name, value in DEFAULT_SETTINGS.items()]  # fmt: skip
     rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in PG_TABLES}
@@ -323,9 +339,9 @@ def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tupl
     return rows
 
 
-def information_schema_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tuple[Any, ...]]]:
+def information_schema_rows(policy: Policy, database: str = "dpsql", views: Mapping[str, Table] | None = None) -> dict[str, list[tuple[Any, ...]]]:
     """Rows of the emulated information_schema views (keys of INFORMATION_SCHEMA)."""
-    entries = table_entries(policy)
+    entries = table_entries(policy, views)
     rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFORMATION_SCHEMA}
     rows["tables"] = [(database, "public", e.table.name, "BASE TABLE", None, None, None, None, None, "NO", "NO", None)
                       for e in entries]  # fmt: skip

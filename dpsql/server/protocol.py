@@ -420,6 +420,9 @@ class PgConnection:
             return Answer(columns, rows, f"SELECT {len(rows)}")
         with self._cancellable(), _statement_timeout(self.ctx.limits.statement_timeout, self.session.interrupt):
             result = self.session.execute(sql, list(params))
+        if result.kind == "probe":  # a column probe: the columns, no rows, and a notice saying why
+            answer = _answer(result, False)
+            return Answer(answer.columns, [], "SELECT 0", result.message)
         if result.kind != "query":
             return _answer(result, False)
         self._last = session_views.LastStatement(sql, result)

@@ -24,6 +24,7 @@ from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
 from dpsql.catalog.model import Column, Policy, Table
+from dpsql.execution.probe import view_tables
 
 SCHEMA = "main"
 URL_KEYS = ("policy", "analyst", "ledger", "ci_columns")
@@ -163,8 +164,13 @@ class DpsqlDialect(default.DefaultDialect):
     def _policy(connection: Any) -> Policy:
         return connection.connection.dbapi_connection.session.policy
 
+    def _tables(self, connection: Any) -> dict[str, Table]:
+        """The policy's tables, then its views (listed as tables: BI tools treat them as physical)."""
+        policy = self._policy(connection)
+        return {**policy.tables, **(view_tables(policy) if policy.views else {})}
+
     def _table(self, connection: Any, table_name: str, schema: str | None) -> Table:
-        table = self._policy(connection).table(table_name) if schema in (None, SCHEMA) else None
+        table = self._tables(connection).get(table_name.lower()) if schema in (None, SCHEMA) else None
         if table is None:
             raise exc.NoSuchTableError(f"{schema}.{table_name}" if schema else table_name)
         return table
@@ -174,14 +180,14 @@ class DpsqlDialect(default.DefaultDialect):
         return [SCHEMA]
 
     def get_table_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
-        """The policy's tables, in the order it declares them."""
+        """The policy's tables, in the order it declares them, then its views."""
         if schema not in (None, SCHEMA):
             return []
-        return [table.name for table in self._policy(connection).tables.values()]
+        return [table.name for table in self._tables(connection).values()]
 
     def has_table(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> bool:
-        """Whether the policy declares the table."""
-        return schema in (None, SCHEMA) and self._policy(connection).table(table_name) is not None
+        """Whether the policy declares the table (or a view of that name)."""
+        return schema in (None, SCHEMA) and table_name.lower() in self._tables(connection)
 
     def get_columns(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> list[dict[str, Any]]:
         """The policy's columns of the table, with their types and public bounds or domain as comment."""
