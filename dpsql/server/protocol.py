@@ -13,6 +13,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ log = logging.getLogger("dpsql.server")
 NO_DATA = "NO_DATA"
 CI_COLUMNS = "dpsql.ci_columns"
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
+CANCEL_REPEAT = 0.05  # seconds between the interrupts of a cancelled statement
 
 
 @dataclass
@@ -136,12 +138,24 @@ class PgConnection:
 
     def cancel_running(self, terminate: bool) -> None:
         """Stop the Session statement running now, if any (it ends in 57014); `terminate` also
-        closes the connection at its next message. Called from another connection's thread."""
+        closes the connection at its next message. Called from another connection's thread.
+
+        A statement has several engine steps (the bounded relation, the plan, post-processing),
+        and one may start after the interrupt: the interrupt is repeated until the statement ends."""
         with self._cancel_lock:
             self._terminate = self._terminate or terminate
-            if self._running and self.session is not None:
-                self._cancelled = True
+            if not self._running or self.session is None or self._cancelled:
+                return
+            self._cancelled = True
+        threading.Thread(target=self._interrupt_until_done, name="dpsql-cancel", daemon=True).start()
+
+    def _interrupt_until_done(self) -> None:
+        while True:
+            with self._cancel_lock:
+                if not self._running or self.session is None:
+                    return
                 self.session.interrupt()
+            time.sleep(CANCEL_REPEAT)
 
     def close(self) -> None:
         """Release the Session (idempotent)."""
