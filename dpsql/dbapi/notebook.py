@@ -158,7 +158,7 @@ def plot(source: Any, x: str | None = None, y: str | Sequence[str] | None = None
     for offset, name in enumerate(wanted):
         index = table.names.index(name)
         values = [float(r[index]) if _numeric(r[index]) else math.nan for r in rows]
-        errors = [float(w[index]) if w[index] is not None and _numeric(r[index]) else math.nan for r, w in zip(rows, widths)]
+        errors = [float(width) if (width := w[index]) is not None and _numeric(r[index]) else math.nan for r, w in zip(rows, widths)]
         known = table.noisy[index]
         where = [p + (offset - (len(wanted) - 1) / 2) * step for p in range(len(rows))]
         if kind == "bar":
@@ -180,5 +180,5 @@ def plot(source: Any, x: str | None = None, y: str | Sequence[str] | None = None
         caption += f"; cost epsilon {float(table.cost.epsilon):.4g}, delta {float(table.cost.delta):.3g}"
     ax.set_title(f"dpsql: {caption}", loc="left", fontsize="small")
     if created:
-        ax.figure.tight_layout()
+        plt.tight_layout()
     return ax

@@ -35,7 +35,7 @@ from dpsql.ir.plan import Plan
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.printer import plan_text
 from dpsql.ir.post import PostQuery
-from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 from dpsql.planner.plan import plan_query
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def engine_relation(plan: Plan) -> str:
 
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
-) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement]:
+) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe]:
     """Parse, analyse and plan one statement. Pure: no data, no budget (a CompiledPost:
     post-processing over several releases)."""
     statement = parse_statement(sql, parameters)
