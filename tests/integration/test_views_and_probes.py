@@ -112,6 +112,9 @@ def test_cli_answers_show_probe_and_plain_explain(tmp_path: Path, people_frame: 
     assert "dpsql.epsilon\n-------------\n0.1\n" in out and "\n0.25\n" in out and "dpsql.ci_columns" in out
     assert "person_id | dept | income | decade" in out and "not an empty table" in out
     assert "Cost: epsilon 0.25" in out and "Engine SQL" not in out and "__dpsql_" not in out
+    assert main(["--policy", str(policy), "--ledger", ":memory:", "-c", "\\d\n\\d seniors"]) == 0
+    described = capsys.readouterr().out
+    assert "seniors | view" in described and "decade" in described  # the REPL's \d lists views like the catalog
 
 
 def test_policy_check_shows_iso_dates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
