@@ -15,6 +15,7 @@ from dpsql.backend.schema_reader import data_facts, read_source, value_ranges
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Column, Policy, Table
 from dpsql.catalog.scaffold import TARGET_QUERIES, guess_privacy_unit, scaffold
+from dpsql.execution.probe import check_policy_views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +104,7 @@ def _relative(path: Path, base: Path) -> str:
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     policy = load_policy(args.policy)
+    check_policy_views(policy)  # each [views.<name>] a row-level SELECT over the policy's tables (DP001 otherwise)
     out.write(describe_policy(policy))
     if args.data or args.database:
         from dpsql.dbapi.connection import connect  # opens the engine: only with --data
@@ -139,6 +141,9 @@ def describe_policy(policy: Policy) -> str:
         if not table.public:
             width = max(len(name) for name in table.columns)
             lines += [f"  {name.ljust(width)}  {_column_uses(table, column)}" for name, column in table.columns.items()]
+    for view in policy.views.values():
+        about = f" ({view.description})" if view.description else ""
+        lines.append(f"view {view.name}{about}: {view.sql}; read like a row-level subquery (its table's bounds, limits and cost)")
     return "\n".join(lines) + "\n"
 
 

@@ -119,9 +119,13 @@ def test_cli_answers_show_probe_and_plain_explain(tmp_path: Path, people_frame: 
 
 def test_policy_check_shows_iso_dates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "policy.toml"
-    text = make_policy_text().replace('region    = { type = "text" }',
-                                      'region    = { type = "text" }\nhired = { type = "date", lower = 2020-01-01, upper = 2024-12-31 }')
+    text = make_policy_text(extra=VIEW).replace('region    = { type = "text" }',
+                                                'region    = { type = "text" }\nhired = { type = "date", lower = 2020-01-01, upper = 2024-12-31 }')
     policy.write_text(text, encoding="utf-8")
     assert main(["policy", "check", str(policy)]) == 0
     out = capsys.readouterr().out
     assert "date [2020-01-01, 2024-12-31]" in out and "737425" not in out
+    assert "view seniors: SELECT person_id, dept" in out
+    policy.write_text(text + '[views.bad]\nsql = "SELECT dept, COUNT(*) FROM people GROUP BY dept"\n', encoding="utf-8")
+    assert main(["policy", "check", str(policy)]) == 1  # a view that is not row-level: DP001 naming it
+    assert "views.bad" in capsys.readouterr().err
