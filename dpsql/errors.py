@@ -16,9 +16,9 @@ def _with_reference(hint: str | None, code: str | None) -> str | None:
     """A hint that ends with the link to its code's row in the SQL reference."""
     if code is None or not code.startswith("DP") or not code[2:].isdigit():
         return hint
-    link = f"{REFERENCE}#{code.lower()}"
     if hint is None:
-        return f"see {link}"
+        return None
+    link = f"{REFERENCE}#{code.lower()}"
     return hint if link in hint else f"{hint.rstrip('.')} ({link})"
 
 

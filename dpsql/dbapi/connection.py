@@ -251,7 +251,8 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None, prepare=True, shared=None)`, the fields of `dpsql.session.SessionOptions` in their order.
+    progress=None, prepare=True, shared=None, ci_columns=False)`, the fields of
+    `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
     reproducible: for tests and marked experiments only. `engine="spark"` runs the plans on
@@ -265,6 +266,7 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
     `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
-    a fresh in-memory budget for this connection.
+    a fresh in-memory budget for this connection. `ci_columns=True` adds a `<col>_ci95` column (the
+    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it).
     """
     return Connection(SessionOptions(*args, **kwargs).open())
