@@ -7,6 +7,7 @@ engine -> noise -> post-processing -> NoisyResult, never refunding a charge.
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -25,21 +26,27 @@ from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
-from dpsql.errors import InterfaceError, ProgrammingError
-from dpsql.execution.charge import Charger
+from dpsql.errors import InterfaceError, InvalidOptionError, ProgrammingError
+from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import noise_info
+from dpsql.execution.probe import answer_probe, check_policy_views, probe_columns, probe_explain
 from dpsql.frontend.params import parameter_types, stand_ins
-from dpsql.ir.query import PublicQuery, SetStatement
+from dpsql.ir.query import PublicQuery, RowProbe, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
 from dpsql.result import NoisyResult, ResultColumn
 
 DEFAULT_ANALYST = "analyst"
 DEMO_LEDGER = "ledger.sqlite"  # beside the demo's data in the user cache directory
 PLAN_CACHE_SIZE = 256
+# `SHOW dpsql.<name>`: the same settings in every door (the server adds its connection's dpsql.ci_columns).
+SHOW_SETTINGS = ("dpsql.budget", "dpsql.epsilon", "dpsql.delta", "dpsql.remaining", "dpsql.ci_columns")
+_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>dpsql\.\w+)\s*;?\s*$", re.IGNORECASE)
+_SET_CI_COLUMNS = re.compile(r"^\s*SET\s+dpsql\.ci_columns\s*(?:=|\s+TO\s+)\s*'?(?P<value>\w+)'?\s*;?\s*$", re.IGNORECASE)
+_ON, _OFF = frozenset({"on", "true", "yes", "1", "t"}), frozenset({"off", "false", "no", "0", "f", "default"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +66,10 @@ class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False) -> None:
         self.policy = policy
+        # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
+        self.ci_columns = ci_columns
         self._owns_ledger = owns_ledger
         self.analyst = analyst
         self.id = uuid.uuid4().hex[:12]
@@ -113,6 +122,26 @@ class Session:
         accountant: epsilon at the budget's delta (exact sums under "basic")."""
         return self._executor.charger.spent()
 
+    def show(self, name: str) -> str:
+        """`SHOW dpsql.<name>`: the default query epsilon or delta, or the remaining budget (with
+        how many more queries like the last charged one fit). Public facts: nothing is charged.
+
+        Raises:
+            InvalidOptionError: not one of SHOW_SETTINGS (DP120).
+        """
+        key = name.lower().removeprefix("dpsql.")
+        if key == "ci_columns":
+            return "on" if self.ci_columns else "off"
+        if key in ("epsilon", "delta"):
+            return f"{float(getattr(self._default, key)):g}"
+        if key in ("budget", "remaining"):
+            left, remaining, total = self.queries_left, self.remaining, self.total_budget
+            return (f"remaining epsilon {float(remaining.epsilon):.6g}, delta {float(remaining.delta):.3g} (of epsilon "
+                    f"{float(total.epsilon):.6g}, delta {float(total.delta):.3g})"
+                    + (f"; {more_text(left)} more queries like the last fit" if left is not None else ""))
+        raise InvalidOptionError(f'unrecognized configuration parameter "{name}"', code="DP120",
+                                 hint="dpsql settings: " + ", ".join(SHOW_SETTINGS))
+
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
         statement, compiled = self.compile(sql, parameters)
@@ -125,8 +154,8 @@ class Session:
     def explain(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """The plan of a statement (with or without a leading EXPLAIN): no data, no budget."""
         self._check_open()
-        _, compiled = self.compile(sql, parameters)
-        return self._explain(compiled)
+        statement, compiled = self.compile(sql, parameters)
+        return self._explain(compiled, statement.verbose)
 
     @staticmethod
     def sql_functions() -> Mapping[str, str]:
@@ -178,6 +207,8 @@ class Session:
                 columns: tuple[ResultColumn, ...] = (ResultColumn("QUERY PLAN", "VARCHAR"),)
             elif isinstance(compiled, SetStatement):
                 columns = ()
+            elif isinstance(compiled, RowProbe):
+                columns = probe_columns(self.policy, compiled)
             elif isinstance(compiled, PublicQuery):
                 columns = self._executor.describe_public(compiled)
             elif isinstance(compiled, CompiledPost):
@@ -190,25 +221,41 @@ class Session:
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
         self._check_open()
+        shown = _SHOW.match(sql)
+        if shown is not None:  # SHOW dpsql.<name>: a session setting, read without the planner
+            name = shown.group("name").lower()
+            return NoisyResult("show", (ResultColumn(name, "VARCHAR"),), [(self.show(name),)], (None,), [(None,)])
+        ci_columns = _SET_CI_COLUMNS.match(sql)
+        if ci_columns is not None:
+            value = ci_columns.group("value").lower()
+            if value not in _ON | _OFF:
+                raise InvalidOptionError('parameter "dpsql.ci_columns" requires a Boolean value (on or off)', code="DP120")
+            self.ci_columns = value in _ON
+            return NoisyResult("set", (), [], (), [], message=f"SET dpsql.ci_columns = {'on' if self.ci_columns else 'off'}")
         with self._lock:
             statement, compiled = self.compile(sql, parameters)
             if statement.kind == "explain":
-                return self._explain(compiled)
+                return self._explain(compiled, statement.verbose)
             if isinstance(compiled, SetStatement):
                 return self._set(compiled)
+            if isinstance(compiled, RowProbe):  # a BI tool's column probe: columns, no rows, no charge
+                return answer_probe(self.policy, compiled)
             if isinstance(compiled, PublicQuery):
                 return self._executor.public(compiled)
             if isinstance(compiled, CompiledPost):
                 return self._executor.execute_post(compiled)
             return self._executor.execute(compiled)
 
-    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement) -> NoisyResult:
+    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe, verbose: bool = False) -> NoisyResult:
+        # The engine SQL (bounding, keyed hashes) only with EXPLAIN (VERBOSE): an analyst reads the plan.
         if isinstance(compiled, CompiledQuery):
-            lines = self._executor.explain_lines(compiled)
+            lines = self._executor.explain_lines(compiled, verbose)
         elif isinstance(compiled, CompiledPost):
-            lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities)
+            lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities, verbose)
         elif isinstance(compiled, PublicQuery):
             lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
+        elif isinstance(compiled, RowProbe):
+            lines = probe_explain(compiled)
         else:
             lines = [f"SET dpsql.{compiled.name}: a session setting, no cost"]
         return NoisyResult("explain", (ResultColumn("QUERY PLAN", "VARCHAR"),), [(line,) for line in lines],
@@ -298,6 +345,7 @@ class SessionOptions:
     progress: Any = None
     prepare: bool = True  # build the policy's bounded relations in the background from connect on
     shared: Any = None  # the process's shared DuckDB database (open_shared; the server), else the session's own
+    ci_columns: bool = False  # a `<col>_ci95` column after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -313,6 +361,7 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        check_policy_views(loaded)  # [views.<name>]: row-level SELECTs over the policy's tables (checked once per policy)
         analyst = self.analyst or DEFAULT_ANALYST
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
                                      engines.analyst_scope(self.shared, analyst))
@@ -326,9 +375,10 @@ class SessionOptions:
         if isinstance(target, Ledger):
             # A ledger shared by many sessions of one process (the server): its lock serialises
             # charges in-process, and the session must not close it.
-            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare)
+            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare,
+                           ci_columns=self.ci_columns)
         # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
-        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare)
+        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare, ci_columns=self.ci_columns)
 
 
 def choose_ledger(policy: Policy, requested: str | Path | Ledger | None, default: str | Path | None = None) -> str | Path | Ledger | None:

@@ -35,7 +35,7 @@ from dpsql.ir.plan import Plan
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.printer import plan_text
 from dpsql.ir.post import PostQuery
-from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 from dpsql.planner.plan import plan_query
 
 if TYPE_CHECKING:
@@ -133,12 +133,14 @@ class CompiledQuery:
         """The engine dialects whose dry runs this query passed (execution skips them next time)."""
         return set()
 
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
-        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
+        """EXPLAIN output: plan, mechanisms, scales, cost, then (verbose) the engine SQL of that engine."""
         table = self.plan.query.table
         engine = "" if dialect == "duckdb" else f" ({dialect})"
-        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
-                 f"Engine SQL{engine}:"]
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan)]
+        if not verbose:
+            return lines
+        lines.append(f"Engine SQL{engine}:")
         lines.extend(_relation_lines(table, self.keyed_columns, dialect))
         lines.append(f"  {self.render_once(self.engine, dialect)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):
@@ -212,7 +214,7 @@ def engine_relation(plan: Plan) -> str:
 
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
-) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement]:
+) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe]:
     """Parse, analyse and plan one statement. Pure: no data, no budget (a CompiledPost:
     post-processing over several releases)."""
     statement = parse_statement(sql, parameters)

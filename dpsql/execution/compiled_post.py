@@ -38,8 +38,8 @@ class CompiledPost:
         """Execution's values derived from the compiled query alone (e.g. released types), computed once."""
         return {}
 
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
-        """EXPLAIN: each release (its plan, cost and engine SQL), the outer query, the total cost."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
+        """EXPLAIN: each release (its plan, cost and, verbose, engine SQL), the outer query, the total cost."""
         query = self.query
         count = len(self.inputs)
         lines = [f"Query: {' '.join(self.statement.sql.split())}",
@@ -48,7 +48,7 @@ class CompiledPost:
                  "tables, at no extra cost"]
         for index, (inp, compiled) in enumerate(zip(query.inputs, self.inputs)):
             lines.append(f"Release {index + 1} of {count}: {inp.name} ({inp.role})")
-            lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities))
+            lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities, verbose))
         lines.append(f"Outer query (released rows only): {render(query.outer, 'duckdb')}")
         lines.append("Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived "
                      "column (arithmetic, aggregates or windows over released values) has none")

@@ -58,9 +58,9 @@ class Executor:
         layer_cost = self.layers.cost_of(compiled)
         return layer_cost if layer_cost is not None else compiled.plan.cost
 
-    def explain_lines(self, compiled: CompiledQuery) -> list[str]:
-        """EXPLAIN of a private query on this session's engine, with the layer's lines."""
-        lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities) + self.layers.explain_lines(compiled)
+    def explain_lines(self, compiled: CompiledQuery, verbose: bool = True) -> list[str]:
+        """EXPLAIN of a private query on this session's engine, with the layer's lines (the engine SQL if verbose)."""
+        lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities, verbose) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
         # The budget's view right under the query's own cost (the plan's "Cost:" line).
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
