@@ -153,6 +153,10 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}"
 
 
+def mib(size: int) -> str:
+    return f"{size / 2**20:.0f}"
+
+
 def size_label(rows: int) -> str:
     for unit, div in (("M", 1_000_000), ("k", 1_000)):
         if rows >= div and rows % div == 0:
@@ -255,7 +259,7 @@ def policy_for(policy: Path, query: Query) -> Path:
 
 
 # --- stage timing of dpsql ---------------------------------------------------------------------
-STAGES = ("compile", "dry_run", "charge", "bounded", "engine", "release", "post", "assemble")
+STAGES = ("compile", "dry_run", "charge", "bounded", "keyed", "engine", "release", "post", "assemble")
 
 
 class StageProbe:
@@ -301,6 +305,8 @@ class StageProbe:
         setattr(session._ledger, entry, self._wrap(getattr(session._ledger, entry), "charge"))
         engine = session._engine
         engine.ensure_bounded = self._wrap(engine.ensure_bounded, "bounded")
+        if hasattr(engine, "ensure_keyed"):  # partition selection's keyed relation (first GROUP BY of a private key)
+            engine.ensure_keyed = self._wrap(engine.ensure_keyed, "keyed")
         if hasattr(engine, "dry_run"):  # the pre-charge check on an empty table (once per plan)
             engine.dry_run = self._wrap(engine.dry_run, "dry_run")
         engine.run = self._wrap(engine.run, "engine")
@@ -315,8 +321,9 @@ class StageProbe:
             total = time.perf_counter() - started
             stages, self.current = self.current, None
         stages["total"] = total
-        stages["other"] = total - sum(stages.get(s, 0.0) for s in STAGES)
-        stages["outside"] = total - stages.get("engine", 0.0) - stages.get("bounded", 0.0)
+        stages["other"] = total - sum(stages.get(s, 0.0) for s in STAGES if s != "bounded" or "keyed" not in stages)
+        # ensure_keyed builds the bounded relation first if needed: bounded is then inside keyed.
+        stages["outside"] = total - stages.get("engine", 0.0) - max(stages.get("bounded", 0.0), stages.get("keyed", 0.0))
         return total, stages
 
 
@@ -334,6 +341,12 @@ class RawTiming:
     setup: float
     first: float
     warm: float
+    memory: int = 0  # DuckDB's memory after the first query (bytes)
+
+
+def duckdb_memory(connection: Any) -> int:
+    """Bytes DuckDB holds (duckdb_memory(): tables, hash tables, buffers) on this connection's database."""
+    return int(connection.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0])
 
 
 @dataclass
@@ -343,6 +356,7 @@ class DpTiming:
     warm: float
     first_stages: dict[str, float]
     warm_stages: dict[str, float]
+    memory: int = 0  # DuckDB's memory after the first query (bytes): the bounded (and keyed) relations
 
 
 class RawRunner:
@@ -360,6 +374,7 @@ class RawRunner:
         self.con.execute(f"CREATE {kind} visits AS SELECT * FROM people")
         self.con.execute(f"CREATE {kind} depts AS SELECT * FROM read_parquet({sql_string(str(parquet.parent / DEPTS_NAME))})")
         self.first = 0.0
+        self.memory = 0
         self.warm: list[float] = []
 
     def run(self, sql: str) -> float:
@@ -368,7 +383,7 @@ class RawRunner:
         return time.perf_counter() - started
 
     def result(self) -> RawTiming:
-        return RawTiming(self.setup, self.first, statistics.median(self.warm))
+        return RawTiming(self.setup, self.first, statistics.median(self.warm), self.memory)
 
     def close(self) -> None:
         self.con.close()
@@ -385,6 +400,7 @@ class DpRunner:
         self.cursor = self.con.cursor()
         self.first = 0.0
         self.first_stages: dict[str, float] = {}
+        self.memory = 0
         self.samples: list[tuple[float, dict[str, float]]] = []
 
     def run(self, sql: str) -> tuple[float, dict[str, float]]:
@@ -395,7 +411,7 @@ class DpRunner:
 
     def result(self) -> DpTiming:
         warm = statistics.median(t for t, _ in self.samples)
-        return DpTiming(self.connect, self.first, warm, self.first_stages, median_stages([s for _, s in self.samples]))
+        return DpTiming(self.connect, self.first, warm, self.first_stages, median_stages([s for _, s in self.samples]), self.memory)
 
     def close(self) -> None:
         self.con.close()
@@ -410,8 +426,11 @@ def measure(parquet: Path, policy: Path, query: Query, runs: int, modes: tuple[s
         for mode in modes:
             raws[mode] = RawRunner(parquet, mode)
             raws[mode].first = raws[mode].run(query.raw)
+            raws[mode].memory = duckdb_memory(raws[mode].con)
         dp = DpRunner(policy_for(policy, query))
         dp.first, dp.first_stages = dp.run(query.dp)
+        backend = getattr(dp.con.session._engine, "backend", None)
+        dp.memory = duckdb_memory(backend.connection) if hasattr(backend, "connection") else 0
         for runner in raws.values():
             runner.run(query.raw)  # warm-up
         dp.run(query.dp)  # warm-up
@@ -457,7 +476,7 @@ def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int,
             detail_rows.append([
                 size, query.label, ms(view.first), ms(tab.setup), ms(tab.first), ms(dp.connect),
                 ms(dp.first), f"{(dp.connect + dp.first) / (tab.setup + tab.first):.2f}x",
-                ms(dp.warm_stages["outside"]),
+                ms(dp.warm_stages["outside"]), mib(tab.memory), mib(dp.memory),
             ])
             stage_rows.append(stage_row(size, query.label, "first", dp.first_stages))
             stage_rows.append(stage_row(size, query.label, "warm", dp.warm_stages))
@@ -468,15 +487,19 @@ def bench_sizes(sizes: list[int], data: dict[int, tuple[Path, Path]], runs: int,
     log()
     log("First-run detail (ms): raw view first run; raw table = CREATE TABLE from Parquet + first query;")
     log("dpsql connect = dpsql.connect(); cold ratio = (dpsql connect + first) / (raw table load + first).")
+    log("MiB = DuckDB's memory after the first query (duckdb_memory()): the raw table, and dpsql's bounded")
+    log("(and keyed) relations with everything else its connection holds.")
     log(table(["size", "query", "raw view first", "raw table load", "raw table first", "dpsql connect",
-               "dpsql first", "cold ratio", "dpsql warm outside engine"], detail_rows))
+               "dpsql first", "cold ratio", "dpsql warm outside engine", "raw table MiB", "dpsql MiB"], detail_rows))
     log()
     log("dpsql stage breakdown (ms; warm = per-stage medians). compile = session.compile (a plan cache may")
     log("answer repeats); dry_run = the plan checked on an empty table before the charge (once per plan);")
-    log("charge = ledger; bounded = ensure_bounded (materialises the bounded relation on the first query);")
+    log("charge = ledger; bounded = ensure_bounded (materialises the bounded relation on the first query;")
+    log("prepared in the background since connect, so a first query mostly waits for it in dry_run, which")
+    log("needs the engine); keyed = ensure_keyed (partition selection's keyed relation of the grouping);")
     log("engine = the aggregate query in DuckDB; release = noise; post = post-processing SQL (when used);")
     log("assemble = result rows; other = the rest (e.g. plan hash and ledger params rendered for the charge);")
-    log("outside = total - engine - bounded: time not spent in DuckDB's bounding or aggregate work.")
+    log("outside = total - engine - bounded/keyed: time not spent in DuckDB's bounding or aggregate work.")
     log(table(STAGE_HEADER, stage_rows))
 
 

@@ -89,13 +89,16 @@ def generated_section(rules_text: str | None = None) -> str:
         "",
         "Every refusal carries one of these stable codes (the message also names the offending part",
         "of the SQL, with a caret where it can be located). DP1xx codes are raised before anything is",
-        "charged or read; DP2xx and DP3xx at run time.",
+        "charged or read; DP2xx and DP3xx at run time. Each refusal's hint links to its row here",
+        "(`docs/sql-reference.md#dp104`).",
         "",
         "| code | kind | refuses | fix |",
         "|---|---|---|---|",
     ]
     for code, kind, refuses in sorted(_summary(lines)):
-        out.append(f"| {code} | {_cell(kind)} | {_cell(refuses)} | {_cell(fixes.get(code, ''))} |")
+        # The anchor is what every refusal's hint links to (docs/sql-reference.md#dp104).
+        anchor = f'<a id="{code.lower()}"></a>'
+        out.append(f"| {anchor}{code} | {_cell(kind)} | {_cell(refuses)} | {_cell(fixes.get(code, ''))} |")
     out += ["", "### Scalar functions allowed", "", _functions(text), "", END]
     return "\n".join(out)
 

@@ -9,6 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+REFERENCE = "docs/sql-reference.md"  # every rule code has an anchor there (#dp104)
+
+
+def _with_reference(hint: str | None, code: str | None) -> str | None:
+    """A hint that ends with the link to its code's row in the SQL reference."""
+    if code is None or not code.startswith("DP") or not code[2:].isdigit():
+        return hint
+    if hint is None:
+        return None
+    link = f"{REFERENCE}#{code.lower()}"
+    return hint if link in hint else f"{hint.rstrip('.')} ({link})"
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """Where in the SQL text an error points: 1-based line/col and 0-based [start, end)."""
@@ -49,7 +62,7 @@ class Error(Exception):
         self.code = code
         self.span = span
         self.sql = sql
-        self.hint = hint
+        self.hint = _with_reference(hint, code)
 
     def __str__(self) -> str:
         head = f"{self.code}: {self.message}" if self.code else self.message

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import TextIO
 
 from dpsql import errors
-from dpsql.backend.schema_reader import read_source, value_ranges
+from dpsql.backend.schema_reader import data_facts, read_source, value_ranges
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Column, Policy, Table
-from dpsql.catalog.scaffold import scaffold
+from dpsql.catalog.scaffold import TARGET_QUERIES, guess_privacy_unit, scaffold
+from dpsql.execution.probe import check_policy_views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--suggest-bounds", action="store_true",
                       help="READS DATA: fill numeric bounds from the data's own range, rounded outward "
                            "(a disclosure unless the rounded bounds are public knowledge; review them)")
+    init.add_argument("--suggest", action="store_true",
+                      help="READS DATA: --suggest-bounds, and max_rows and max_groups from the 99th percentile of rows and "
+                           "keys per person, and the values of low-cardinality columns (each a disclosure unless public "
+                           "knowledge: review them)")
+    init.add_argument("--queries", type=int, default=TARGET_QUERIES, metavar="N",
+                      help=f"propose the smallest budget that fits N queries at the default epsilon (default {TARGET_QUERIES})")
     check = sub.add_parser("check", help="validate a policy and print what each analyst may query")
     check.add_argument("policy", type=Path, help="the policy TOML file")
     check.add_argument("--database", type=Path, help="DuckDB database file holding tables the policy names")
@@ -64,13 +71,22 @@ def _init(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             lines[table.name] = f'table = "{table.name}"          # a table of the DuckDB database given to dpsql'
         else:
             lines[table.name] = f'source = "{_relative(Path(table.source), base)}"'
-    ranges = None
-    if args.suggest_bounds:
-        print("WARNING: --suggest-bounds read the data's minimum and maximum. Bounds derived from the data are "
-              "themselves a disclosure (the largest value is one person's); keep them only if the rounded "
-              "values are public knowledge.", file=err)
+    ranges = facts = None
+    if args.suggest_bounds or args.suggest:
+        read = ("its ranges, rows and keys per person and the values of low-cardinality columns" if args.suggest
+                else "its minimum and maximum")
+        print(f"WARNING: {'--suggest' if args.suggest else '--suggest-bounds'} read the data: {read}. What is derived from "
+              "the data is itself a disclosure (the largest value is one person's); keep each REVIEW line only if it is "
+              "public knowledge.", file=err)
         ranges = {t.name: value_ranges(t, source if t.source is None else None) for t in tables}
-    text = scaffold(tables, lines, ranges)
+    if args.suggest:
+        facts = {t.name: data_facts(t, unit, source if t.source is None else None)
+                 for t in tables if (unit := guess_privacy_unit(t)) is not None}
+    ledger = (target.stem if target is not None else "policy") + ".ledger.sqlite"
+    if args.queries < 1:
+        print("ERROR: --queries must be at least 1", file=err)
+        return 1
+    text = scaffold(tables, lines, ranges, facts, ledger=ledger, queries=args.queries)
     if target is None:
         out.write(text)
     else:
@@ -88,6 +104,7 @@ def _relative(path: Path, base: Path) -> str:
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     policy = load_policy(args.policy)
+    check_policy_views(policy)  # each [views.<name>] a row-level SELECT over the policy's tables (DP001 otherwise)
     out.write(describe_policy(policy))
     if args.data or args.database:
         from dpsql.dbapi.connection import connect  # opens the engine: only with --data
@@ -124,6 +141,9 @@ def describe_policy(policy: Policy) -> str:
         if not table.public:
             width = max(len(name) for name in table.columns)
             lines += [f"  {name.ljust(width)}  {_column_uses(table, column)}" for name, column in table.columns.items()]
+    for view in policy.views.values():
+        about = f" ({view.description})" if view.description else ""
+        lines.append(f"view {view.name}{about}: {view.sql}; read like a row-level subquery (its table's bounds, limits and cost)")
     return "\n".join(lines) + "\n"
 
 
@@ -150,6 +170,6 @@ def _column_uses(table: Table, column: Column) -> str:
     else:
         uses.append("GROUP BY (keys chosen by partition selection: needs delta > 0)")
     uses.append("MODE")
-    bounds = f" [{_fmt(column.lower)}, {_fmt(column.upper)}]" if column.bounded else ""
+    bounds = f" {column.bounds_text(_fmt)}" if column.bounded else ""
     missing = "" if column.bounded or not column.numeric else "; declare lower/upper to SUM, AVG or rank it"
     return f"{column.type}{bounds}: {', '.join(uses)}{missing}"

@@ -97,6 +97,8 @@ def render_table(result: NoisyResult) -> str:
         if reason and any(row[i] is None for row in result.rows):
             out.append(f"{REFUSED} in {column.name}: {reason}")
     out.extend(utility_notes(result))
+    if result.kind == "probe" and result.message:  # a column probe: say why there are no rows
+        out.append(result.message)
     layer = next((info for info in result.noise_info if info and info.get("kind")), None)
     if layer is not None:
         out.append(f"median mechanism: {LAYER_KINDS.get(layer['kind'], layer['kind'])}; "

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from dpsql.accounting.cost import PrivacyCost
 
-StatementKind = Literal["query", "explain", "set", "public"]
+StatementKind = Literal["query", "explain", "set", "public", "show", "probe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +98,41 @@ class NoisyResult:
     cell_ci95: list[tuple[float | None, ...]]
     cost: PrivacyCost = field(default_factory=PrivacyCost.zero)
     message: str | None = None
+
+
+CI_SUFFIX = "_ci95"
+
+
+def noisy_flags(result: NoisyResult) -> list[bool]:
+    """Which columns of an answer carry noise (a NoiseInfo)."""
+    return [info is not None for info in result.noise_info] + [False] * (len(result.columns) - len(result.noise_info))
+
+
+def with_ci_columns(result: NoisyResult) -> NoisyResult:
+    """The answer with a `<col>_ci95` column (DOUBLE, the 95% half-width; NULL for a ⊥ cell) after
+    each noisy column: post-processing of what was released, so any front end may show it."""
+    flags = noisy_flags(result)
+    if not any(flags):
+        return result
+    columns: list[ResultColumn] = []
+    infos: list[NoiseInfo | None] = []
+    for column, flag, info in zip(result.columns, flags, list(result.noise_info) + [None] * len(result.columns)):
+        columns.append(column)
+        infos.append(info)
+        if flag:
+            columns.append(ResultColumn(column.name + CI_SUFFIX, "DOUBLE"))
+            infos.append(None)
+    rows, widths = [], []
+    for row, cells in zip(result.rows, result.cell_ci95):
+        values: list[Any] = []
+        spans: list[float | None] = []
+        for index, (value, flag) in enumerate(zip(row, flags)):
+            width = cells[index] if index < len(cells) else None
+            values.append(value)
+            spans.append(width)
+            if flag:
+                values.append(None if width is None or value is None else float(width))
+                spans.append(None)
+        rows.append(tuple(values))
+        widths.append(tuple(spans))
+    return dataclasses.replace(result, columns=tuple(columns), rows=rows, noise_info=tuple(infos), cell_ci95=widths)

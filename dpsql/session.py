@@ -8,6 +8,7 @@ runs -> charge -> engine -> noise -> post-processing -> NoisyResult, never refun
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -25,10 +26,11 @@ from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
-from dpsql.errors import InterfaceError, ProgrammingError
-from dpsql.execution.charge import Charger
+from dpsql.errors import InterfaceError, InvalidOptionError, ProgrammingError
+from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
+from dpsql.execution.probe import check_policy_views
 from dpsql.execution.statements import Statement, plan_result, prepare
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
@@ -37,6 +39,11 @@ from dpsql.result import NoisyResult, ResultColumn
 DEFAULT_ANALYST = "analyst"
 DEMO_LEDGER = "ledger.sqlite"  # beside the demo's data in the user cache directory
 PLAN_CACHE_SIZE = 256
+# `SHOW dpsql.<name>`: the same settings in every door (the server adds its connection's dpsql.ci_columns).
+SHOW_SETTINGS = ("dpsql.budget", "dpsql.epsilon", "dpsql.delta", "dpsql.remaining", "dpsql.ci_columns")
+_SHOW = re.compile(r"^\s*SHOW\s+(?P<name>dpsql\.\w+)\s*;?\s*$", re.IGNORECASE)
+_SET_CI_COLUMNS = re.compile(r"^\s*SET\s+dpsql\.ci_columns\s*(?:=|\s+TO\s+)\s*'?(?P<value>\w+)'?\s*;?\s*$", re.IGNORECASE)
+_ON, _OFF = frozenset({"on", "true", "yes", "1", "t"}), frozenset({"off", "false", "no", "0", "f", "default"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +63,10 @@ class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False) -> None:
         self._policy = policy
+        # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
+        self.ci_columns = ci_columns
         self._owns_ledger = owns_ledger
         self.analyst = analyst
         self.id = uuid.uuid4().hex[:12]
@@ -121,6 +130,26 @@ class Session:
         accountant: epsilon at the budget's delta (exact sums under "basic")."""
         return self._executor.charger.spent()
 
+    def show(self, name: str) -> str:
+        """`SHOW dpsql.<name>`: the default query epsilon or delta, or the remaining budget (with
+        how many more queries like the last charged one fit). Public facts: nothing is charged.
+
+        Raises:
+            InvalidOptionError: not one of SHOW_SETTINGS (DP120).
+        """
+        key = name.lower().removeprefix("dpsql.")
+        if key == "ci_columns":
+            return "on" if self.ci_columns else "off"
+        if key in ("epsilon", "delta"):
+            return f"{float(getattr(self.default_query_budget, key)):g}"
+        if key in ("budget", "remaining"):
+            left, remaining, total = self.queries_left, self.remaining, self.total_budget
+            return (f"remaining epsilon {float(remaining.epsilon):.6g}, delta {float(remaining.delta):.3g} (of epsilon "
+                    f"{float(total.epsilon):.6g}, delta {float(total.delta):.3g})"
+                    + (f"; {more_text(left)} more queries like the last fit" if left is not None else ""))
+        raise InvalidOptionError(f'unrecognized configuration parameter "{name}"', code="DP120",
+                                 hint="dpsql settings: " + ", ".join(SHOW_SETTINGS))
+
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
         return self.compile(sql, parameters).cost(self._executor)
@@ -128,7 +157,8 @@ class Session:
     def explain(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """The plan of a statement (with or without a leading EXPLAIN): no data, no budget."""
         self._check_open()
-        return plan_result(self.compile(sql, parameters).explain(self._executor))
+        statement = self.compile(sql, parameters)
+        return plan_result(statement.explain(self._executor, statement.parsed.verbose))
 
     @staticmethod
     def sql_functions() -> Mapping[str, str]:
@@ -180,6 +210,17 @@ class Session:
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """Answer one statement. Refusals raise before any charge; a charged query is never refunded."""
         self._check_open()
+        shown = _SHOW.match(sql)
+        if shown is not None:  # SHOW dpsql.<name>: a session setting, read without the planner
+            name = shown.group("name").lower()
+            return NoisyResult("show", (ResultColumn(name, "VARCHAR"),), [(self.show(name),)], (None,), [(None,)])
+        ci_columns = _SET_CI_COLUMNS.match(sql)
+        if ci_columns is not None:
+            value = ci_columns.group("value").lower()
+            if value not in _ON | _OFF:
+                raise InvalidOptionError('parameter "dpsql.ci_columns" requires a Boolean value (on or off)', code="DP120")
+            self.ci_columns = value in _ON
+            return NoisyResult("set", (), [], (), [], message=f"SET dpsql.ci_columns = {'on' if self.ci_columns else 'off'}")
         with self._lock:
             return self.compile(sql, parameters).run(self._executor)
 
@@ -258,6 +299,7 @@ class SessionOptions:
     progress: Any = None
     prepare: bool = True  # build the policy's bounded relations in the background from connect on
     shared: Any = None  # the process's shared DuckDB database (open_shared; the server), else the session's own
+    ci_columns: bool = False  # a `<col>_ci95` column after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -273,6 +315,7 @@ class SessionOptions:
         if policy is None:
             raise InterfaceError("a policy file is required with a database or tables (policy='policy.toml')")
         loaded = policy if isinstance(policy, Policy) else load_policy(policy)
+        check_policy_views(loaded)  # [views.<name>]: row-level SELECTs over the policy's tables (checked once per policy)
         analyst = self.analyst or DEFAULT_ANALYST
         runner = engines.open_engine(loaded, self.engine, self.database, self.tables, self.spark, self.master, self.remote, self.progress,
                                      engines.analyst_scope(self.shared, analyst))
@@ -286,9 +329,10 @@ class SessionOptions:
         if isinstance(target, Ledger):
             # A ledger shared by many sessions of one process (the server): its lock serialises
             # charges in-process, and the session must not close it.
-            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare)
+            return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare,
+                           ci_columns=self.ci_columns)
         # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
-        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare)
+        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare, ci_columns=self.ci_columns)
 
 
 def choose_ledger(policy: Policy, requested: str | Path | Ledger | None, default: str | Path | None = None) -> str | Path | Ledger | None:

@@ -12,6 +12,7 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
 from dpsql.analysis.post import analyze_post, needs_post
+from dpsql.analysis.row_level import row_probe
 from dpsql.analysis.joins import join_relation
 from dpsql.analysis.rules import (
     SELECT_RULES,
@@ -24,12 +25,12 @@ from dpsql.errors import InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
 from dpsql.frontend.spans import span_of
 from dpsql.ir.post import PostQuery
-from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 
 SETTINGS = frozenset({"epsilon", "delta"})
 
 
-def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement | PostQuery:
+def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | PublicQuery | SetStatement | PostQuery | RowProbe:
     """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
     tree, sql = statement.tree, statement.sql
     ctx = ctx.for_statement(sql)  # refusals point into this text
@@ -40,6 +41,10 @@ def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | Pu
     if isinstance(tree, exp.Set):
         return _setting(tree, ctx)
     assert isinstance(tree, exp.Select)
+    if public_tables(tree, ctx) is None:
+        probe = row_probe(tree, ctx)  # BI tools' column probes (LIMIT 0/1); row samples refused in plain words
+        if probe is not None:
+            return probe
     return analyze_select(tree, ctx)
 
 

@@ -21,6 +21,7 @@ from dpsql.analysis.context import refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name, is_aggregate
 from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
+from dpsql.analysis.views import referenced_views
 from dpsql.catalog.model import Policy
 from dpsql.errors import UnknownColumnError
 from dpsql.frontend.dialect import Dpsql
@@ -52,10 +53,11 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     the same query over the base table. Other shapes come back unchanged for the rules to judge."""
     if select.args.get("laterals") or select.args.get("from_") is None:
         return select
+    select, views = referenced_views(select, policy)  # the policy's views: inlined like CTEs defined outside
     if select.args.get("joins"):
-        return _flatten_join_operands(select, policy, sql)
+        return _flatten_join_operands(select, policy, sql, views)
     source = select.args["from_"].this
-    ctes = _ctes(select, sql, {})
+    ctes = _ctes(select, sql, views)
     for name in ctes:  # every CTE is row-level over the policy, used or not
         _relation(exp.Table(this=exp.to_identifier(name)), ctes, policy, sql)
     if isinstance(source, exp.Table) and _plain_name(source) not in ctes:
@@ -83,7 +85,7 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     return flat
 
 
-def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
+def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str, views: dict[str, exp.Select]) -> exp.Select:
     """A join whose operands include row-level subqueries or CTEs over one table each, rewritten to
     join the base tables under the operands' names: each column the query reads through an
     operand is replaced by its definition over that operand's table, and the operands' WHERE
@@ -97,7 +99,7 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str) -> exp.
     (`JOIN (SELECT dept_id AS person_id ...) s USING (person_id)` joins on dept_id and is refused
     as the same join written with ON is, DP136), and an unqualified c reads the earlier operand's,
     the column USING merges."""
-    ctes = _ctes(select, sql, {})
+    ctes = _ctes(select, sql, views)
     for name in ctes:  # every CTE is row-level over the policy, used or not
         _relation(exp.Table(this=exp.to_identifier(name)), ctes, policy, sql)
     flat = select.copy()

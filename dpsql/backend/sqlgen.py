@@ -133,10 +133,18 @@ def rank_by_hash(partition: list[exp.Expr], hashed: list[tuple[exp.Expr, str]], 
     part), then of the values themselves (a tie-break, so every engine picks the same rows).
 
     `hashed` holds (value, policy type) pairs; DOUBLEs enter the hash through `hash_input`.
+    The tie-break leaves out the values that are partition expressions: they are constant within
+    a partition, so ordering by them changes no rank, and each costs the window's sort a key.
     """
     digest = KeyedHash(this=seed, expressions=[hash_input(v.copy(), t) for v, t in hashed])
-    order = [ordered(digest)] + [ordered(v.copy()) for v, _ in hashed]
+    order = [ordered(digest)] + tie_break([v for v, _ in hashed], partition)
     return exp.Window(this=exp.RowNumber(), partition_by=partition, order=exp.Order(expressions=order))
+
+
+def tie_break(values: list[exp.Expr], partition: list[exp.Expr]) -> list[exp.Ordered]:
+    """`values` in order as window ORDER BY terms, without those among the `partition` expressions
+    (constant within a partition: a no-op in the order, but a costly sort key each)."""
+    return [ordered(v.copy()) for v in values if v not in partition]
 
 
 def row_heavy_select(table: Table, source_name: str) -> exp.Select:
@@ -229,7 +237,17 @@ def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
     # (DuckDB and Spark SQL) counts the same rows as COUNT(CASE WHEN flag THEN 1 END), NULL flags
     # not counted, and is DuckDB's cheaper native form; cast to BIGINT, the type Spark returns
     # (DuckDB's is HUGEINT), so both engines hand back the same raw types.
-    counted = exp.CountIf(this=exp.column(UNIT_KEY, quoted=True))
+    counted: exp.Expr = exp.CountIf(this=exp.column(UNIT_KEY, quoted=True))
+    if any(k.expr is not None for k in query.keys):
+        # A derived key (GROUP BY upper(region), age // 10) is bounded on the columns it reads
+        # (compiled.engine_relation_keys): two kept column tuples of one person, each with its
+        # flagged row, can give the same key value ('abc' and 'ABC'), where COUNT_IF would count
+        # that person twice and a key held by one person could reach a count of max_groups, not
+        # the 1 the selection threshold is calibrated for. Counting the distinct persons with a
+        # flagged row counts each at most once per key value, on at most max_groups key values
+        # (one per kept tuple).
+        counted = exp.Count(this=exp.Distinct(expressions=[exp.Case(ifs=[exp.If(
+            this=exp.column(UNIT_KEY, quoted=True), true=exp.column(plan.bounding.unit, quoted=True))])]))
     return aggregate.select(exp.alias_(exp.cast(counted, exp.DataType.build("BIGINT")), UNITS)).having(
         exp.GT(this=counted.copy(), expression=exp.Literal.number(0)))
 
@@ -276,7 +294,9 @@ def keyed_select(table: Table, bounded: str, keys: tuple[str, ...], heavy: str) 
     Linf = 1), which is what the partition selection threshold is calibrated for. Applying the key
     bounding before the WHERE keeps this because the bound holds for the unfiltered rows and
     filtering is monotone. Released values are unchanged: they aggregate every bounded row that
-    passes the WHERE, with sensitivities from max_rows as before.
+    passes the WHERE, with sensitivities from max_rows as before. A derived key (GROUP BY
+    upper(region)) is keyed on the columns it reads, and two of p's kept tuples can give one key
+    value: engine_select then counts the distinct persons with a flagged row, not the flags.
 
     Utility. K(p) is chosen among all of p's keys, not only the ones matching the WHERE, and p
     counts for k only if r(p, k) matches: exact when the WHERE is constant over a person's rows
@@ -294,8 +314,9 @@ def keyed_select(table: Table, bounded: str, keys: tuple[str, ...], heavy: str) 
     in_heavy = exp.In(this=unit.copy(), query=exp.select(unit.copy()).from_(exp.to_identifier(heavy, quoted=True)).subquery())
     # The representative: a deterministic order of the values (the same on every engine: NULLs
     # first, written out); no hash is needed, the choice only has to read p's rows.
-    rep = exp.Window(this=exp.RowNumber(), partition_by=[unit.copy(), *[k.copy() for k in key_columns]],
-                     order=exp.Order(expressions=[ordered(c.copy()) for c in columns]))
+    rep_partition = [unit.copy(), *[k.copy() for k in key_columns]]
+    rep_order = tie_break(columns, rep_partition)  # empty when every column is grouped: the rows are then identical
+    rep = exp.Window(this=exp.RowNumber(), partition_by=rep_partition, order=exp.Order(expressions=rep_order) if rep_order else None)
     first = exp.EQ(this=exp.column(REP_RANK), expression=exp.Literal.number(1))
     light = exp.select(*[c.copy() for c in carried], exp.alias_(exp.EQ(this=rep.copy(), expression=exp.Literal.number(1)), UNIT_KEY, quoted=True)
                        ).from_(source.copy()).where(exp.Not(this=in_heavy.copy()))

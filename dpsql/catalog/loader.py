@@ -26,10 +26,13 @@ from dpsql.catalog.model import (
     Policy,
     ServerSettings,
     Table,
+    View,
 )
 from dpsql.errors import CatalogError
 
-TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine", "server"})
+TOP_KEYS = frozenset({"budget", "tables", "analysts", "engine", "server", "views"})
+VIEW_KEYS = frozenset({"sql", "description"})
+MAX_VIEW_SQL = 100_000  # characters of one view's SELECT
 ENGINE_KEYS = frozenset({"memory_limit", "threads", "temp_directory"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
 PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
@@ -101,7 +104,36 @@ def policy_from_dict(raw: dict[str, Any], path: Path | None = None) -> Policy:
         extra=MappingProxyType(extra),
         engine=_engine(raw.get("engine", {}), where, base),
         server=_server(raw.get("server", {}), where),
+        views=MappingProxyType(_views(raw.get("views", {}), tables, where)),
     )
+
+
+_VIEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _views(raw: Any, tables: dict[str, Table], where: _Where) -> dict[str, View]:
+    """`[views.<name>]`: a name and its SQL text. Whether the SQL is a row-level SELECT over the
+    policy's tables is checked by the analysis (dpsql.analysis.views) when a session, the server
+    or `dpsql policy check` first reads the policy's views."""
+    if not isinstance(raw, dict):
+        raise where.error("views", "must be a table of [views.<name>] sections")
+    views = {}
+    for name, spec in raw.items():
+        prefix = f"views.{name}"
+        if not isinstance(spec, dict):
+            raise where.error(prefix, "must be a table with sql = \"SELECT ...\"")
+        _no_unknown(spec, VIEW_KEYS, prefix + ".", where)
+        if not _VIEW_NAME.fullmatch(name):
+            raise where.error(prefix, "a view's name is a plain identifier (letters, digits and _)")
+        if name.lower() in tables:
+            raise where.error(prefix, f"a table of the policy is already named {name.lower()!r}", "give the view another name")
+        sql, description = spec.get("sql"), spec.get("description")
+        if not isinstance(sql, str) or not sql.strip() or len(sql) > MAX_VIEW_SQL:
+            raise where.error(f"{prefix}.sql", f"must be a SELECT statement (at most {MAX_VIEW_SQL} characters)")
+        if description is not None and not isinstance(description, str):
+            raise where.error(f"{prefix}.description", "must be a string")
+        views[name.lower()] = View(name=name.lower(), sql=sql.strip().rstrip(";").strip(), description=description)
+    return views
 
 
 _MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.IGNORECASE)

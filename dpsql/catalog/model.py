@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Literal
+from typing import Callable, Literal
 
 from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
@@ -46,6 +46,24 @@ class Column:
     def numeric(self) -> bool:
         """Whether arithmetic aggregates apply."""
         return self.type in ("int", "float")
+
+    def bound_text(self, value: Fraction, number: Callable[[Fraction], str] | None = None) -> str:
+        """A bound as a person reads it: an ISO date (`2020-01-01`) or date-time (`2024-01-31T00:00:00`)
+        for date and timestamp columns (stored as day numbers and seconds since 1970), else
+        `number(value)` (default: an integer, or up to 10 significant digits)."""
+        if self.type == "date":
+            return date.fromordinal(int(value)).isoformat()
+        if self.type == "timestamp":
+            return (datetime(1970, 1, 1) + timedelta(seconds=float(value))).isoformat()
+        if number is not None:
+            return number(value)
+        return str(value.numerator) if value.denominator == 1 else f"{float(value):.10g}"
+
+    def bounds_text(self, number: Callable[[Fraction], str] | None = None) -> str | None:
+        """`[lower, upper]` with `bound_text`, or None without bounds."""
+        if self.lower is None or self.upper is None:
+            return None
+        return f"[{self.bound_text(self.lower, number)}, {self.bound_text(self.upper, number)}]"
 
     def grid(self) -> Fraction:
         """The public fixed-point grid width on which sums of this column are computed.
@@ -164,6 +182,17 @@ class Table:
 
 
 @dataclass(frozen=True, slots=True)
+class View:
+    """`[views.<name>] sql = "..."`: a row-level SELECT over tables of the policy, published under a
+    name (BI tools list it as a table). Queries read it as they would a row-level subquery: it is
+    inlined, so bounding, sensitivities and cost are those of the base table's."""
+
+    name: str
+    sql: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Analyst:
     """An analyst of the server: a SCRAM verifier and an optional budget of its own."""
 
@@ -224,10 +253,15 @@ class Policy:
     extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     engine: EngineLimits = field(default_factory=EngineLimits)
     server: ServerSettings = field(default_factory=ServerSettings)
+    views: Mapping[str, View] = field(default_factory=lambda: MappingProxyType({}))
 
     def table(self, name: str) -> Table | None:
         """The declared table of that name (case-insensitive), or None."""
         return self.tables.get(name.lower())
+
+    def view(self, name: str) -> View | None:
+        """The declared view of that name (case-insensitive), or None."""
+        return self.views.get(name.lower())
 
     def budget_for(self, analyst: str | None) -> PrivacyCost:
         """The total budget of an analyst: their own if declared, else the policy's."""

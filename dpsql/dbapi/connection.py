@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from dpsql import errors
 from dpsql.accounting.ledger import LedgerEntry
-from dpsql.errors import InterfaceError, NotSupportedError
-from dpsql.result import NoisyResult
+from dpsql.dbapi.placeholders import to_qmark, uses_pyformat
+from dpsql.errors import InterfaceError, NotSupportedError, SqlSyntaxError
+from dpsql.result import NoisyResult, with_ci_columns
 from dpsql.session import Session, SessionOptions
 
 if TYPE_CHECKING:
     import pandas
+    from matplotlib.axes import Axes
 
 
 class Cursor:
@@ -34,8 +36,18 @@ class Cursor:
 
     @property
     def rowcount(self) -> int:
-        """Number of rows of the last result, -1 when there is none."""
-        return -1 if self._result is None or not self._result.columns else len(self._result.rows)
+        """Number of rows of the last result, -1 when there is none (or for a column probe: its
+        columns are answered, its rows are not available)."""
+        if self._result is None or not self._result.columns or self._result.kind == "probe":
+            return -1
+        return len(self._result.rows)
+
+    @property
+    def messages(self) -> list[tuple[type[errors.Warning], str]]:
+        """PEP 249's optional messages: why a column probe has no rows."""
+        if self._result is not None and self._result.kind == "probe" and self._result.message:
+            return [(errors.Warning, self._result.message)]
+        return []
 
     @property
     def noise_info(self) -> list[dict[str, Any] | None]:
@@ -57,13 +69,21 @@ class Cursor:
             raise InterfaceError("the cursor is closed")
         self.connection._check()
 
-    def execute(self, operation: str, parameters: Sequence[object] | None = None) -> Cursor:
-        """Run one statement with qmark parameters."""
+    def execute(self, operation: str, parameters: Sequence[object] | Mapping[str, object] | None = None) -> Cursor:
+        """Run one statement with qmark (`?`) parameters; psycopg's `%s` (a sequence) and `%(name)s`
+        (a mapping) are accepted too. With `ci_columns` on, a `<col>_ci95` column follows each noisy one."""
         self._check()
-        if isinstance(parameters, Mapping):
-            raise errors.ParameterError("dpsql takes qmark (?) parameters as a sequence", code="DP118")
         self._result = None
-        self._result = self.connection.session.execute(operation, parameters)
+        sql, values = to_qmark(operation, parameters)
+        session = self.connection.session
+        try:
+            result = session.execute(sql, values)
+        except SqlSyntaxError as error:
+            if parameters is None and uses_pyformat(operation):
+                raise errors.ParameterError("the statement has %s placeholders but no parameters were given",
+                                            code="DP118", hint="pass the values (execute(sql, [v1, v2])); dpsql's own placeholder is ?") from error
+            raise
+        self._result = with_ci_columns(result) if session.ci_columns and result.kind == "query" else result
         self._position = 0
         return self
 
@@ -115,6 +135,25 @@ class Cursor:
         frame.attrs["epsilon"] = float(result.cost.epsilon)
         frame.attrs["delta"] = float(result.cost.delta)
         return frame
+
+    def plot(self, x: str | None = None, y: str | Sequence[str] | None = None, **kwargs: Any) -> Axes:
+        """The last answer as a bar chart with its 95% intervals as error bars and its cost as a
+        caption (needs matplotlib: `pip install 'dpsql[plot]'`; see dpsql.dbapi.notebook.plot)."""
+        from dpsql.dbapi.notebook import plot
+
+        if self._result is None or not self._result.columns:
+            raise InterfaceError("no result to plot: execute a query first")
+        return plot(self._result, x, y, **kwargs)
+
+    def _repr_html_(self) -> str:
+        """The last answer in a notebook: values with ±, its cost and the remaining budget."""
+        from dpsql.dbapi.notebook import html_table
+
+        if self._result is None:
+            return "<p>dpsql cursor: no statement executed yet</p>"
+        session = self.connection.session
+        remaining = session.remaining if self._result.kind == "query" else None
+        return html_table(self._result, remaining, session.queries_left if remaining is not None else None)
 
     def setinputsizes(self, sizes: Any) -> None:
         """Accepted and ignored (PEP 249)."""
@@ -212,7 +251,8 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None, prepare=True, shared=None)`, the fields of `dpsql.session.SessionOptions` in their order.
+    progress=None, prepare=True, shared=None, ci_columns=False)`, the fields of
+    `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
     reproducible: for tests and marked experiments only. `engine="spark"` runs the plans on
@@ -226,6 +266,7 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
     `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
-    a fresh in-memory budget for this connection.
+    a fresh in-memory budget for this connection. `ci_columns=True` adds a `<col>_ci95` column (the
+    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it).
     """
     return Connection(SessionOptions(*args, **kwargs).open())

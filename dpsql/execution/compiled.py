@@ -38,7 +38,7 @@ from dpsql.ir.identity import plan_identity
 from dpsql.ir.plan import Plan
 from dpsql.ir.printer import plan_text
 from dpsql.ir.post import PostQuery
-from dpsql.ir.query import BoundQuery, PublicQuery, SetStatement
+from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 from dpsql.planner.plan import plan_query
 
 
@@ -91,15 +91,17 @@ class CompiledQuery:
         """The plan's identity in the ledger: the digest of its canonical form (ir/identity.py)."""
         return plan_identity(self.plan)
 
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES,
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True,
                       text: Callable[[exp.Expr], str] | None = None) -> list[str]:
-        """EXPLAIN output: plan, mechanisms, scales, cost, then the engine SQL of that engine
+        """EXPLAIN output: plan, mechanisms, scales, cost, then (verbose) the engine SQL of that engine
         (`text`: a statement's SQL text for that engine, when the caller keeps them rendered)."""
         sql = text if text is not None else functools.partial(render, dialect=dialect)
         table = self.plan.query.table
         engine = "" if dialect == "duckdb" else f" ({dialect})"
-        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan),
-                 f"Engine SQL{engine}:"]
+        lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan)]
+        if not verbose:
+            return lines
+        lines.append(f"Engine SQL{engine}:")
         lines.extend(_relation_lines(table, self.keyed_columns, dialect))
         lines.append(f"  {sql(self.engine)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):
@@ -127,8 +129,8 @@ class CompiledPost:
         """The ledger's identity of the whole statement: the outer query and every release's plan."""
         return plan_identity(self.query, tuple(compiled.plan for compiled in self.inputs))
 
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> list[str]:
-        """EXPLAIN: each release (its plan, cost and engine SQL), the outer query, the total cost."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
+        """EXPLAIN: each release (its plan, cost and, verbose, engine SQL), the outer query, the total cost."""
         query = self.query
         count = len(self.inputs)
         lines = [f"Query: {' '.join(self.statement.sql.split())}",
@@ -137,7 +139,7 @@ class CompiledPost:
                  "tables, at no extra cost"]
         for index, (inp, compiled) in enumerate(zip(query.inputs, self.inputs)):
             lines.append(f"Release {index + 1} of {count}: {inp.name} ({inp.role})")
-            lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities))
+            lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities, verbose))
         lines.append(f"Outer query (released rows only): {render(query.outer, 'duckdb')}")
         lines.append("Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived "
                      "column (arithmetic, aggregates or windows over released values) has none")
@@ -170,8 +172,9 @@ def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
     if not needs_keyed(plan):
         return ()
     # A derived key (GROUP BY age // 10) is keyed on the columns it reads: a person's flagged row
-    # per kept tuple of those columns has one value of each key expression, so each person still
-    # adds 1 to at most max_groups key tuples (sqlgen.keyed_select's argument, unchanged).
+    # per kept tuple of those columns has one value of each key expression, so each person has
+    # flagged rows in at most max_groups key values; two kept tuples can share a key value, so
+    # engine_select counts distinct persons there (sqlgen.engine_select).
     names: list[str] = []
     for key in plan.query.keys:
         read = [key.column.name] if key.expr is None else [c.name.lower() for c in key.expr.find_all(exp.Column)]
@@ -204,7 +207,7 @@ def compile_post(statement: ParsedStatement, query: PostQuery) -> CompiledPost:
 
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
-) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement]:
+) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe]:
     """Parse, analyse and plan one statement. Pure: no data, no budget (a CompiledPost:
     post-processing over several releases)."""
     statement = parse_statement(sql, parameters)

@@ -70,10 +70,10 @@ class Executor:
         layer_cost = self.layers.cost_of(compiled)
         return layer_cost if layer_cost is not None else compiled.plan.cost
 
-    def explain_lines(self, compiled: CompiledQuery) -> list[str]:
-        """EXPLAIN of a private query on this session's engine, with the layer's lines."""
+    def explain_lines(self, compiled: CompiledQuery, verbose: bool = True) -> list[str]:
+        """EXPLAIN of a private query on this session's engine, with the layer's lines (the engine SQL if verbose)."""
         state = self.state.query(compiled)
-        lines = compiled.explain_lines(state.dialect, state.capabilities, state.text) + self.layers.explain_lines(compiled)
+        lines = compiled.explain_lines(state.dialect, state.capabilities, verbose, state.text) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
         # The budget's view right under the query's own cost (the plan's "Cost:" line).
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
@@ -84,9 +84,9 @@ class Executor:
                          f"{self.calls.keyed_state(table, compiled.keyed_columns)}")
         return lines
 
-    def explain_post(self, compiled: CompiledPost) -> list[str]:
-        """EXPLAIN of a post-processing query on this session's engine."""
-        return compiled.explain_lines(self.state.dialect, self.state.capabilities)
+    def explain_post(self, compiled: CompiledPost, verbose: bool = True) -> list[str]:
+        """EXPLAIN of a post-processing query on this session's engine (the engine SQL if verbose)."""
+        return compiled.explain_lines(self.state.dialect, self.state.capabilities, verbose)
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's

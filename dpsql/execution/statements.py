@@ -1,7 +1,8 @@
 """Statements as a session runs them: one protocol for every kind of statement.
 
 `compile_statement` (execution/compiled.py) makes immutable compiled values: a private query, a
-post-processing query, a public query or a session setting, any of them under EXPLAIN. `prepare`
+post-processing query, a public query, a column probe or a session setting, any of them under
+EXPLAIN. `prepare`
 wraps each in a Statement that knows what to ask the session's Executor for; the session calls
 the protocol only (what it costs, what it returns, its answer, its plan).
 """
@@ -14,10 +15,12 @@ from typing import Protocol, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.context import AnalysisContext
+from dpsql.catalog.model import Policy
 from dpsql.execution.compiled import CompiledPost, CompiledQuery, compile_statement
 from dpsql.execution.executor import Executor
+from dpsql.execution.probe import answer_probe, probe_columns, probe_explain
 from dpsql.frontend.parse import ParsedStatement
-from dpsql.ir.query import PublicQuery, SetStatement
+from dpsql.ir.query import PublicQuery, RowProbe, SetStatement
 from dpsql.result import NoisyResult, ResultColumn
 
 Columns = tuple[tuple[ResultColumn, ...], tuple[bool, ...]]  # output columns, and which are noisy
@@ -45,8 +48,8 @@ class Statement(Protocol):
         """Its answer."""
         ...
 
-    def explain(self, executor: Executor) -> list[str]:
-        """Its EXPLAIN lines."""
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
+        """Its EXPLAIN lines (`verbose`: with the engine SQL)."""
         ...
 
 
@@ -66,8 +69,8 @@ class PrivateQuery:
     def run(self, executor: Executor) -> NoisyResult:
         return executor.execute(self.compiled)
 
-    def explain(self, executor: Executor) -> list[str]:
-        return executor.explain_lines(self.compiled)
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
+        return executor.explain_lines(self.compiled, verbose)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +89,8 @@ class PostProcessing:
     def run(self, executor: Executor) -> NoisyResult:
         return executor.execute_post(self.compiled)
 
-    def explain(self, executor: Executor) -> list[str]:
-        return executor.explain_post(self.compiled)
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
+        return executor.explain_post(self.compiled, verbose)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +109,30 @@ class Public:
     def run(self, executor: Executor) -> NoisyResult:
         return executor.public(self.query)
 
-    def explain(self, executor: Executor) -> list[str]:
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
         return [f"Query: {self.query.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A BI tool's column probe (a row-level statement with LIMIT 0 or 1): its columns and types
+    over empty tables of the policy's types, no rows, no charge (execution/probe.py)."""
+
+    parsed: ParsedStatement
+    probe: RowProbe
+    policy: Policy  # the policy it was compiled against
+
+    def cost(self, executor: Executor) -> PrivacyCost:
+        return PrivacyCost.zero()
+
+    def describe(self, executor: Executor) -> Columns:
+        return probe_columns(self.policy, self.probe), ()
+
+    def run(self, executor: Executor) -> NoisyResult:
+        return answer_probe(self.policy, self.probe)
+
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
+        return probe_explain(self.probe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +158,7 @@ class Setting:
             state.default_budget = PrivacyCost(state.default_budget.epsilon, value)
         return NoisyResult("set", (), [], (), [], message=f"SET dpsql.{self.setting.name} = {float(value):g}")
 
-    def explain(self, executor: Executor) -> list[str]:
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
         return [f"SET dpsql.{self.setting.name}: a session setting, no cost"]
 
 
@@ -151,10 +176,10 @@ class Explain:
         return (PLAN_COLUMN,), ()
 
     def run(self, executor: Executor) -> NoisyResult:
-        return plan_result(self.inner.explain(executor))
+        return plan_result(self.inner.explain(executor, self.parsed.verbose))
 
-    def explain(self, executor: Executor) -> list[str]:
-        return self.inner.explain(executor)
+    def explain(self, executor: Executor, verbose: bool = False) -> list[str]:
+        return self.inner.explain(executor, verbose)
 
 
 def plan_result(lines: list[str]) -> NoisyResult:
@@ -172,6 +197,8 @@ def prepare(sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext)
         statement = PostProcessing(parsed, compiled)
     elif isinstance(compiled, PublicQuery):
         statement = Public(parsed, compiled)
+    elif isinstance(compiled, RowProbe):  # a BI tool's column probe: columns, no rows, no charge
+        statement = Probe(parsed, compiled, ctx.policy)
     else:
         statement = Setting(parsed, compiled)
     return Explain(parsed, statement) if parsed.kind == "explain" else statement

@@ -23,7 +23,8 @@ from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import at, keyword_span
 
 StatementKind = Literal["select", "explain", "set", "other"]
-_EXPLAIN = re.compile(r"^(?:\s|--[^\n]*|/\*.*?\*/)*EXPLAIN\b", re.IGNORECASE | re.DOTALL)  # comments may precede it
+_EXPLAIN = re.compile(r"^(?:\s|--[^\n]*|/\*.*?\*/)*EXPLAIN\b(?P<verbose>\s*\(\s*VERBOSE(?:\s+(?:TRUE|ON|1))?\s*\)|\s+VERBOSE\b)?",
+                      re.IGNORECASE | re.DOTALL)  # comments may precede it; EXPLAIN (VERBOSE) adds the engine SQL
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class ParsedStatement:
     kind: StatementKind
     tree: exp.Expr
     sql: str
+    verbose: bool = False  # EXPLAIN (VERBOSE) / EXPLAIN VERBOSE: the plan with the engine SQL
 
 
 def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> ParsedStatement:
@@ -40,6 +42,7 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
     text = sql
     kind: StatementKind = "select"
     match = _EXPLAIN.match(sql)
+    verbose = bool(match and match.group("verbose"))
     if match:
         # Blank the keyword rather than cutting it, so spans still point into the user's text.
         text = re.sub(r"[^\n]", " ", sql[: match.end()]) + sql[match.end() :]  # keep newlines: line numbers
@@ -58,7 +61,7 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
     check_numbers(tree, sql)
     if kind != "explain":
         kind = "select" if isinstance(tree, exp.Query) else "set" if isinstance(tree, exp.Set) else "other"
-    return ParsedStatement(kind=kind, tree=tree, sql=sql)
+    return ParsedStatement(kind=kind, tree=tree, sql=sql, verbose=verbose)
 
 
 # A number's decimal exponent: DOUBLE reaches 10^308 (and 10^-324); beyond +-1,000 a literal is

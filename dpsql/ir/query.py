@@ -173,3 +173,15 @@ class SetStatement:
     sql: str
     name: str
     value: object
+
+
+@dataclass(frozen=True, slots=True)
+class RowProbe:
+    """A row-level SELECT over private data with LIMIT 0 or 1: a BI tool's column probe (Superset
+    reads a virtual dataset's columns from `<sql> LIMIT 1`). Answered with the statement's columns
+    and types only, computed over empty tables of the policy's types: no rows, no data, no charge.
+    `tree` is the statement as written (views and CTEs by name), already checked."""
+
+    sql: str
+    tree: exp.Select
+    limit: int

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dpsql.execution.charge import more_text
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -17,6 +17,7 @@ from dpsql import errors
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import LedgerEntry
 from dpsql.catalog.model import Column, Policy, Table
+from dpsql.execution.probe import view_tables
 from dpsql.render import aligned, render_table
 from dpsql.session import Session
 
@@ -53,14 +54,14 @@ def number(value: Fraction | float | int) -> str:
 
 
 # --- \d --------------------------------------------------------------------------------------
-def describe_tables(policy: Policy) -> str:
-    """The tables of the policy, with their privacy unit and contribution limits."""
+def describe_tables(policy: Policy, views: Mapping[str, Table] | None = None) -> str:
+    """The tables of the policy, with their privacy unit and contribution limits, then its views."""
     if not policy.tables:
         return "No tables in the policy."
     rows = [
         [t.name, "public" if t.public else "private", t.privacy_unit or "", *_limits(t), str(len(t.columns))]
         for t in policy.tables.values()
-    ]
+    ] + [[v.name, "view", v.privacy_unit or "", *_limits(v), str(len(v.columns))] for v in (views or {}).values()]
     headers = ["table", "kind", "privacy unit", "max_rows", "max_groups", "columns"]
     return "\n".join(aligned(headers, rows, [False, False, False, True, True, True]))
 
@@ -83,8 +84,7 @@ def describe_table(table: Table) -> str:
 def _bounds(column: Column) -> str:
     if not column.bounded:
         return ""
-    assert column.lower is not None and column.upper is not None
-    text = f"[{number(column.lower)}, {number(column.upper)}]"
+    text = column.bounds_text(number) or ""
     return text + (f" step {number(column.precision)}" if column.precision is not None else "")
 
 
@@ -189,9 +189,10 @@ Handler = Callable[[Session, ReplState, str], Output]
 
 
 def _describe(session: Session, state: ReplState, arg: str) -> Output:
+    views = view_tables(session.policy) if session.policy.views else {}  # [views.<name>]: listed like tables
     if not arg:
-        return Output(describe_tables(session.policy))
-    table = session.policy.table(arg.strip('"'))
+        return Output(describe_tables(session.policy, views))
+    table = session.policy.table(arg.strip('"')) or views.get(arg.strip('"').lower())
     if table is None:
         return Output(error=f"unknown table {arg!r}: \\d lists the tables of the policy", ok=False)
     return Output(describe_table(table))

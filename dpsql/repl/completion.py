@@ -151,6 +151,7 @@ def _candidates(
         yield from (Suggestion(s, 0, "option") for s in SETTINGS)
     elif clause in ("FROM", "JOIN") and previous in ("FROM", "JOIN", ","):
         yield from (Suggestion(t.name, 0, "public table" if t.public else "table") for t in policy.tables.values())
+        yield from (Suggestion(name, 0, "view") for name in policy.views)
     elif clause in ("FROM", "JOIN"):
         yield from (Suggestion(k, 0, "keyword") for k in _AFTER_TABLE)
     elif clause in _EXPRESSION_CLAUSES:

@@ -18,7 +18,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import render_table
 from dpsql.repl.commands import Output, ReplState, number, run_command
 from dpsql.repl.script import is_command, split_script
-from dpsql.result import NoisyResult
+from dpsql.result import NoisyResult, with_ci_columns
 from dpsql.session import Session
 
 Confirm = Callable[[str], bool]
@@ -81,7 +81,8 @@ class Runner:
         return self.confirm(confirmation_question(cost, remaining))
 
     def _text(self, result: NoisyResult, elapsed: float) -> str:
-        lines = [render_table(result)]
+        shown = with_ci_columns(result) if self.session.ci_columns and result.kind == "query" else result  # SET dpsql.ci_columns = on
+        lines = [render_table(shown)]
         if self.show_budget and result.kind == "query":
             remaining = self.session.remaining
             lines.append(f"budget remaining: epsilon {float(remaining.epsilon):.4g}, delta {float(remaining.delta):.3g}")

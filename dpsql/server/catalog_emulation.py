@@ -25,6 +25,7 @@ from sqlglot.errors import ParseError, TokenError
 from dpsql.backend.catalog_db import MetadataDB
 from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import CatalogQueryError, NotSupportedError
+from dpsql.execution.probe import view_tables
 from dpsql.server import pg_catalog as pgc
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import calls_catalog_function, check_probe, format_parts
@@ -36,7 +37,7 @@ VERSION = f"PostgreSQL {pgc.SERVER_VERSION} (dpsql 0.1.0, differentially private
 Route = Literal["catalog", "session", "views"]
 ROUTE_CACHE_SIZE = 512
 _SEEDS = frozenset({"random_seed", "dpsql.random_seed", "dpsql.seed", "seed"})
-_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode", "string_to_array"})  # sqlglot may read unnest as explode
+_TABLE_FUNCTIONS = frozenset({"generate_series", "unnest", "generate_subscripts", "explode", "string_to_array", "pg_get_keywords"})  # sqlglot may read unnest as explode
 _USER_FUNCTIONS = frozenset({"current_user", "session_user", "user", "current_role"})
 
 
@@ -116,6 +117,11 @@ def _macros() -> list[str]:
         "CREATE MACRO set_config(n, v, l) AS v",
         "CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01 00:00:00'",
         "CREATE MACRO pg_encoding_to_char(e) AS 'UTF8'",
+        # PostgreSQL's units and rounding (half up at each step of 1024; 10240 of a unit before the next).
+        "CREATE MACRO __size_unit(n, k) AS CAST(round(abs(n) / power(1024, k)) * sign(n) AS BIGINT)",
+        "CREATE MACRO pg_size_pretty(n) AS CASE WHEN n IS NULL THEN NULL WHEN abs(n) < 10240 THEN CAST(n AS BIGINT) || ' bytes'"
+        " WHEN abs(n) < 10239.5 * 1024 THEN __size_unit(n, 1) || ' kB' WHEN abs(n) < 10239.5 * 1024 * 1024 THEN __size_unit(n, 2) || ' MB'"
+        " WHEN abs(n) < 10239.5 * power(1024, 3) THEN __size_unit(n, 3) || ' GB' ELSE __size_unit(n, 4) || ' TB' END",
         "CREATE MACRO pg_get_serial_sequence(t, c) AS " + none,
         # information_schema._pg_expandarray(int2vector): one (x, n) row per element (JDBC getPrimaryKeys/getIndexInfo).
         "CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(generate_series(1, len(a)), lambda i: {'x': a[i], 'n': i}))",
@@ -136,7 +142,7 @@ def _macros() -> list[str]:
         "pg_get_function_result(o)": none, "pg_get_function_arguments(o)": none,
         "pg_get_function_identity_arguments(o)": none, "pg_total_relation_size(o)": "0", "pg_table_size(o)": "0",
         "pg_indexes_size(o)": "0", "pg_my_temp_schema()": "0", "pg_is_other_temp_schema(o)": "false",
-        "pg_tablespace_location(o)": none, "pg_get_keywords()": none,
+        "pg_tablespace_location(o)": none, "pg_get_keywords()": none, "pg_stat_get_numscans(o)": "0",
     }  # fmt: skip
     statements += [f"CREATE MACRO {signature} AS {value}" for signature, value in constant.items()]
     for name in ("pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef", "pg_get_viewdef", "pg_get_triggerdef",
@@ -156,12 +162,13 @@ class CatalogEmulation:
     def __init__(self, policy: Policy, limits: ServerSettings | None = None) -> None:
         self.policy = policy
         limits = limits if limits is not None else policy.server
+        views = view_tables(policy) if policy.views else {}  # the policy's views, listed as tables
         self._db = MetadataDB(memory_mb=limits.catalog_memory_mb, timeout=limits.catalog_timeout, max_rows=limits.catalog_max_rows)
         self._db.create_schema(PG_SCHEMA)
         self._db.create_schema(INFO_SCHEMA)
-        for name, rows in pgc.catalog_rows(policy).items():
+        for name, rows in pgc.catalog_rows(policy, views=views).items():
             self._db.load_table(PG_SCHEMA, name, pgc.columns_of(pgc.PG_TABLES[name]), rows)
-        for name, rows in pgc.information_schema_rows(policy).items():
+        for name, rows in pgc.information_schema_rows(policy, views=views).items():
             self._db.load_table(INFO_SCHEMA, name, pgc.columns_of(pgc.INFORMATION_SCHEMA[name]), rows)
         self._db.define(_macros())
         self._db.lock()
@@ -385,6 +392,9 @@ def _operator(node: exp.Operator) -> exp.Expr:
 def _any(node: exp.Expr) -> exp.Expr:
     """`x = ANY(array)` -> list_contains(array, x); `x <> ALL(array)` -> NOT list_contains(...)."""
     other = node.expression
+    if isinstance(other, exp.Anonymous) and other.name.lower() in ("any", "all") and len(other.expressions) == 1:
+        # `word <> ALL ('{a,b}'::text[])` (a space before the parenthesis): sqlglot reads a function call.
+        other = (exp.Any if other.name.lower() == "any" else exp.All)(this=other.expressions[0])
     if not isinstance(other, (exp.Any, exp.All)) or isinstance(other.this, exp.Query):
         return node
     array = other.this.unnest() if isinstance(other.this, exp.Paren) else other.this
@@ -455,7 +465,7 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
     if isinstance(node, exp.Format):
         return _format(node)
     if isinstance(node, exp.Table):
-        return _table(node)
+        return _table(node, client)
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
         schema = node.db.lower()
         if schema in ("pg_catalog", "information_schema"):
@@ -475,7 +485,14 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
     return value if value is not None else node
 
 
-def _table(node: exp.Table) -> exp.Expr:
+def _table(node: exp.Table, client: ClientState) -> exp.Expr:
+    if isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "pg_get_keywords":
+        return exp.table_("pg_get_keywords", db=PG_SCHEMA, alias=node.alias or None)  # the keyword list, as a table
+    if node.name.lower() == "pg_database" and node.db.lower() in ("pg_catalog", "") and not isinstance(node.this, exp.Func):
+        # One database, named as the client named it when it connected (DBeaver looks it up by that name).
+        items = [exp.alias_(exp.Literal.string(client.database), name) if name == "datname" else exp.column(name)
+                 for name, _ in pgc.columns_of(pgc.PG_TABLES["pg_database"])]
+        return exp.select(*items).from_(exp.table_("pg_database", db=PG_SCHEMA)).subquery(node.alias or "pg_database")
     if isinstance(node.this, exp.StringToArray):
         # A scalar function in FROM is one row whose column has the alias's name (Grafana's `string_to_array(...) s`).
         alias = node.alias or "string_to_array"

@@ -52,9 +52,9 @@ ALLOWED_NAMES = frozenset({
     "inet_server_port", "inet_client_addr", "inet_client_port", "pg_get_partkeydef", "pg_get_statisticsobjdef_columns",
     "pg_relation_is_publishable", "pg_get_function_result", "pg_get_function_arguments",
     "pg_get_function_identity_arguments", "pg_total_relation_size", "pg_table_size", "pg_indexes_size",
-    "pg_relation_size", "pg_my_temp_schema", "pg_is_other_temp_schema", "pg_tablespace_location", "pg_get_keywords",
+    "pg_relation_size", "pg_stat_get_numscans", "pg_my_temp_schema", "pg_is_other_temp_schema", "pg_tablespace_location", "pg_get_keywords",
     "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef", "pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef",
-    "pg_get_serial_sequence", "pg_postmaster_start_time", "pg_encoding_to_char", "has_table_privilege",
+    "pg_get_serial_sequence", "pg_postmaster_start_time", "pg_encoding_to_char", "pg_size_pretty", "has_table_privilege",
     "has_schema_privilege", "has_database_privilege", "has_column_privilege", "has_any_column_privilege",
     "has_function_privilege", "has_sequence_privilege", "pg_has_role", "has_type_privilege", "has_language_privilege",
     "json_build_object", "jsonb_build_object", "json_agg", "current_schemas", "current_database", "current_catalog",
@@ -62,6 +62,7 @@ ALLOWED_NAMES = frozenset({
     "bool_and", "bool_or", "every", "row_number", "lower", "upper", "length", "char_length", "octet_length", "coalesce",
     "nullif", "jsonb_agg", "row_to_json", "quote_literal", "regexp_match", "regexp_matches",
     "_pg_expandarray", "parse_ident", "now", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "timeofday",
+    "any", "all",  # `x <> ALL ('{...}'::text[])` read as a call: a comparison with an array's elements
     "generate_series",  # checked below: constant bounds or an array's size
 })  # fmt: skip
 _SERIES = frozenset({"generate_series"})
@@ -83,6 +84,8 @@ def check_probe(tree: exp.Expr) -> None:
         name = _name(node)
         if isinstance(node, (exp.GenerateSeries, exp.ExplodingGenerateSeries)) or name in _SERIES:
             _check_series(node)
+        elif isinstance(node, exp.Replace):
+            _check_replace(node)
         elif isinstance(node, exp.Format):
             if format_parts(node) is None:
                 raise refuse("format() in a catalog query takes a constant format of %s, %I, %L and %%",
@@ -92,6 +95,16 @@ def check_probe(tree: exp.Expr) -> None:
                 raise _unavailable(name)
         elif type(node) not in ALLOWED_CLASSES:
             raise _unavailable(name)
+
+
+def _check_replace(node: exp.Replace) -> None:
+    """replace(text, 'from', 'to') with constant, non-empty `from` and a `to` at most twice as long
+    (JDBC's getSchemas: replace(..., 'pg_temp_', 'pg_toast_temp_')): at most twice its input."""
+    old, new = node.args.get("expression"), node.args.get("replacement")
+    constant = all(isinstance(a, exp.Literal) and a.is_string for a in (old, new))
+    if not constant or not old.this or len(new.this) > 2 * len(old.this):  # type: ignore[union-attr]
+        raise refuse("replace() in a catalog query takes a constant, non-empty text to replace and a constant "
+                     "replacement at most twice as long", "catalog queries are bounded statically; use constant arguments")
 
 
 def format_parts(node: exp.Format) -> list[str | tuple[str, exp.Expr]] | None:

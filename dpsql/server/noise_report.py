@@ -13,9 +13,8 @@ from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, utility_notes
-from dpsql.result import NoisyResult, ResultColumn
-
-CI_SUFFIX = "_ci95"
+from dpsql.result import CI_SUFFIX, NoisyResult, ResultColumn, noisy_flags  # noqa: F401 - noisy_flags: re-exported
+from dpsql.result import with_ci_columns as result_with_ci_columns
 
 
 def budget_text(cost: PrivacyCost) -> str:
@@ -82,27 +81,8 @@ def ci_column_names(columns: Sequence[str], noisy: Sequence[bool]) -> list[tuple
     return names
 
 
-def noisy_flags(result: NoisyResult) -> list[bool]:
-    """Which columns of an answer carry noise (a NoiseInfo)."""
-    return [info is not None for info in result.noise_info] + [False] * (len(result.columns) - len(result.noise_info))
-
-
 def with_ci_columns(result: NoisyResult) -> tuple[tuple[ResultColumn, ...], list[tuple[Any, ...]]]:
     """The answer's columns and rows with a `<col>_ci95` column (DOUBLE, the 95% half-width; NULL
-    for a ⊥ cell) after each noisy column."""
-    flags = noisy_flags(result)
-    columns: list[ResultColumn] = []
-    for column, flag in zip(result.columns, flags):
-        columns.append(column)
-        if flag:
-            columns.append(ResultColumn(column.name + CI_SUFFIX, "DOUBLE"))
-    rows = []
-    for row, widths in zip(result.rows, result.cell_ci95):
-        cells: list[Any] = []
-        for index, (value, flag) in enumerate(zip(row, flags)):
-            cells.append(value)
-            if flag:
-                width = widths[index] if index < len(widths) else None
-                cells.append(None if width is None or value is None else float(width))
-        rows.append(tuple(cells))
-    return tuple(columns), rows
+    for a ⊥ cell) after each noisy column (dpsql.result.with_ci_columns)."""
+    expanded = result_with_ci_columns(result)
+    return expanded.columns, expanded.rows

@@ -7,6 +7,7 @@ besides the owner). Every value here is policy metadata: no data, no budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +107,7 @@ PG_TABLES: dict[str, str] = {
     "backend_start:T xact_start:T query_start:T state_change:T wait_event_type:V wait_event:V state:V "
     "backend_xid:B backend_xmin:B query:V backend_type:V",
     "pg_locks": "locktype:V database:B relation:B pid:I mode:V granted:O",
+    "pg_get_keywords": "word:V catcode:V barelabel:O catdesc:V baredesc:V",
     "pg_prepared_statements": "name:V statement:V prepare_time:T parameter_types:VA from_sql:O",
     "pg_timezone_names": "name:V abbrev:V utc_offset:V is_dst:O",
     # Statistics views: the tables are listed, their counts are NULL (a row count is data).
@@ -204,11 +206,18 @@ class TableEntry:
 
     oid: int
     table: Table
+    view: str | None = None  # a view of the policy (listed as a table): its description, or ""
 
 
-def table_entries(policy: Policy) -> list[TableEntry]:
-    """The policy's tables with their OIDs, in name order (stable across restarts)."""
-    return [TableEntry(FIRST_TABLE_OID + i, policy.tables[name]) for i, name in enumerate(sorted(policy.tables))]
+def table_entries(policy: Policy, views: Mapping[str, Table] | None = None) -> list[TableEntry]:
+    """The policy's tables with their OIDs, in name order (stable across restarts), then its views
+    (as `views` describes them: dpsql.execution.probe.view_tables), listed as tables too."""
+    entries = [TableEntry(FIRST_TABLE_OID + i, policy.tables[name]) for i, name in enumerate(sorted(policy.tables))]
+    for name in sorted(views or {}):
+        declared = policy.view(name)
+        entries.append(TableEntry(FIRST_TABLE_OID + len(entries), (views or {})[name],
+                                  (declared.description or "") if declared is not None else ""))
+    return entries
 
 
 def _class_row(entry: TableEntry) -> tuple[Any, ...]:
@@ -265,7 +274,7 @@ def column_comment(table: Table, column: Column) -> str:
     if column.name == table.privacy_unit:
         parts.append("privacy unit: never summed or grouped by")
     if column.bounded:
-        parts.append(f"bounds [{float(column.lower or 0):g}, {float(column.upper or 0):g}]")
+        parts.append(f"bounds {column.bounds_text(lambda v: f'{float(v):g}')}")
     if column.values is not None:
         parts.append(f"public domain of {len(column.values)} value(s)")
     elif column.type == "text" and not table.public:
@@ -273,10 +282,18 @@ def column_comment(table: Table, column: Column) -> str:
     return "; ".join(parts)
 
 
+def _entry_comment(entry: TableEntry) -> str:
+    if entry.view is None:
+        return table_comment(entry.table)
+    about = f"{entry.view}; " if entry.view else ""
+    return (f"dpsql view defined in the policy: {about}a row-level selection of private data, aggregate queries only, "
+            "answered with noise and charged like its table")
+
+
 def _description_rows(entries: list[TableEntry]) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     for entry in entries:
-        rows.append((entry.oid, 1259, 0, table_comment(entry.table)))
+        rows.append((entry.oid, 1259, 0, _entry_comment(entry)))
         for number, column in enumerate(entry.table.columns.values(), start=1):
             rows.append((entry.oid, 1259, number, column_comment(entry.table, column)))
     return rows
@@ -292,9 +309,9 @@ def _info_columns_row(database: str, table: Table, number: int, column: Column) 
     return tuple(row)
 
 
-def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tuple[Any, ...]]]:
+def catalog_rows(policy: Policy, database: str = "dpsql", views: Mapping[str, Table] | None = None) -> dict[str, list[tuple[Any, ...]]]:
     """Rows of every emulated pg_catalog table (keys of PG_TABLES), from the policy alone."""
-    entries = table_entries(policy)
+    entries = table_entries(policy, views)
     settings = [(name, value, None, "dpsql", "", None, "user", "string", "default", None, None, None, value, value,
                  None, None, False) for name, value in DEFAULT_SETTINGS.items()]  # fmt: skip
     rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in PG_TABLES}
@@ -316,14 +333,15 @@ def catalog_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tupl
         "pg_tables": [("public", e.table.name, OWNER, None, False, False, False, False) for e in entries],
         "pg_stat_user_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
         "pg_stat_all_tables": [(e.oid, "public", e.table.name, None, None, None, None) for e in entries],
+        "pg_get_keywords": [(word, code, True, desc, "can be bare label") for word, code, desc in KEYWORDS],
         "pg_language": [(12, "internal", OWNER_OID, False, False, 0, 0, 0, None), (14, "sql", OWNER_OID, False, True, 0, 0, 0, None)],
     })  # fmt: skip
     return rows
 
 
-def information_schema_rows(policy: Policy, database: str = "dpsql") -> dict[str, list[tuple[Any, ...]]]:
+def information_schema_rows(policy: Policy, database: str = "dpsql", views: Mapping[str, Table] | None = None) -> dict[str, list[tuple[Any, ...]]]:
     """Rows of the emulated information_schema views (keys of INFORMATION_SCHEMA)."""
-    entries = table_entries(policy)
+    entries = table_entries(policy, views)
     rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in INFORMATION_SCHEMA}
     rows["tables"] = [(database, "public", e.table.name, "BASE TABLE", None, None, None, None, None, "NO", "NO", None)
                       for e in entries]  # fmt: skip
@@ -336,6 +354,11 @@ def information_schema_rows(policy: Policy, database: str = "dpsql") -> dict[str
     rows["character_sets"] = [(None, None, "UTF8", "UCS", "UTF8", database, "pg_catalog", "C")]
     return rows
 
+
+# A few of PostgreSQL's keywords (pg_get_keywords()): what SQL editors add to their highlighting.
+KEYWORDS = tuple((w, "R", "reserved") for w in ("analyse", "analyze", "limit", "offset", "returning", "verbose")) + tuple(
+    (w, "T", "reserved (can be function or type name)") for w in ("ilike", "similar")) + tuple(
+    (w, "U", "unreserved") for w in ("explain", "differential_privacy", "options"))
 
 SERVER_VERSION = "15.0"
 DEFAULT_SETTINGS: dict[str, str] = {

@@ -275,10 +275,51 @@ def _parse_text(oid: int, text: str) -> Any:
     if oid == BOOL:
         return text.strip().lower() in _TRUE
     if oid == DATE:
-        return dt.date.fromisoformat(text.strip())
+        return parse_date(text)
     if oid in (TIMESTAMP, TIMESTAMPTZ):
-        return dt.datetime.fromisoformat(text.strip())
+        return parse_timestamp(text, keep_offset=oid == TIMESTAMPTZ)
     return text
+
+
+# What JDBC's setDate/setTimestamp send (as untyped text): `2024-01-01 +00`, `2024-01-01 10:00:00+05:30`,
+# `2024-01-01 10:00:00.123-0800`; psycopg and others send ISO text. `T` or a space between date and time.
+_DATE_TEXT = re.compile(r"^\s*(\d{4,})-(\d{1,2})-(\d{1,2})(?P<rest>.*)$", re.DOTALL)
+_TIME_TEXT = re.compile(r"^(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6})\d*)?)?)?\s*"
+                        r"(?:(?P<utc>Z)|(?P<sign>[+-])(?P<zh>\d{1,2})(?::?(?P<zm>\d{2})(?::?(?P<zs>\d{2}))?)?)?\s*(?:AD)?\s*$",
+                        re.IGNORECASE)  # fmt: skip
+
+
+def parse_date(text: str) -> dt.date:
+    """A date parameter as PostgreSQL reads one: an ISO date, optionally followed by a time and an
+    offset, both ignored (JDBC's setDate sends `2024-01-01 +00`)."""
+    day, _ = _date_time(text)
+    return day.date()
+
+
+def parse_timestamp(text: str, *, keep_offset: bool = False) -> dt.datetime:
+    """A timestamp parameter: ISO date and time with an optional offset. As PostgreSQL does for
+    `timestamp without time zone`, the offset is ignored (the wall-clock time is kept); for
+    `timestamptz` (`keep_offset`) the instant is converted to UTC (the session's TimeZone)."""
+    moment, offset = _date_time(text)
+    if keep_offset and offset is not None:
+        return (moment - offset).replace(tzinfo=None)
+    return moment
+
+
+def _date_time(text: str) -> tuple[dt.datetime, dt.timedelta | None]:
+    match = _DATE_TEXT.match(text)
+    rest = _TIME_TEXT.match(match.group("rest")) if match else None
+    if match is None or rest is None:
+        raise ValueError(f"invalid date or timestamp {text.strip()[:40]!r}: expected YYYY-MM-DD[ HH:MM[:SS[.ffffff]]][+HH[:MM]]")
+    hour, minute, second, fraction = (rest.group(i) for i in range(1, 5))
+    moment = dt.datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)), int(hour or 0), int(minute or 0),
+                         int(second or 0), int((fraction or "0").ljust(6, "0")))  # fmt: skip
+    if rest.group("utc"):
+        return moment, dt.timedelta(0)
+    if rest.group("sign") is None:
+        return moment, None
+    offset = dt.timedelta(hours=int(rest.group("zh")), minutes=int(rest.group("zm") or 0), seconds=int(rest.group("zs") or 0))
+    return moment, -offset if rest.group("sign") == "-" else offset
 
 
 def _numeric_from_binary(data: bytes) -> decimal.Decimal:

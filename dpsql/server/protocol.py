@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.result import NoisyResult
 from dpsql.server import codec, noise_report, pgtypes, scram, session_views
+from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
 from dpsql.server import pg_catalog as pgc
 from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState
 from dpsql.server.statements import Utility, is_empty, split_statements, utility
@@ -32,6 +35,7 @@ log = logging.getLogger("dpsql.server")
 NO_DATA = "NO_DATA"
 CI_COLUMNS = "dpsql.ci_columns"
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
+CANCEL_REPEAT = 0.05  # seconds between the interrupts of a cancelled statement
 
 
 @dataclass
@@ -46,6 +50,7 @@ class ServerContext:
     limits: ServerSettings = field(default_factory=ServerSettings)
     close: Callable[[], None] | None = None  # releases what the connections shared (after they ended)
     wait_prepared: Callable[[], None] | None = None  # waits for the startup preparation (benchmarks, tests)
+    backends: BackendRegistry = field(default_factory=BackendRegistry)  # logged-in connections by pid (cancel)
 
 
 @dataclass
@@ -97,6 +102,12 @@ class PgConnection:
         self._portals: dict[str, Portal] = {}
         self._last: session_views.LastStatement | None = None  # the last private answer (dpsql.last_query)
         self._cursors: dict[str, Portal] = {}  # DECLAREd cursors over released answers
+        # Cancellation from another thread (a CancelRequest, or pg_cancel_backend from the analyst's
+        # other connection): only while a Session statement runs, so it never lands on the next one.
+        self._cancel_lock = threading.Lock()
+        self._running = False
+        self._cancelled = False
+        self._terminate = False
 
     @property
     def authenticated(self) -> bool:
@@ -110,6 +121,9 @@ class PgConnection:
         self.decoder.feed(data)
         try:
             for message in self.decoder.messages():
+                if self._terminate:
+                    self._fatal(out, "57P01", "terminating connection due to pg_terminate_backend()")
+                    break
                 self._dispatch(message, out)
                 if out.close or out.start_tls:
                     break
@@ -117,8 +131,35 @@ class PgConnection:
             self._fatal(out, "08P01", str(err))
         return out
 
+    @property
+    def user(self) -> str | None:
+        """The analyst logged in on this connection (None before the login)."""
+        return self.client.user if self.client is not None and self.state == "ready" else None
+
+    def cancel_running(self, terminate: bool) -> None:
+        """Stop the Session statement running now, if any (it ends in 57014); `terminate` also
+        closes the connection at its next message. Called from another connection's thread.
+
+        A statement has several engine steps (the bounded relation, the plan, post-processing),
+        and one may start after the interrupt: the interrupt is repeated until the statement ends."""
+        with self._cancel_lock:
+            self._terminate = self._terminate or terminate
+            if not self._running or self.session is None or self._cancelled:
+                return
+            self._cancelled = True
+        threading.Thread(target=self._interrupt_until_done, name="dpsql-cancel", daemon=True).start()
+
+    def _interrupt_until_done(self) -> None:
+        while True:
+            with self._cancel_lock:
+                if not self._running or self.session is None:
+                    return
+                self.session.interrupt()
+            time.sleep(CANCEL_REPEAT)
+
     def close(self) -> None:
         """Release the Session (idempotent)."""
+        self.ctx.backends.remove(self)
         if self.session is not None:
             self.session.close()
             self.session = None
@@ -151,8 +192,12 @@ class PgConnection:
             out.data += b"N"
             self.decoder.expect_startup()
             return
+        if isinstance(message, codec.CancelRequest):
+            self.ctx.backends.cancel_request(message.pid, message.key)  # answered by closing, as PostgreSQL does
+            out.close = True
+            return
         if not isinstance(message, codec.Startup):
-            out.close = True  # CancelRequest (not supported) or garbage
+            out.close = True  # garbage
             return
         user = message.parameters.get("user", "")
         if not user:
@@ -232,6 +277,7 @@ class PgConnection:
                 out.data += codec.parameter_status(name, value)
         out.data += codec.backend_key_data(self.pid, self.key) + codec.ready_for_query("I")
         self.state = "ready"
+        self.ctx.backends.add(self)
 
     def _fatal(self, out: Output, sqlstate: str, text: str) -> None:
         out.data += codec.error_response(sqlstate, text, severity="FATAL")
@@ -375,19 +421,48 @@ class PgConnection:
         if command is not None and not _is_session_setting(command):
             return self._utility(command)
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
+        signal = signal_call(tree) if route == "catalog" else None
+        if signal is not None:  # SQL Lab's Stop: the analyst's own statement only
+            pid = signal_pid(signal, params, self.pid)
+            done = pid is not None and self.ctx.backends.signal(self.client.user, pid, signal.terminate)
+            rows: list[tuple[Any, ...]] = [] if signal.from_activity and not done else [(done,)]
+            return Answer(((signal.output, pgtypes.BOOL),), rows, f"SELECT {len(rows)}")
         if route == "catalog" and tree is not None:
             return self.ctx.emulation.query(tree, self.client, params)  # bounded by the catalog's own limits
         if route == "views" and tree is not None:
             columns, rows = session_views.query(tree, self.session, self._last, self.ctx.limits, params)
             return Answer(columns, rows, f"SELECT {len(rows)}")
-        with _statement_timeout(self.ctx.limits.statement_timeout, self.session.interrupt):
+        with self._cancellable(), _statement_timeout(self.ctx.limits.statement_timeout, self.session.interrupt):
             result = self.session.execute(sql, list(params))
+        if result.kind == "probe":  # a column probe: the columns, no rows, and a notice saying why
+            answer = _answer(result, False)
+            return Answer(answer.columns, [], "SELECT 0", result.message)
         if result.kind != "query":
             return _answer(result, False)
         self._last = session_views.LastStatement(sql, result)
         answer = _answer(result, self._ci_columns)
         return Answer(answer.columns, answer.rows, answer.tag, noise_report.notice_text(
             result, self.session.remaining, self.session.queries_left))
+
+    @contextmanager
+    def _cancellable(self) -> Iterator[None]:
+        """Run a Session statement that another connection may cancel (57014 then, whatever the
+        statement answered: the charge it made stays)."""
+        with self._cancel_lock:
+            self._running, self._cancelled = True, False
+        error: errors.Error | None = None
+        try:
+            yield
+        except errors.Error as err:
+            error = err
+        finally:
+            with self._cancel_lock:
+                self._running = False
+                cancelled = self._cancelled
+        if cancelled:
+            raise ServerError("57014", "canceling statement due to user request")  # outside the except: no chained engine error
+        if error is not None:
+            raise error
 
     @property
     def _ci_columns(self) -> bool:
@@ -469,6 +544,9 @@ class PgConnection:
         if command is not None and not _is_session_setting(command):
             return self._utility_columns(command)
         route, tree = self.ctx.emulation.route(sql) if command is None else ("session", None)
+        signal = signal_call(tree) if route == "catalog" else None
+        if signal is not None:
+            return ((signal.output, pgtypes.BOOL),)
         if route == "catalog" and tree is not None:
             # Metadata only: running the probe is harmless (no data, no budget).
             if params is None:

@@ -1,9 +1,14 @@
 """SCRAM-SHA-256 (RFC 5802, RFC 7677) as PostgreSQL uses it: verifiers and the server side.
 
-A verifier is `SCRAM-SHA-256$<iterations>:<salt_b64>$<StoredKey_b64>:<ServerKey_b64>`, the format
-of PostgreSQL's pg_authid.rolpassword, so a verifier made by `dpsql hash-password` is also valid in
+SASLprep is scramp's (the SCRAM implementation pg8000 uses), with PostgreSQL's fallback to the
+raw password; the server side of the exchange is written here, because scramp's server refuses
+the empty user name libpq sends (`n=,r=...`: RFC 5802 asks for one character, PostgreSQL ignores
+the name, the startup packet carries it), so psql, psycopg and every libpq client could not log
+in through it (tests/unit/server/test_scram.py shows it). A verifier is
+`SCRAM-SHA-256$<iterations>:<salt_b64>$<StoredKey_b64>:<ServerKey_b64>`, the format of
+PostgreSQL's pg_authid.rolpassword, so a verifier made by `dpsql hash-password` is also valid in
 PostgreSQL and vice versa. The server never sees or stores the password. Channel binding
-(SCRAM-SHA-256-PLUS) is not offered. Standard library only (hashlib, hmac, secrets).
+(SCRAM-SHA-256-PLUS) is not offered.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ import base64
 import hashlib
 import hmac
 import secrets
-import stringprep
-import unicodedata
 from dataclasses import dataclass
+
+from scramp import ScramException
+from scramp.utils import saslprep as _strict_saslprep
 
 MECHANISM = "SCRAM-SHA-256"
 DEFAULT_ITERATIONS = 4096  # PostgreSQL's default (scram_iterations)
@@ -56,24 +62,12 @@ def _hmac(key: bytes, data: bytes) -> bytes:
 
 
 def saslprep(password: str) -> str:
-    """SASLprep (RFC 4013) of a password; like PostgreSQL, the raw text when it is not valid."""
-    mapped = "".join(
-        " " if stringprep.in_table_c12(ch) else ch for ch in password if not stringprep.in_table_b1(ch)
-    )
-    normalized = unicodedata.normalize("NFKC", mapped)
-    prohibited = (
-        stringprep.in_table_c12, stringprep.in_table_c21_c22, stringprep.in_table_c3, stringprep.in_table_c4,
-        stringprep.in_table_c5, stringprep.in_table_c6, stringprep.in_table_c7, stringprep.in_table_c8,
-        stringprep.in_table_c9, stringprep.in_table_a1,
-    )  # fmt: skip
-    if any(check(ch) for ch in normalized for check in prohibited):
+    """SASLprep (RFC 4013) of a password (scramp's); like PostgreSQL and libpq, the raw text when
+    it is not a valid SASLprep string (a prohibited or unassigned character)."""
+    try:
+        return str(_strict_saslprep(password))
+    except ScramException:
         return password
-    if any(stringprep.in_table_d1(ch) for ch in normalized):
-        if not (stringprep.in_table_d1(normalized[0]) and stringprep.in_table_d1(normalized[-1])):
-            return password
-        if any(stringprep.in_table_d2(ch) for ch in normalized):
-            return password
-    return normalized
 
 
 def make_verifier(password: str, *, salt: bytes | None = None, iterations: int = DEFAULT_ITERATIONS) -> str:

@@ -8,8 +8,6 @@ only this connection's rows, under the same static bounds as catalog probes (cat
 
 from __future__ import annotations
 
-from dpsql.execution.charge import more_text
-
 import datetime
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,13 +17,12 @@ from sqlglot import exp
 
 from dpsql.backend.catalog_db import MetadataDB
 from dpsql.catalog.model import ServerSettings
-from dpsql.errors import CatalogQueryError
+from dpsql.errors import CatalogQueryError, InvalidOptionError
 from dpsql.render import refusal
 from dpsql.result import NoisyResult
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import check_probe
-from dpsql.server.noise_report import budget_text
-from dpsql.session import Session
+from dpsql.session import SHOW_SETTINGS, Session
 
 SCHEMA = "dpsql"
 VIEW_MEMORY_MB = 16
@@ -124,17 +121,12 @@ def query(tree: exp.Expr, session: Session, last: LastStatement | None, limits: 
 
 
 def show(name: str, session: Session, ci_columns: bool) -> str:
-    """SHOW dpsql.budget | dpsql.epsilon | dpsql.delta | dpsql.remaining | dpsql.ci_columns."""
-    key = name.lower().removeprefix(SCHEMA + ".")
-    if key == "epsilon":
-        return f"{float(session.default_query_budget.epsilon):g}"
-    if key == "delta":
-        return f"{float(session.default_query_budget.delta):g}"
-    if key in ("budget", "remaining"):
-        left = session.queries_left
-        return (f"remaining {budget_text(session.remaining)} (of {budget_text(session.total_budget)})"
-                + (f"; {more_text(left)} more queries like the last fit" if left is not None else ""))
-    if key == "ci_columns":
+    """SHOW dpsql.ci_columns (the connection's), or the session's SHOW dpsql.* (Session.show)."""
+    if name.lower() == "dpsql.ci_columns":
         return "on" if ci_columns else "off"
+    try:
+        return session.show(name)
+    except InvalidOptionError:
+        pass  # the PostgreSQL error below, outside the except block
     raise CatalogQueryError(f'unrecognized configuration parameter "{name}"', code="DP400",
-                            hint="dpsql settings: dpsql.budget, dpsql.epsilon, dpsql.delta, dpsql.ci_columns")
+                            hint="dpsql settings: " + ", ".join((*SHOW_SETTINGS, "dpsql.ci_columns")))

@@ -4,6 +4,7 @@ URLs (the path is the database file; an empty path means the policy's own source
     dpsql:///path/to/data.duckdb?policy=path/to/policy.toml&analyst=alice&ledger=ledger.sqlite
     dpsql:///?policy=policy.toml      data from the policy's `source =` lines
     dpsql://                          the bundled demo
+    ...&ci_columns=on                 a `<col>_ci95` column (the 95% half-width) after each noisy one
 
 A thin adapter like the other front ends: no privacy logic, SQL rewriting or budget arithmetic
 here. Statements compile with SQLAlchemy's default (ANSI, PostgreSQL/SQLite-like) compiler and
@@ -23,9 +24,11 @@ from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
 from dpsql.catalog.model import Column, Policy, Table
+from dpsql.execution.probe import view_tables
 
 SCHEMA = "main"
-URL_KEYS = ("policy", "analyst", "ledger")
+URL_KEYS = ("policy", "analyst", "ledger", "ci_columns")
+_ON, _OFF = ("on", "true", "yes", "1"), ("off", "false", "no", "0")
 
 # Policy column types -> SQLAlchemy types (nullable: NULLs are allowed in every column).
 COLUMN_TYPES: dict[str, type[sqltypes.TypeEngine[Any]]] = {
@@ -96,7 +99,7 @@ class DpsqlDialect(default.DefaultDialect):
         return dpsql
 
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
-        """`dpsql:///db?policy=&analyst=&ledger=` -> dpsql.connect(database=, policy=, analyst=, ledger=)."""
+        """`dpsql:///db?policy=&analyst=&ledger=&ci_columns=` -> dpsql.connect(database=, policy=, analyst=, ledger=, ci_columns=)."""
         if url.host or url.port or url.username or url.password:
             raise exc.ArgumentError(
                 "dpsql URLs name no host, port or user: use dpsql:///path/to/data.duckdb?policy=policy.toml&analyst=NAME"
@@ -111,7 +114,11 @@ class DpsqlDialect(default.DefaultDialect):
             value = url.query.get(key)
             if isinstance(value, tuple):
                 raise exc.ArgumentError(f"the dpsql URL parameter {key} is given more than once")
-            if value:
+            if value and key == "ci_columns":
+                if value.lower() not in _ON + _OFF:
+                    raise exc.ArgumentError("the dpsql URL parameter ci_columns takes on or off")
+                kwargs[key] = value.lower() in _ON
+            elif value:
                 kwargs[key] = value
         return [], kwargs
 
@@ -157,8 +164,13 @@ class DpsqlDialect(default.DefaultDialect):
     def _policy(connection: Any) -> Policy:
         return connection.connection.dbapi_connection.session.policy
 
+    def _tables(self, connection: Any) -> dict[str, Table]:
+        """The policy's tables, then its views (listed as tables: BI tools treat them as physical)."""
+        policy = self._policy(connection)
+        return {**policy.tables, **(view_tables(policy) if policy.views else {})}
+
     def _table(self, connection: Any, table_name: str, schema: str | None) -> Table:
-        table = self._policy(connection).table(table_name) if schema in (None, SCHEMA) else None
+        table = self._tables(connection).get(table_name.lower()) if schema in (None, SCHEMA) else None
         if table is None:
             raise exc.NoSuchTableError(f"{schema}.{table_name}" if schema else table_name)
         return table
@@ -168,14 +180,14 @@ class DpsqlDialect(default.DefaultDialect):
         return [SCHEMA]
 
     def get_table_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
-        """The policy's tables, in the order it declares them."""
+        """The policy's tables, in the order it declares them, then its views."""
         if schema not in (None, SCHEMA):
             return []
-        return [table.name for table in self._policy(connection).tables.values()]
+        return [table.name for table in self._tables(connection).values()]
 
     def has_table(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> bool:
-        """Whether the policy declares the table."""
-        return schema in (None, SCHEMA) and self._policy(connection).table(table_name) is not None
+        """Whether the policy declares the table (or a view of that name)."""
+        return schema in (None, SCHEMA) and table_name.lower() in self._tables(connection)
 
     def get_columns(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> list[dict[str, Any]]:
         """The policy's columns of the table, with their types and public bounds or domain as comment."""
@@ -252,10 +264,9 @@ def _number(value: Fraction) -> str:
 
 def _column_comment(column: Column) -> str | None:
     parts = []
-    if column.lower is not None or column.upper is not None:
-        low = "" if column.lower is None else _number(column.lower)
-        high = "" if column.upper is None else _number(column.upper)
-        parts.append(f"bounds [{low}, {high}]")
+    bounds = column.bounds_text(_number)
+    if bounds is not None:
+        parts.append(f"bounds {bounds}")
     if column.values is not None:
         parts.append(f"public domain of {len(column.values)} values")
     return "; ".join(parts) or None

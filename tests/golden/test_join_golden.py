@@ -113,7 +113,7 @@ def write(path: Path, results: list[tuple[str, list[str]]]) -> None:
 
 def outcome(con: dpsql.Connection, sql: str, explain: bool) -> list[str]:
     try:
-        rows = con.execute(("EXPLAIN " if explain else "") + sql).fetchall()
+        rows = con.execute(("EXPLAIN (VERBOSE) " if explain else "") + sql).fetchall()  # the engine SQL too
     except dpsql.Error as error:
         return [f"{error.code}: {str(error).splitlines()[0].split(': ', 1)[1]}"]
     return [row[0] for row in rows[1:]] if explain else ["answered"]

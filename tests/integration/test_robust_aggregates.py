@@ -320,11 +320,11 @@ def test_explain_shows_which_mechanism_runs(open_table) -> None:
     con = open_table(frame([1, 2, 3]))
     cur = con.cursor()
     # x bounded: the EM by default; y with a bound: PTR-Laplace; z unbounded: Scale (changed with the EM default)
-    cur.execute("EXPLAIN " + EPS1 + "MEDIAN(x), MEDIAN(y, 5), IQR(z), MODE(c) FROM t")
+    cur.execute("EXPLAIN (VERBOSE) " + EPS1 + "MEDIAN(x), MEDIAN(y, 5), IQR(z), MODE(c) FROM t")  # with the engine requests
     plan = "\n".join(r[0] for r in cur.fetchall())
-    cur.execute("EXPLAIN " + PTR1 + "MEDIAN(x) FROM t")
+    cur.execute("EXPLAIN (VERBOSE) " + PTR1 + "MEDIAN(x) FROM t")
     plan += "\n".join(r[0] for r in cur.fetchall())
-    cur.execute("EXPLAIN " + ASAMP1 + "MODE(c) FROM t")
+    cur.execute("EXPLAIN (VERBOSE) " + ASAMP1 + "MODE(c) FROM t")
     plan += "\n".join(r[0] for r in cur.fetchall())
     for word in ("SMed", "exponential mechanism", "PTR-Laplace", "Scale", "A_samp", "request 0", "RESERVOIR_QUANTILE",
                  "ARG_MIN(__v", "stable-histogram mode", "MODE without declared values"):

@@ -198,7 +198,7 @@ def test_set_epsilon_changes_the_next_default_charge_only_in_this_session(connec
     assert other.ledger()[-1].cost == PrivacyCost(Fraction(1, 10), 0)
 
 
-def test_explain_shows_engine_sql_and_charges_nothing(connect) -> None:
+def test_explain_shows_engine_sql_only_when_verbose_and_charges_nothing(connect) -> None:
     con = connect(random_seed=1)
     engine = con.session._engine
 
@@ -208,10 +208,17 @@ def test_explain_shows_engine_sql_and_charges_nothing(connect) -> None:
     before = con.budget
     for name in ("run", "ensure_bounded"):
         setattr(engine, name, refuse)
-    cur = con.execute("EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) dept, COUNT(*) FROM people GROUP BY dept")
-    lines = [r[0] for r in cur.fetchall()]
+    sql = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) dept, COUNT(*) FROM people GROUP BY dept"
+    plain = [r[0] for r in con.execute("EXPLAIN " + sql).fetchall()]
+    assert not any(line.startswith("Engine SQL") or "__dpsql_" in line for line in plain)  # an analyst's plan
+    assert max(len(line) for line in plain) < 200
+    assert any("Cost: epsilon 0.5" in line for line in plain)
+    for verbose in ("EXPLAIN (VERBOSE) ", "explain verbose ", "EXPLAIN ( verbose true ) "):
+        cur = con.execute(verbose + sql)
+        lines = [r[0] for r in cur.fetchall()]
+        assert set(plain[1:]) <= set(lines)  # the same plan, and the engine SQL
+        assert any(line.startswith("Engine SQL") for line in lines)
     assert cur.description[0][0] == "QUERY PLAN"
-    assert any(line.startswith("Engine SQL") for line in lines)
     assert any("Cost: epsilon 0.5" in line for line in lines)
     assert any("scale" in line for line in lines)
     assert con.ledger() == [] and con.budget == before

@@ -358,8 +358,10 @@ def test_jupysql_sql_magic(data_dir: Path, tmp_path: Path) -> None:
         shell.run_line_magic("sql", "dpsql:///?policy=" + sys.argv[1])
         total = shell.run_line_magic("sql", "SELECT COUNT(*) AS n FROM people")
         by_dept = shell.run_line_magic("sql", "SELECT dept, COUNT(*) AS n FROM people GROUP BY dept").DataFrame()
+        shell.run_line_magic("sql", "dpsql:///?policy=" + sys.argv[1] + "&ci_columns=on")
+        with_ci = shell.run_line_magic("sql", "SELECT dept, COUNT(*) AS n FROM people GROUP BY dept").DataFrame()
         print("REPORT", json.dumps({"keys": list(total.keys), "rows": len(list(total)), "n": total[0][0],
-                          "depts": sorted(by_dept["dept"])}))
+                          "depts": sorted(by_dept["dept"]), "ci": list(with_ci.columns)}))
         """
     )
     env = {
@@ -378,4 +380,27 @@ def test_jupysql_sql_magic(data_dir: Path, tmp_path: Path) -> None:
     report: dict[str, Any] = json.loads(lines[0].removeprefix("REPORT "))
     assert report["keys"] == ["n"] and report["rows"] == 1
     assert abs(report["n"] - ROWS) < 500
+    assert report["ci"] == ["dept", "n", "n_ci95"]  # interval columns through %sql too
     assert report["depts"] == sorted(DEPTS)
+
+
+# --- notebooks: interval columns, psycopg placeholders, views ----------------------------------------
+
+
+def test_read_sql_gets_interval_columns_placeholders_and_views(data_dir: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text((data_dir / "policy.toml").read_text(encoding="utf-8").replace('source = "people.parquet"',
+                      f'source = "{data_dir / "people.parquet"}"')
+                      + '\n[views.seniors]\nsql = "SELECT dept, age, income FROM people WHERE age >= 60"\n', encoding="utf-8")  # fmt: skip
+    engine = sa.create_engine(f"dpsql:///?policy={policy}&ci_columns=on", connect_args={"random_seed": 5})
+    try:
+        frame = pd.read_sql("SELECT dept, COUNT(*) AS n FROM people WHERE age > %(age)s GROUP BY dept", engine, params={"age": 40})
+        assert list(frame.columns) == ["dept", "n", "n_ci95"] and (frame["n_ci95"] > 0).all()
+        assert sa.inspect(engine).get_table_names() == ["people", "calendar", "seniors"]
+        assert [c["name"] for c in sa.inspect(engine).get_columns("seniors")] == ["dept", "age", "income"]
+        seniors = pd.read_sql("SELECT COUNT(*) AS n FROM seniors", engine)
+        assert list(seniors.columns) == ["n", "n_ci95"]
+    finally:
+        engine.dispose()
+    with pytest.raises(sa_exc.ArgumentError):
+        sa.create_engine(f"dpsql:///?policy={policy}&ci_columns=maybe").connect()

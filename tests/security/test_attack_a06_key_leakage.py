@@ -175,3 +175,52 @@ def test_a06_group_by_the_privacy_unit_is_refused_before_the_charge(connect, mon
         con.execute(sql)
     assert info.value.code == code, str(info.value)
     assert con.ledger() == [] and calls == []
+
+
+# --- A6, derived keys: one person's two kept values of a column must not count twice for one key ---
+#
+# GROUP BY upper(region) is bounded on the column it reads: a person whose rows hold 'zyx-derived'
+# and 'ZYX-DERIVED' keeps both (2 tuples <= max_groups = 2) and has a flagged row for each, both
+# of the key 'ZYX-DERIVED'. The key exists only because of that person, so its person count must
+# be 1 (what the threshold's delta analysis assumes), not 2. Negative control: counting the
+# flagged rows (the form before the fix) gives 2 on the same relation.
+
+DERIVED_SQL = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = {DELTA}) upper(region) AS r, COUNT(*) "
+               "FROM people GROUP BY upper(region)")
+
+
+@pytest.fixture(scope="module")
+def derived_setup(tmp_path_factory) -> Iterator[tuple[DuckDBEngine, CompiledQuery]]:
+    path = tmp_path_factory.mktemp("derived") / "policy.toml"
+    path.write_text(make_policy_text(delta=0.5))
+    policy = load_policy(path)
+    frame = generate_people(400, seed=98)
+    secret = frame.iloc[:2].copy()
+    secret["person_id"] = int(frame["person_id"].max()) + 1
+    secret["region"] = ["zyx-derived", "ZYX-DERIVED"]
+    import pandas
+
+    engine = DuckDBEngine(policy, None, {"people": pandas.concat([frame, secret], ignore_index=True)})
+    _, compiled = compile_statement(DERIVED_SQL, None, AnalysisContext(policy, policy.budget.default_query))
+    assert isinstance(compiled, CompiledQuery) and compiled.keyed_columns == ("region",)
+    engine.ensure_bounded(compiled.plan.query.table, 1)
+    engine.ensure_keyed(compiled.plan.query.table, compiled.keyed_columns, 1, 1)
+    yield engine, compiled
+    engine.close()
+
+
+def test_a_derived_key_held_by_one_person_counts_one(derived_setup) -> None:
+    engine, compiled = derived_setup
+    units = {row[0]: row[-1] for row in engine.run(compiled.engine).rows}
+    assert units["ZYX-DERIVED"] == 1
+
+
+def test_negative_control_counting_flagged_rows_counts_the_person_twice(derived_setup) -> None:
+    from sqlglot import exp
+
+    engine, compiled = derived_setup
+    select = compiled.engine.copy()
+    select.set("expressions", [e if e.alias != "__units" else exp.alias_(exp.CountIf(this=exp.column("__unit_key", quoted=True)), "__units")
+                               for e in select.expressions])
+    units = {row[0]: row[-1] for row in engine.run(select).rows}
+    assert units["ZYX-DERIVED"] == 2

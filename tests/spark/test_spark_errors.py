@@ -201,7 +201,7 @@ def test_explain_shows_spark_sql_and_no_secret_seed(con: dpsql.Connection) -> No
     seed = con.session._executor.calls.seeds["people"]
     before = con.ledger()
     # SMed's windows and A_samp's hashes pinned (bounded and declared columns default to the EM and report-noisy-max)
-    cur = con.execute("EXPLAIN SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed', mode_blocks = 300) "
+    cur = con.execute("EXPLAIN (VERBOSE) SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'smed', mode_blocks = 300) "
                       "region, MODE(dept), MEDIAN(score) FROM people GROUP BY region")
     text = "\n".join(row[0] for row in cur.fetchall())
     assert "Engine SQL (spark):" in text

@@ -154,14 +154,14 @@ def drop_fanout(monkeypatch: pytest.MonkeyPatch) -> None:
 def drop_bound_after_join(monkeypatch: pytest.MonkeyPatch) -> None:
     original = engine_module.bounding_steps
 
-    def unbounded(table, source, bounded, heavy, capabilities):  # type: ignore[no-untyped-def]
+    def unbounded(table, source, bounded, heavy):  # type: ignore[no-untyped-def]
         if isinstance(table, JoinedTable):
             # every joined row kept (the seed parameter is still bound, so it must appear), with
             # the prepared fixed-point columns the bounded relation carries: one step, no bound
             kept = exp.Not(this=exp.Is(this=seed_placeholder(), expression=exp.Null()))
             select = exp.select("*", *fixed_point_selects(table)).from_(exp.to_identifier(source, quoted=True)).where(kept)
             return (Step(select, bounded, seeded=True),)
-        return original(table, source, bounded, heavy, capabilities)
+        return original(table, source, bounded, heavy)
 
     monkeypatch.setattr(engine_module, "bounding_steps", unbounded)
 

@@ -166,7 +166,7 @@ def test_generated_section_follows_the_rules_file() -> None:
     changed += "\n### DP402 — a new refusal\n\n- **Refuses:** x.\n- **Fix:** do y.\n"
     section = gen.generated_section(changed)
     assert section != gen.generated_section(rules)
-    assert "| DP402 | server | a new refusal | do y. |" in section
+    assert '| <a id="dp402"></a>DP402 | server | a new refusal | do y. |' in section  # each row anchored (hints link to it)
 
 
 def test_generated_section_has_every_code_with_its_fix() -> None:
@@ -176,6 +176,6 @@ def test_generated_section_has_every_code_with_its_fix() -> None:
     codes = re.findall(r"^### (DP\d{3}) ", rules, flags=re.MULTILINE)
     assert len(codes) >= 30
     for code in codes:
-        row = next((line for line in section.splitlines() if line.startswith(f"| {code} |")), None)
+        row = next((line for line in section.splitlines() if line.startswith(f'| <a id="{code.lower()}"></a>{code} |')), None)
         assert row is not None, code
         assert not row.endswith("|  |"), f"{code} has no fix"

@@ -163,3 +163,42 @@ def test_an_interrupted_build_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) 
     assert kept == [(1, 3), (2, 1), (3, 2)]
     assert stored_rows(backend.connection, name) == (6, 6)  # the engine's relation: written once
     engine.close()
+
+
+def full_tie_break_ranked(drop: str | None = None) -> exp.Select:
+    """Heavy persons ranked with the tie-break over every column, the person included (the form
+    before the partition column was left out), or without column `drop` (a negative control)."""
+    from dpsql.backend.dialects import KeyedHash, hash_input
+    from dpsql.backend.sqlgen import ordered
+
+    unit = exp.column("pid", quoted=True)
+    values = [(exp.column(c.name, quoted=True), c.type) for c in TABLE.columns.values()]
+    digest = KeyedHash(this=seed_placeholder(), expressions=[hash_input(v.copy(), t) for v, t in values])
+    order = [ordered(digest), *[ordered(v.copy()) for v, _ in values if v.name != drop]]
+    rank = exp.Window(this=exp.RowNumber(), partition_by=[unit.copy()], order=exp.Order(expressions=order))
+    return exp.select(*[exp.column(n, quoted=True) for n in TABLE.columns], exp.alias_(rank, ROW_RANK)).from_("ties")
+
+
+@pytest.fixture(scope="module")
+def ties() -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    # Floats enter the hash as floor(x * 1024): 0.1 and 0.1001 hash alike, so persons with both
+    # (and the same s) tie on the hash and only the tie-break orders them.
+    connection.execute("""CREATE TABLE ties AS
+        SELECT p AS pid, CASE WHEN k % 2 = 0 THEN 0.1 ELSE 0.1001 END + (k // 4) AS x, 's' || (k % 3 = 0)::INT AS s
+        FROM range(300) a(p), range(6) b(k)""")
+    return connection
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_leaving_the_partition_column_out_of_the_tie_break_changes_no_rank(ties: duckdb.DuckDBPyConnection, seed: int) -> None:
+    unit = exp.column("pid", quoted=True)
+    rank = rank_by_hash([unit.copy()], [(exp.column(c.name, quoted=True), c.type) for c in TABLE.columns.values()], seed_placeholder())
+    assert '"pid" ASC' not in render(rank, "duckdb").split("MD5")[-1]  # the person is no sort key
+    new = exp.select(*[exp.column(n, quoted=True) for n in TABLE.columns], exp.alias_(rank, ROW_RANK)).from_("ties")
+    assert rows(ties, new, seed) == rows(ties, full_tie_break_ranked(), seed)
+
+
+def test_negative_control_the_tie_break_decides_on_this_data(ties: duckdb.DuckDBPyConnection) -> None:
+    # The comparison above can see a difference: without x in the tie-break, tied rows rank otherwise.
+    assert any(rows(ties, full_tie_break_ranked(drop="x"), seed) != rows(ties, full_tie_break_ranked(), seed) for seed in (1, 2))

@@ -11,7 +11,7 @@ from sqlglot import exp
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.dialects import render
 from dpsql.backend.engine import keyed_name
-from dpsql.backend.sqlgen import UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select
+from dpsql.backend.sqlgen import UNIT_KEY, engine_select, fixed_point_selects, key_heavy_select, keyed_select
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import policy_text
 from dpsql.execution.compiled import compile_statement
@@ -124,3 +124,59 @@ def test_key_heavy_persons_are_those_with_more_than_max_groups_key_tuples() -> N
                 tuples[row[0]].add(row[1:])
             assert got == {p for p, t in tuples.items() if len(t) > max_groups}, (max_groups, keys)
             assert got or max_groups == 3  # not vacuous
+
+
+def test_the_flagged_row_is_the_first_in_value_order() -> None:
+    # The representative of (person, key) is the first of the person's rows with that key in the
+    # order of the values, NULLs first (the partition columns, constant there, are no sort key).
+    table = policy_for(5, max_rows=6).table("people")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE b0 AS SELECT i // 6 AS person_id, CASE WHEN i % 5 = 0 THEN NULL ELSE 20 + i % 3 END AS age, "
+                "(i * 37 % 7)::DOUBLE AS income, 'd' || (i % 2) AS dept, 'r' || (i // 6 % 2 + i % 2) AS region FROM range(600) t(i)")
+    con.execute(f"CREATE TABLE b AS {render(exp.select('*', *fixed_point_selects(table)).from_('b0'))}")
+    con.execute(f"CREATE TABLE h AS {render(key_heavy_select(table, 'b', ('region',)))}")
+    assert con.execute("SELECT COUNT(*) FROM h").fetchone() == (0,)  # nobody above max_groups = 5 keys: no key ranking
+    flagged = sorted((r[:5] for r in con.execute(render(keyed_select(table, "b", ("region",), "h")), {"seed": 7}).fetchall() if r[-1]), key=repr)
+    groups = defaultdict(list)
+    for row in con.execute("SELECT person_id, age, income, dept, region FROM b").fetchall():
+        groups[(row[0], row[4])].append(row)
+    first = sorted((min(rs, key=lambda r: tuple((v is not None, v) for v in r)) for rs in groups.values()), key=repr)
+    assert flagged == first
+    assert any(len(rs) > 1 and len({r[1] for r in rs}) > 1 for rs in groups.values())  # not vacuous: the order decides
+
+
+DERIVED = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) upper(region) AS r, COUNT(*) "
+           "FROM people GROUP BY upper(region)")
+
+
+def _derived_counts(count_if: bool = False) -> dict[str, int]:
+    """Person counts of GROUP BY upper(region) where person 1 holds 'abc' and 'ABC' (two kept key
+    tuples of the column read, one key value) and person 2 holds 'abc'."""
+    compiled = compiled_for(2, DERIVED)
+    table = compiled.plan.query.table
+    assert compiled.keyed_columns == ("region",)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE b0 AS SELECT * FROM (VALUES (1, 30, 1.0, 'hr', 'abc'), (1, 30, 2.0, 'hr', 'ABC'), "
+                "(2, 40, 3.0, 'hr', 'abc')) t(person_id, age, income, dept, region)")
+    con.execute(f"CREATE TABLE b AS {render(exp.select('*', *fixed_point_selects(table)).from_('b0'))}")
+    con.execute(f"CREATE TABLE h AS {render(key_heavy_select(table, 'b', compiled.keyed_columns))}")
+    con.execute(f"CREATE TABLE k AS {render(keyed_select(table, 'b', compiled.keyed_columns, 'h'))}", {"seed": 3})
+    select = engine_select(compiled.plan, "k")
+    if count_if:  # the earlier form: count the flagged rows
+        select.set("expressions", [e for e in select.expressions if e.alias != "__units"] + [
+            exp.alias_(exp.CountIf(this=exp.column(UNIT_KEY, quoted=True)), "__units")])
+    assert "COUNT_IF" not in render(compiled.engine) or count_if
+    result = con.execute(render(select))
+    names = [d[0] for d in result.description]
+    return {row[names.index("__k0")]: row[names.index("__units")] for row in result.fetchall()}
+
+
+def test_a_derived_key_counts_each_person_once() -> None:
+    # Both of person 1's regions are kept (2 tuples <= max_groups) and flagged, and both map to
+    # 'ABC': the key's person count must still be 2 (persons 1 and 2), never 3, so a key held by
+    # one person counts 1, as the selection threshold assumes.
+    assert _derived_counts() == {"ABC": 2}
+
+
+def test_negative_control_counting_flagged_rows_counts_a_person_twice() -> None:
+    assert _derived_counts(count_if=True) == {"ABC": 3}

@@ -96,3 +96,54 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
     text = capsys.readouterr().out
     for command in ("dpsql serve", "dpsql hash-password", "dpsql policy init", "dpsql policy check"):
         assert command in text
+
+
+# --- a skeleton that fits the data ------------------------------------------------------------------
+@pytest.fixture()
+def visits(tmp_path: Path) -> Path:
+    """5,000 visits of 1,500 patients (3.3 each, at most 4), a bool, a 4-value ward and a rare code."""
+    path = tmp_path / "visits.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE v AS SELECT 1 + range % 1500 AS patient_id, 20 + range % 60 AS age, range % 7 = 0 AS readmitted, "
+                "['cardio', 'ortho', 'neuro', 'onco'][1 + range % 4] AS ward, "
+                "CASE WHEN range < 3 THEN 'rare' ELSE 'common' END AS code FROM range(5000)")
+    con.execute(f"COPY v TO '{path}'")
+    return path
+
+
+def test_skeleton_keeps_its_budget_and_says_how_many_queries_it_fits(visits: Path, tmp_path: Path) -> None:
+    from dpsql.accounting.cost import PrivacyCost
+    from dpsql.catalog.scaffold import budget_for, typical_queries
+
+    out = tmp_path / "policy.toml"
+    assert main(["policy", "init", str(visits), "-o", str(out)]) == 0
+    text = out.read_text()
+    policy = load_policy(out)
+    assert policy.budget.ledger == str(tmp_path / "policy.ledger.sqlite")  # a ledger line: the budget survives runs
+    counts, selections = typical_queries(policy.budget.total)
+    assert counts >= 100 and f"fits {counts} COUNT queries" in text and f"or {selections} GROUP BYs" in text
+    # Negative control: the next smaller budget on the ladder would not fit 100 (the smallest that does is proposed).
+    assert typical_queries(PrivacyCost(policy.budget.total.epsilon - 2, policy.budget.total.delta))[0] < 100
+    assert budget_for(10).epsilon == 1
+    visits_table = policy.table("visits")
+    assert visits_table is not None and visits_table.column("readmitted").values == (False, True)  # bool: public domain
+    assert visits_table.column("ward").values is None and "cardio" not in text  # no data read without --suggest
+    assert "max_rows = 1              # TODO" in text
+
+
+def test_suggest_reads_rows_per_person_and_low_cardinality_values(visits: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "policy.toml"
+    assert main(["policy", "init", str(visits), "-o", str(out), "--suggest"]) == 0
+    assert "disclosure" in capsys.readouterr().err
+    text = out.read_text()
+    table = load_policy(out).table("visits")
+    assert table is not None
+    assert table.max_rows == 4 and "keeps 100.0% of rows" in text  # 1,500 patients with 3 or 4 visits
+    assert table.column("ward").values == ("cardio", "neuro", "onco", "ortho")
+    # Negative control: a value held by 3 persons is not listed (the list would name them): no values for `code`.
+    assert table.column("code").values is None and '"rare"' not in text
+    assert table.max_groups == 1  # `code`, the text key left to partition selection: 99% of patients have one
+    assert text.count("REVIEW") >= 4
+    with pytest.raises(SystemExit):  # --queries must be a number
+        main(["policy", "init", str(visits), "--queries", "many"])

@@ -72,7 +72,7 @@ def test_placeholders_carry_typed_references_through_copies() -> None:
 def test_session_options_are_the_connect_parameters_in_order(connect, people_frame) -> None:
     assert [f.name for f in SessionOptions.__dataclass_fields__.values()] == [
         "database", "policy", "analyst", "ledger", "tables", "random_seed", "engine", "spark", "master", "remote", "progress",
-        "prepare", "shared"]
+        "prepare", "shared", "ci_columns"]
     with pytest.raises(ProgrammingError):
         dpsql.connect(random_seed="1")
     with pytest.raises(TypeError):

@@ -34,7 +34,9 @@ def _check(sql: str) -> None:
         "SELECT repeat(relname, 1000) FROM pg_class",
         "SELECT lpad(relname, 1000) FROM pg_class",
         "SELECT rpad(relname, 1000, 'x') FROM pg_class",
-        "SELECT replace(relname, 'a', relname) FROM pg_class",
+        "SELECT replace(relname, 'a', relname) FROM pg_class",  # a replacement read from the data can square a text
+        "SELECT replace(relname, 'a', 'xxx') FROM pg_class",  # more than twice as long as what it replaces
+        "SELECT replace(relname, '', 'x') FROM pg_class",
         "SELECT regexp_replace(relname, 'a', 'bb', 'g') FROM pg_class",
         "SELECT translate(relname, 'a', 'b') FROM pg_class",
         "SELECT overlay(relname placing 'x' from 1) FROM pg_class",
@@ -68,6 +70,12 @@ def test_unbounded_constructs_are_refused_with_dp402(sql: str) -> None:
         "LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relname OPERATOR(pg_catalog.~) '^(people)$' "
         "AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1, 2",
         "SELECT row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum), nullif(a.attidentity, '') FROM pg_attribute a",
+        # JDBC's getSchemas
+        "SELECT nspname AS TABLE_SCHEM, NULL AS TABLE_CATALOG FROM pg_catalog.pg_namespace WHERE nspname <> 'pg_toast' AND "
+        "(nspname !~ '^pg_temp_' OR nspname = (pg_catalog.current_schemas(true))[1]) AND (nspname !~ '^pg_toast_temp_' OR "
+        "nspname = replace((pg_catalog.current_schemas(true))[1], 'pg_temp_', 'pg_toast_temp_')) ORDER BY TABLE_SCHEM",
+        "SELECT pg_catalog.pg_size_pretty(pg_catalog.pg_table_size(c.oid)) FROM pg_catalog.pg_class c",  # psql's \dt+
+        "SELECT string_agg(word, ',') FROM pg_catalog.pg_get_keywords() WHERE word <> ALL ('{a,abs}'::text[])",  # DBeaver
     ],
 )
 def test_client_probes_pass(sql: str) -> None:
@@ -108,6 +116,11 @@ def test_only_catalog_reads_take_the_catalog_route(emulation: CatalogEmulation, 
         ("SELECT count(*) AS n FROM generate_series(array_lower(string_to_array(current_setting('search_path'), ','), 1), "
          "array_upper(string_to_array(current_setting('search_path'), ','), 1)) i", [(2,)]),
         ("SELECT now() IS NOT NULL AS a, current_date IS NOT NULL AS b, localtimestamp IS NOT NULL AS c", [(True, True, True)]),
+        ("SELECT replace('pg_temp_3', 'pg_temp_', 'pg_toast_temp_') AS r", [("pg_toast_temp_3",)]),
+        ("SELECT pg_size_pretty(0) AS a, pg_size_pretty(10239) AS b, pg_size_pretty(10240) AS c, pg_size_pretty(10485760) AS d, "
+         "pg_size_pretty(-20480) AS e", [("0 bytes", "10239 bytes", "10 kB", "10 MB", "-20 kB")]),
+        ("SELECT datname FROM pg_catalog.pg_database WHERE datname = 'db'", [("db",)]),  # the name the client connected to
+        ("SELECT count(*) AS n FROM pg_get_keywords() WHERE word <> ALL ('{analyze,limit}'::text[]) AND word = 'limit'", [(0,)]),
     ],
 )
 def test_probe_rewrites_answer_as_postgresql_would(emulation: CatalogEmulation, sql: str, expected: list[tuple[object, ...]]) -> None:
