@@ -275,7 +275,7 @@ def test_predicates_mean_the_same_on_both_sides(mm, people_frame: pd.DataFrame) 
     duck = duckdb.connect()
     duck.register("people", people_frame)
     for predicate in PREDICATES:
-        compiled = con.session.compile(f"SELECT COUNT(*) FROM people WHERE {predicate}")[1]
+        compiled = con.session.compile(f"SELECT COUNT(*) FROM people WHERE {predicate}").compiled
         query = measurable(compiled.plan.query, layer.config)
         shape = layer.shape(query)
         exact = duck.execute(f"SELECT COUNT(*) FROM people WHERE {predicate}").fetchone()[0]
@@ -306,7 +306,7 @@ def test_secrets_stay_out_of_logs_errors_and_explain(mm, caplog: pytest.LogCaptu
 def _mmq(con, layer, sql):  # type: ignore[no-untyped-def]
     from dpsql.planner.measurable import measurable
 
-    return measurable(con.session.compile(sql)[1].plan.query, layer.config)
+    return measurable(con.session.compile(sql).compiled.plan.query, layer.config)
 
 
 def test_calibration_and_reservation_do_not_depend_on_the_data(mm, people_frame: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]
