@@ -17,8 +17,6 @@ from sqlglot import exp
 
 from dpsql.backend.sqlgen import number
 from dpsql.ir.plan import (
-    CONFIDENCE_MECHANISMS,
-    INTERVAL_MECHANISMS,
     Estimate,
     Plan,
     release_name,
@@ -27,6 +25,7 @@ from dpsql.ir.plan import (
     robust_name,
 )
 from dpsql.ir.query import ColumnRef, refs
+from dpsql.mechanisms import registry
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
 
@@ -135,11 +134,11 @@ def post_select(plan: Plan) -> exp.Select:
         robust = robust_deps(output.expr, plan)
         if not deps and len(robust) == 1 and output.expr.find(exp.Column) == output.expr:
             release = plan.robust[robust[0]]
-            if release.mechanism in INTERVAL_MECHANISMS and (release.values is None or release.values.column.type != "date"):
+            if registry.output(release.spec).interval and (release.values is None or release.values.column.type != "date"):
                 ci = exp.column(robust_ci_name(robust[0]))  # a bare value with its per-row 95% interval
                 columns.append(exp.alias_(exp.Sub(this=value.copy(), expression=ci), ColumnRef("low", index).name))
                 columns.append(exp.alias_(exp.Add(this=value.copy(), expression=ci.copy()), ColumnRef("high", index).name))
-            if release.mechanism in CONFIDENCE_MECHANISMS:  # a bare MODE with its per-row confidence
+            if registry.output(release.spec).confidence:  # a bare MODE with its per-row confidence
                 columns.append(exp.alias_(exp.column(robust_confidence_name(robust[0])), ColumnRef("confidence", index).name))
     select = exp.select(*columns).from_(exp.to_identifier(NOISY))
     if query.having is not None:

@@ -14,7 +14,7 @@ from dpsql.backend.postsql import release_width
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.execution.noise import describe, noise_info
-from dpsql.ir.plan import CONFIDENCE_MECHANISMS, Estimate, release_name, robust_confidence_name, robust_name
+from dpsql.ir.plan import Estimate, release_name, robust_confidence_name, robust_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry, variance
 from dpsql.mechanisms.sparse_vector import SVTCalibration
@@ -188,7 +188,7 @@ def simple_confidences(compiled: CompiledQuery, columns: Mapping[str, list[Any]]
     for output in plan.query.outputs:
         estimate = plan.estimates[output.aggregate] if output.key is None and output.aggregate is not None else None
         robust = estimate.robust if estimate is not None else None
-        bare = robust is not None and plan.robust[robust].mechanism in CONFIDENCE_MECHANISMS
+        bare = robust is not None and registry.output(plan.robust[robust].spec).confidence
         sources.append(columns.get(robust_confidence_name(robust)) if bare and robust is not None else None)
     return [tuple(None if source is None else source[i] for source in sources) for i in range(nrows)]
 

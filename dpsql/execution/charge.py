@@ -165,11 +165,5 @@ def robust_params(plan: Plan, release: RobustRelease) -> dict[str, Any]:
     cost = registry.cost(release.spec)
     record: dict[str, Any] = {"mechanism": release.mechanism, "aggregate": plan.query.aggregates[release.aggregate].label,
                               "epsilon": str(cost.epsilon), "delta": str(cost.delta)}
-    test = getattr(release.spec, "test", None)
-    if test is not None:
-        record.update({"test_scale": str(test.scale), "threshold": test.threshold, "cap": test.cap})
-    for name in ("shift", "bound", "blocks", "candidates", "epsilon_step"):
-        value = getattr(release.spec, name, None)
-        if value is not None:
-            record[name] = str(value)
+    record.update(registry.parameters(release.spec))
     return record

@@ -18,8 +18,6 @@ from dpsql.backend.robust_sql import GroupKey, decode
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import (
-    CONFIDENCE_MECHANISMS,
-    INTERVAL_MECHANISMS,
     Plan,
     RobustRelease,
     release_name,
@@ -96,10 +94,10 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
     types = [key_type(k.column.type) for k in query.keys] + ["BIGINT" if r.unit == 1 else "DOUBLE" for r in plan.releases]
     names += [robust_name(r) for r in range(len(plan.robust))]
     types += [robust_type(plan, r) for r in plan.robust]
-    intervals = [r for r, release in enumerate(plan.robust) if release.mechanism in INTERVAL_MECHANISMS]
+    intervals = [r for r, release in enumerate(plan.robust) if registry.output(release.spec).interval]
     names += [robust_ci_name(r) for r in intervals]
     types += ["DOUBLE"] * len(intervals)
-    confident = [r for r, release in enumerate(plan.robust) if release.mechanism in CONFIDENCE_MECHANISMS]
+    confident = [r for r, release in enumerate(plan.robust) if registry.output(release.spec).confidence]
     names += [robust_confidence_name(r) for r in confident]
     types += ["DOUBLE"] * len(confident)
     return tuple(names), tuple(types)
@@ -120,7 +118,7 @@ def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], 
 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
     """The engine type of a robust release's noisy column (known from the plan alone)."""
-    if release.mechanism in CONFIDENCE_MECHANISMS:
+    if registry.output(release.spec).confidence:
         return key_type(plan.requests[release.request].column.type)
     if release.mechanism in ("scale", "exponential-iqr", "exponential-fine-iqr"):
         return "DOUBLE"
@@ -146,7 +144,7 @@ def release_robust(plan: Plan, groups: Sequence[GroupKey], columns: dict[str, li
             if isinstance(value, Bracketed):  # a value with its 95% interval (grid units)
                 value, width = _bracketed(release, value)
                 widths.append(width)
-            if release.mechanism in CONFIDENCE_MECHANISMS:  # MODE: the value and its confidence (None for ⊥)
+            if registry.output(release.spec).confidence:  # MODE: the value and its confidence (None for ⊥)
                 confidences.append(value.confidence if isinstance(value, Confident) else None)
                 value = value.value if isinstance(value, Confident) else value
             values.append(None if value is ptr.REFUSED else value)
@@ -155,7 +153,7 @@ def release_robust(plan: Plan, groups: Sequence[GroupKey], columns: dict[str, li
         if widths:
             columns[robust_ci_name(index)] = widths
             types[robust_ci_name(index)] = "DOUBLE"
-        if release.mechanism in CONFIDENCE_MECHANISMS:
+        if registry.output(release.spec).confidence:
             columns[robust_confidence_name(index)] = confidences
             types[robust_confidence_name(index)] = "DOUBLE"
 

@@ -79,7 +79,7 @@ def _expected(plan: Plan, estimate: Estimate) -> str:
     if error.ci95 is not None:
         return f"±{fmt(error.ci95)} when released (it may answer NULL, ⊥, when the data are not stable enough)"
     if release.mechanism == "noisy-max":
-        return (f"the mode whenever it leads the runner-up by more than {fmt(2 * release.spec.count_half_width())} rows "  # type: ignore[union-attr]
+        return (f"the mode whenever it leads the runner-up by more than {fmt(2 * release.spec.count_half_width())} rows "  # type: ignore[attr-defined]
                 "(95%); each answer states its confidence that it is the mode")
     if release.mechanism == "stable-histogram":
         return (f"NULL (⊥) unless some value has about {details['threshold']} rows; each answer states its confidence "

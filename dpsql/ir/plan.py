@@ -20,24 +20,15 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
-from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
+from dpsql.mechanisms import registry
 from dpsql.mechanisms.gaussian import GaussianSpec
-from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
-from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
-from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
-from dpsql.mechanisms.subsample import ASampSpec
 from dpsql.mechanisms.variance import VarianceSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
 EstimateKind = Literal["count", "sum", "avg", "variance", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max",
-                          "exponential-fine", "exponential-fine-iqr", "stable-histogram"]
-RobustSpec = (SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
-              | QuantileIntervalSpec | IQRIntervalSpec | HistogramModeSpec)
 EMPTY_HISTOGRAM = Histogram((), ())
 
 
@@ -51,19 +42,15 @@ def robust_name(index: int) -> str:
     return f"{SPELLING['robust']}{index}"
 
 
-INTERVAL_MECHANISMS = frozenset({"exponential-fine", "exponential-fine-iqr"})
-
-
-CONFIDENCE_MECHANISMS = frozenset({"noisy-max", "asamp", "stable-histogram"})  # MODE: each release states a confidence
-
-
 def robust_confidence_name(index: int) -> str:
-    """The noisy table's column of robust release `index`'s per-row confidence (CONFIDENCE_MECHANISMS)."""
+    """The noisy table's column of robust release `index`'s per-row confidence (its mechanism's
+    `output.confidence`: MODE)."""
     return f"{robust_name(index)}__conf"
 
 
 def robust_ci_name(index: int) -> str:
-    """The noisy table's column of robust release `index`'s per-row 95% half-widths (INTERVAL_MECHANISMS)."""
+    """The noisy table's column of robust release `index`'s per-row 95% half-widths (its
+    mechanism's `output.interval`)."""
     return f"{robust_name(index)}__ci95"
 
 
@@ -256,14 +243,19 @@ class ModeRequest:
 
 @dataclass(frozen=True, slots=True)
 class RobustRelease:
-    """One robust aggregate: its mechanism, spec, the engine request it reads, and its decoding."""
+    """One robust aggregate: its mechanism's spec (any registered one), the engine request it
+    reads, and how its values were mapped."""
 
-    mechanism: RobustMechanism
     aggregate: int
-    spec: RobustSpec
+    spec: object
     request: int
     values: ValueMap | None = None
     n_hat: int | None = None  # the Laplace release whose noisy value is Scale's n_hat
+
+    @property
+    def mechanism(self) -> str:
+        """The name of its mechanism (from the registry: the spec's type decides)."""
+        return registry.name(self.spec)
 
 
 @dataclass(frozen=True, slots=True)

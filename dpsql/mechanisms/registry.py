@@ -1,7 +1,9 @@
 """Every mechanism, found by the type of its spec. A new mechanism is one module + one line here.
 
 The planner prices plans with `cost`, EXPLAIN prints `describe`, and dpsql.execution releases
-every noisy value through `release`: no other module dispatches on spec types.
+every noisy value through `release`: no other module dispatches on spec types. A mechanism
+also declares what its releases carry (`output`: a per-row interval or confidence) and what the
+ledger records of them (`parameters`), so no other module tests a mechanism's name.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism
+from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism, Output, Parameters
 from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
 from dpsql.mechanisms.gaussian import Gaussian
 from dpsql.mechanisms.histogram_mode import HistogramMode
@@ -72,3 +74,18 @@ def error(spec: object) -> ErrorDescription:
 def refusal(spec: object) -> str | None:
     """Why a release of `spec` can be ⊥ and what to try (None: it never refuses)."""
     return mechanism_for(spec).refusal(spec)
+
+
+def output(spec: object) -> Output:
+    """What a release of `spec` carries besides its value (a per-row interval, a confidence)."""
+    return mechanism_for(spec).output
+
+
+def parameters(spec: object) -> Parameters:
+    """The public parameters the ledger records for a release of `spec`."""
+    return mechanism_for(spec).parameters(spec)
+
+
+def name(spec: object) -> str:
+    """The name of the mechanism that releases with `spec` (noise_info, EXPLAIN, the ledger)."""
+    return mechanism_for(spec).name

@@ -54,7 +54,7 @@ from fractions import Fraction
 from typing import Sequence
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.exponential import RHO_BITS, _power_bounds
 from dpsql.mechanisms.ranks import OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
@@ -454,9 +454,13 @@ class WindowExponentialQuantile:
 
     name = "exponential-fine"
     spec_type = QuantileIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: QuantileIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: QuantileIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: QuantileIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_interval(spec, raw, rng)
@@ -526,9 +530,13 @@ class WindowExponentialIQR:
 
     name = "exponential-fine-iqr"
     spec_type = IQRIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: IQRIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: IQRIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: IQRIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_iqr(spec, raw, rng)

@@ -165,13 +165,13 @@ class RobustPlanner:
             span = values.index_range
             assert span is not None
             fine = QuantileIntervalSpec(epsilon, p, k, span[0], span[1])
-            return RobustRelease("exponential-fine", index, fine, self._rank_request(values, fine.windows), values)
+            return RobustRelease(index, fine, self._rank_request(values, fine.windows), values)
         if mechanism == "exponential":
             values = self._em_values(call)
             span = values.index_range
             assert span is not None
             spec = ExponentialQuantileSpec(epsilon, p, k, span[0], span[1])
-            return RobustRelease("exponential", index, spec, self._rank_request(values, {p: 0}), values)
+            return RobustRelease(index, spec, self._rank_request(values, {p: 0}), values)
         shift = rank_shift(k, p)
         if mechanism == "ptr-laplace":
             assert call.bound is not None
@@ -179,10 +179,10 @@ class RobustPlanner:
             ptr_spec = PTRLaplaceSpec(test, epsilon / 2, p, shift, call.bound)
             values = self._value_map(call, None)
             ptr_spec = replace(ptr_spec, lower=values.lower, upper=values.upper)  # the release is clamped to the bounds
-            return RobustRelease("ptr-laplace", index, ptr_spec, self._rank_request(values, {p: ptr_spec.reach}), values)
+            return RobustRelease(index, ptr_spec, self._rank_request(values, {p: ptr_spec.reach}), values)
         smed = SMedSpec(PTRTest(epsilon, delta, self.groups), p, shift)
         values = self._value_map(call, median_grid(call.column))
-        return RobustRelease("smed", index, smed, self._rank_request(values, {p: smed.reach}), values)
+        return RobustRelease(index, smed, self._rank_request(values, {p: smed.reach}), values)
 
     def _em_values(self, call: AggregateCall) -> ValueMap:
         grid = median_grid(call.column, EM_MAX_CANDIDATES)  # type: ignore[arg-type]
@@ -213,13 +213,13 @@ class RobustPlanner:
             span = values.index_range
             assert span is not None
             fine = IQRIntervalSpec(epsilon, k, span[0], span[1])
-            return RobustRelease("exponential-fine-iqr", index, fine, self._rank_request(values, fine.windows), values)
+            return RobustRelease(index, fine, self._rank_request(values, fine.windows), values)
         if _em_iqr(call, self.query):
             values = self._em_values(call)
             span = values.index_range
             assert span is not None
             em = ExponentialIQRSpec(epsilon, k, span[0], span[1])
-            return RobustRelease("exponential-iqr", index, em, self._rank_request(values, {q: 0 for q in QUARTILES}), values)
+            return RobustRelease(index, em, self._rank_request(values, {q: 0 for q in QUARTILES}), values)
         n_hat = self._reusable_count(column.name)
         if n_hat is None:
             raw = RawAggregate("count_finite", column) if column.type == "float" else RawAggregate("count_values", column)
@@ -229,7 +229,7 @@ class RobustPlanner:
         width = None if values.lower is None or values.upper is None else values.upper - values.lower
         spec = ScaleSpec(epsilon / 4, delta, self.groups, rank_shift(k, QUARTILES[1]), span=width)
         request = self._rank_request(values, {q: spec.reach for q in QUARTILES})
-        return RobustRelease("scale", index, spec, request, values, n_hat=n_hat)
+        return RobustRelease(index, spec, request, values, n_hat=n_hat)
 
     def _reusable_count(self, column: str) -> int | None:
         for position, release in enumerate(self.releases):
@@ -245,7 +245,7 @@ class RobustPlanner:
             spec_max = NoisyMaxModeSpec(epsilon, self.bounding.max_rows, tuple(call.column.values or ()))
             counts = ModeRequest(call.column, 1, counts=True)
             self._order.append(counts)
-            return RobustRelease("noisy-max", index, spec_max, len(self._order) - 1)
+            return RobustRelease(index, spec_max, len(self._order) - 1)
         test = PTRTest(epsilon, delta, self.groups)
         spec = ASampSpec(test, blocks=self.query.mode_blocks or default_blocks(test))
         if self.query.mode_blocks is None:  # no declared values: A_samp or the histogram (public facts only)
@@ -256,7 +256,7 @@ class RobustPlanner:
             if choice.mechanism == "stable-histogram":
                 counts = ModeRequest(call.column, 1, counts=True)
                 self._order.append(counts)
-                return RobustRelease("stable-histogram", index, histogram, len(self._order) - 1)
+                return RobustRelease(index, histogram, len(self._order) - 1)
         request = ModeRequest(call.column, spec.blocks)
         self._order.append(request)
-        return RobustRelease("asamp", index, spec, len(self._order) - 1)
+        return RobustRelease(index, spec, len(self._order) - 1)
