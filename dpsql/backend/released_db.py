@@ -1,4 +1,8 @@
-"""A database of released rows only: where the outer query of a post-processing query runs.
+"""A database of released rows only: where every released value is post-processed.
+
+Two kinds of statements run here: a query's own post-processing (its outputs, HAVING, ORDER BY
+and LIMIT over its released aggregates: `evaluate`, SQL from backend/output_sql.py) and the outer
+query of a post-processing query over several releases (`check`, then `run`).
 
 One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
 connection (a cursor). A statement binds its released tables (noisy values, released keys,
@@ -128,6 +132,11 @@ class ReleasedDatabase:
         if result is None:
             raise EngineError(ENGINE_FAILED, code="DP300")
         return result
+
+    def evaluate(self, table: ReleasedTable, sql: str) -> EngineResult:
+        """A query's own post-processing over its released aggregates (after the charge, or over an
+        empty table before it to type its outputs); failures are sanitized (DP300)."""
+        return self.run([table], sql)
 
     def check(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
         """The outer query over EMPTY released tables of the same schema, before the charge: a

@@ -8,14 +8,15 @@ ledger records of them (`parameters`), so no other module tests a mechanism's na
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.base import Describing, ErrorDescription, Mechanism, Output, Parameters
 from dpsql.mechanisms.exponential import ExponentialIQR, ExponentialQuantile
-from dpsql.mechanisms.gaussian import Gaussian
+from dpsql.mechanisms.gaussian import Gaussian, GaussianSpec
 from dpsql.mechanisms.histogram_mode import HistogramMode
-from dpsql.mechanisms.laplace import Laplace
+from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxMode
 from dpsql.mechanisms.partition import PartitionSelection
 from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
@@ -89,3 +90,19 @@ def parameters(spec: object) -> Parameters:
 def name(spec: object) -> str:
     """The name of the mechanism that releases with `spec` (noise_info, EXPLAIN, the ledger)."""
     return mechanism_for(spec).name
+
+
+DEFAULT_NOISE = Laplace.name  # COUNT/SUM/AVG releases unless the policy or the query names another
+
+
+def noise_spec(noise: str, sensitivity: Fraction, epsilon: Fraction, delta: Fraction) -> LaplaceSpec | GaussianSpec:
+    """The spec of a COUNT/SUM/AVG release under the noise family a policy or query names
+    (catalog.model.NOISES): discrete Gaussian (it spends `delta`), else discrete Laplace."""
+    if spends_delta(noise):
+        return GaussianSpec(sensitivity=sensitivity, epsilon=epsilon, delta=delta)
+    return LaplaceSpec(sensitivity=sensitivity, epsilon=epsilon)
+
+
+def spends_delta(noise: str) -> bool:
+    """Whether releases under the noise family `noise` spend delta (the Gaussian mechanism's)."""
+    return noise == Gaussian.name
