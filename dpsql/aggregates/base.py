@@ -277,15 +277,19 @@ class LaplaceEstimate:
     def value(self, released: Sequence[Any]) -> Any:
         raise NotImplementedError
 
-    def cell(self, plan: Plan, columns: Mapping[str, Sequence[Any]], row: int) -> Cell:
+    def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
         """The value and the corner evaluation: each of its m releases at its (1 - 0.05/m)
         interval (a union bound keeps the joint level at 95%), the value at every corner."""
-        values = [columns[release_name(r)][row] for r in self.releases]
-        value = self.value(values)
+        released = [columns[release_name(r)] for r in self.releases]
         widths = [float(release_width(plan, r, len(self.releases))) for r in self.releases]
-        corners = [self.value([v + s * w for v, s, w in zip(values, signs, widths)])
-                   for signs in itertools.product((-1, 1), repeat=len(values))]
-        return Cell(value, float(max(max(corners) - value, value - min(corners))))
+        signs = list(itertools.product((-1, 1), repeat=len(widths)))
+        out = []
+        for row in range(rows):
+            values = [column[row] for column in released]
+            value = self.value(values)
+            corners = [self.value([v + s * w for v, s, w in zip(values, sign, widths)]) for sign in signs]
+            out.append(Cell(value, float(max(max(corners) - value, value - min(corners)))))
+        return out
 
     def output_type(self, plan: Plan) -> str:
         doubles = self.doubles or any(plan.releases[r].unit != 1 for r in self.releases)
@@ -335,15 +339,16 @@ class RobustEstimate:
     def value(self, released: Sequence[Any]) -> Any:
         raise TypeError("a robust estimate is read from its release's column")
 
-    def cell(self, plan: Plan, columns: Mapping[str, Sequence[Any]], row: int) -> Cell:
-        """Its released value (None for ⊥), with the per-row 95% interval its mechanism states, else
+    def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
+        """Its released values (None for ⊥), with the per-row 95% interval its mechanism states, else
         the plan's (none for ⊥), and the per-row confidence its mechanism states (MODE)."""
         assert self.robust is not None
-        value = columns[robust_name(self.robust)][row]
+        values = columns[robust_name(self.robust)]
         widths = columns.get(robust_ci_name(self.robust))
-        half = widths[row] if widths is not None else self.noise(plan)["ci95"]
+        stated = self.noise(plan)["ci95"] if widths is None else None
         confidences = columns.get(robust_confidence_name(self.robust))
-        return Cell(value, half if value is not None else None, confidences[row] if confidences is not None else None)
+        return [Cell(values[row], None if values[row] is None else widths[row] if widths is not None else stated,
+                     confidences[row] if confidences is not None else None) for row in range(rows)]
 
     def output_type(self, plan: Plan) -> str:
         raise NotImplementedError

@@ -46,11 +46,14 @@ class VarianceEstimate(LaplaceEstimate):
         squares, total, count = released
         return variance.estimate(self.variance, float(count), float(total), float(squares))
 
-    def cell(self, plan: Plan, columns: Mapping[str, Sequence[Any]], row: int) -> Cell:
-        squares, total, count = (float(columns[release_name(r)][row]) for r in self.releases)
-        value = variance.estimate(self.variance, count, total, squares)
-        low, high = variance.bounds(self.variance, count, total, squares, variance.widths(self.variance))
-        return Cell(value, float(max(high - value, value - low)))
+    def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
+        spec, widths = self.variance, variance.widths(self.variance)
+        out = []
+        for squares, total, count in zip(*(columns[release_name(r)] for r in self.releases)):
+            value = variance.estimate(spec, float(count), float(total), float(squares))
+            low, high = variance.bounds(spec, float(count), float(total), float(squares), widths)
+            out.append(Cell(value, float(max(high - value, value - low))))
+        return out
 
     def expected(self, plan: Plan) -> str:
         spec = self.variance

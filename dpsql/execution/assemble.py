@@ -39,10 +39,12 @@ def _groups(columns: Mapping[str, Sequence[Any]], nkeys: int) -> int:
     return len(columns[key_name(0)]) if nkeys else 1
 
 
-def _cells(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]) -> list[list[Cell]]:
+def _cells(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]) -> list[tuple[Cell, ...]]:
     """Per row of the noisy table, every aggregate's cell (value, 95% half-width, confidence)."""
     plan = compiled.plan
-    return [[estimate.cell(plan, columns, row) for estimate in plan.estimates] for row in range(_groups(columns, len(plan.query.keys)))]
+    rows = _groups(columns, len(plan.query.keys))
+    by_aggregate = [estimate.cells(plan, columns, rows) for estimate in plan.estimates]
+    return list(zip(*by_aggregate)) if by_aggregate else [() for _ in range(rows)]
 
 
 def simple_rows(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]], types: Mapping[str, str]) -> Rows:
@@ -89,11 +91,12 @@ def released_table(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]
     plan = compiled.plan
     nkeys = len(plan.query.keys)
     corners = {output: intervals.shifts(plan, releases) for output, releases in compiled.corners.items()}
+    sure = [confident(plan, index) for index in range(len(plan.estimates))]
     rows: list[tuple[Any, ...]] = []
     for row, cells in enumerate(_cells(compiled, columns)):
         values: list[Any] = [columns[key_name(i)][row] for i in range(nkeys)]
-        for index, cell in enumerate(cells):
-            values += [cell.value, cell.half_width] + ([cell.confidence] if confident(plan, index) else [])
+        for cell, stated in zip(cells, sure):
+            values += [cell.value, cell.half_width] + ([cell.confidence] if stated else [])
         for output, shifts in corners.items():
             for shift in shifts:
                 values += [intervals.at_corner(plan.estimates[a], shift, columns, row) for a in plan.query.outputs[output].aggregates]

@@ -163,8 +163,8 @@ class Estimate(Protocol):
         """Its value from its releases' noisy values (in `releases` order)."""
         ...
 
-    def cell(self, plan: Plan, columns: Mapping[str, Sequence[Any]], row: int) -> Cell:
-        """Its value, 95% half-width and confidence in one group of the noisy table."""
+    def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
+        """Its value, 95% half-width and confidence in each of the noisy table's `rows` groups."""
         ...
 
     def output_type(self, plan: Plan) -> str:
