@@ -13,6 +13,7 @@ from dpsql.aggregates.counts import COUNTS
 from dpsql.aggregates.mode import MODES
 from dpsql.aggregates.quantiles import QUANTILES
 from dpsql.aggregates.sums import SUMS
+from dpsql.aggregates.trimmed_mean import TRIMMED_MEAN
 from dpsql.aggregates.variance import VARIANCES
 from dpsql.ir.query import AggregateCall
 
@@ -22,6 +23,7 @@ AGGREGATES: tuple[Aggregate, ...] = (
     VARIANCES,
     QUANTILES,
     MODES,
+    TRIMMED_MEAN,
 )
 _BY_KIND: dict[str, Aggregate] = {kind: aggregate for aggregate in AGGREGATES for kind in aggregate.kinds}
 _BY_CLASS: dict[type[exp.Expr], Aggregate] = {cls: aggregate for aggregate in AGGREGATES for cls in aggregate.classes}

@@ -23,6 +23,7 @@ from dpsql.mechanisms.ptr import PTRLaplace, Scale, SMed
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
 from dpsql.mechanisms.subsample import ASamp
+from dpsql.mechanisms.trimmed_mean import TrimmedMean
 from dpsql.mechanisms.variance import Variance
 from dpsql.mechanisms.window_exponential import WindowExponentialIQR, WindowExponentialQuantile
 
@@ -42,6 +43,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     HistogramMode(),
     MedianMechanismReservation(),
     Variance(),
+    TrimmedMean(),
 )
 _BY_SPEC: dict[type, Mechanism] = {mechanism.spec_type: mechanism for mechanism in MECHANISMS}
 BY_NAME: dict[str, Mechanism] = {mechanism.name: mechanism for mechanism in MECHANISMS}

@@ -354,11 +354,12 @@ def _accept(numerator: int, denominator: int, times: int, top: int, rng: RandomS
 
 @dataclass(frozen=True, slots=True)
 class Bracketed:
-    """A released value with the ends of its 95% interval (grid indices; low <= high)."""
+    """A released value with the ends of its 95% interval (grid indices, whole or, for a mean,
+    fractional; low <= high)."""
 
-    value: int
-    low: int
-    high: int
+    value: int | Fraction
+    low: int | Fraction
+    high: int | Fraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,7 +520,7 @@ def release_iqr(spec: IQRIntervalSpec, stats: OrderStatistics, rng: RandomSource
     first, third = (release_interval(q, stats, rng) for q in spec.quartiles)
     width = spec.upper - spec.lower
 
-    def cut(value: int) -> int:
+    def cut(value: int | Fraction) -> int | Fraction:
         return min(max(value, 0), width)
 
     return Bracketed(cut(third.value - first.value), cut(third.low - first.high), cut(third.high - first.low))

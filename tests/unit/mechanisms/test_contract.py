@@ -42,6 +42,7 @@ from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.rng import SeededRandomSource, SystemRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.subsample import ASampSpec
+from dpsql.mechanisms.trimmed_mean import TrimmedMeanSpec
 from dpsql.mechanisms.variance import VarianceSpec
 from dpsql.mechanisms.window_exponential import Bracketed, IQRIntervalSpec, QuantileIntervalSpec, WindowExponentialQuantile
 from dpsql.result import NOISE_KEYS
@@ -90,6 +91,9 @@ EXAMPLES: dict[str, Example] = {
         VarianceSpec(LaplaceSpec(Fraction(3), Fraction(1, 3)), LaplaceSpec(Fraction(150), Fraction(1, 3)),
                      LaplaceSpec(Fraction(7500), Fraction(1, 3)), Fraction(1), Fraction(1), Fraction(50), True, True),
         (3300, 1200, 2_750_000), ("STDDEV_SAMP", "centred sum of squares", "epsilon 0.333333 + 0.333333 + 0.333333", "[0, 50]")),
+    "trimmed-mean": Example(TrimmedMeanSpec(Fraction(1), Fraction(1, 10), 1, 0, 100), DATA,
+                            ("trimmed mean", "p=0.1", "101 public candidates", "sensitivity 1 x 2^20", "epsilon 4 x 0.25",
+                             "delta 0")),
     "median_mechanism": Example(
         calibrate(mode="pure", epsilon=Fraction(1), delta=Fraction(0), accuracy=Fraction(1000), sensitivity=1),
         1000, ("sparse vector (pure)", "threshold", "sensitivity 1", "hard answers", "epsilon 1")),
