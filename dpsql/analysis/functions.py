@@ -15,6 +15,7 @@ from dpsql.aggregates.base import function_name as function_name  # re-exported:
 
 # The aggregates with a mechanism are those of dpsql/aggregates/registry.py: each family module
 # lists the sqlglot classes and the anonymous names it binds (MEDIAN(col, b), IQR(col), ...).
+AGGREGATES: tuple[type[exp.Expr], ...] = registry.CLASSES
 # Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
 REFUSED_AGGREGATE_NAMES = frozenset(
     {
@@ -71,7 +72,7 @@ def allowed_aggregate(node: exp.Expr) -> bool:
     """Whether an aggregate call has a mechanism in dpsql."""
     if isinstance(node, exp.Anonymous):
         return function_name(node) in registry.NAMES
-    return type(node) in registry.CLASSES
+    return type(node) in AGGREGATES
 
 
 def scalar_allowed(node: exp.Func) -> bool:
@@ -95,7 +96,7 @@ def allowed_function_names() -> dict[str, str]:
         >>> allowed_function_names()["COUNT"], allowed_function_names()["ABS"]
         ('aggregate', 'scalar')
     """
-    names = {name: "aggregate" for cls in registry.CLASSES for name in cls.sql_names()}
+    names = {name: "aggregate" for cls in AGGREGATES for name in cls.sql_names()}
     names.update({name.upper(): "aggregate" for name in registry.NAMES})
     for cls in SCALAR_CLASSES:
         names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})
