@@ -5,8 +5,10 @@ from its Estimate over the noisy table (dpsql/aggregates/: the one definition of
 Python). A query whose outputs are keys and bare aggregates is then done. Otherwise the executor
 runs the analyst's own SQL (outputs, HAVING, ORDER BY, LIMIT) over those values
 (`released_table`) in the released-values database (backend/released_db.py), which holds nothing
-else, with the corner values of derived outputs' intervals (execution/intervals.py). Python rather than SQL evaluates the estimates because it is
-faster per query (README of bench/: 0.1 ms against 6 ms for a grouped COUNT and AVG in DuckDB).
+else, with the corner values of derived outputs' intervals (execution/intervals.py). Python
+rather than SQL evaluates the estimates because it is faster per query: a grouped COUNT and AVG
+with its intervals took 0.15 ms here against 6 ms as SQL in DuckDB (corner expressions over the
+estimate's SQL).
 """
 
 from __future__ import annotations
