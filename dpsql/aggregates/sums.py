@@ -104,16 +104,15 @@ class AvgEstimate(LaplaceEstimate):
     """AVG: midpoint + centred sum / max(count, 1), clamped to the column's bounds."""
 
     releases: tuple[int, ...]  # (centred sum, count)
-    center: Fraction
-    lower: Fraction
-    upper: Fraction
+    center: float  # the bounds' midpoint on the grid, and the bounds (public)
+    lower: float
+    upper: float
     kind = "avg"
     doubles = True
 
     def value(self, released: Sequence[Any]) -> Any:
         total, count = released
-        mean = float(self.center) + total / max(count, 1)
-        return min(max(mean, float(self.lower)), float(self.upper))
+        return min(max(self.center + total / max(count, 1), self.lower), self.upper)
 
     def expected(self, plan: Plan) -> str:
         total, count = self.releases
@@ -152,7 +151,8 @@ class Sums:
             return SumEstimate((planning.release(sums.raw),))
         column = call.column
         assert column is not None and column.lower is not None and column.upper is not None
-        return AvgEstimate((planning.release(sums.centred), planning.release(sums.count)), sums.center, column.lower, column.upper)
+        return AvgEstimate((planning.release(sums.centred), planning.release(sums.count)), float(sums.center), float(column.lower),
+                           float(column.upper))
 
 
 SUMS = Sums()
