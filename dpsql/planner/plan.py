@@ -18,11 +18,11 @@ from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.aggregates import registry as aggregates
-from dpsql.aggregates.base import Share
+from dpsql.aggregates.base import Aggregate, Needs, Share
 from dpsql.aggregates.planning import PlanBuilder, person_groups
 from dpsql.errors import InvalidOptionError
 from dpsql.ir.plan import Bounding, Plan, RawAggregate, Release
-from dpsql.ir.query import BoundQuery
+from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.planner import accuracy
@@ -34,7 +34,7 @@ def plan_query(query: BoundQuery) -> Plan:
     assert table.privacy_unit is not None
     bounding = Bounding(unit=table.privacy_unit, max_rows=table.max_rows, max_groups=table.max_groups)
     families = [aggregates.for_call(call) for call in query.aggregates]
-    needs = [family.needs(call, query, bounding) for family, call in zip(families, query.aggregates)]
+    needs = [needs_of(family, call, query, bounding) for family, call in zip(families, query.aggregates)]
     raws: list[tuple[RawAggregate, Fraction]] = []
     for need in needs:
         for raw, sensitivity in need.releases:
@@ -82,6 +82,12 @@ def plan_query(query: BoundQuery) -> Plan:
     notes = _notes(query, bounding) + tuple(dict.fromkeys(note for need in needs for note in need.notes)) + tuple(builder.notes)
     return Plan(query, bounding, tuple(releases), estimates, selection, cost, notes, builder.requests(),
                 tuple(builder.robust_releases))
+
+
+def needs_of(family: Aggregate, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
+    """Phase 1 of one aggregate's planning: its releases with their sensitivities (policy only),
+    its own share of epsilon and of delta (aggregates/base.py)."""
+    return family.needs(call, query, bounding)
 
 
 def _accuracy_first(query: BoundQuery, raws: list[tuple[RawAggregate, Fraction]], delta_users: int) -> list[Fraction]:
