@@ -175,7 +175,8 @@ def assemble_layer(compiled: CompiledQuery, release: Release, cal: SVTCalibratio
         table = compiled.post_table
         rest = len(table.columns) - len(bound.keys) - 2  # the keys, the count and its half-width, then corners: none
         filled = [tuple(g) + (count, float(release.error)) + (None,) * rest for g, count in zip(groups, counts)]
-        post = released.evaluate(ReleasedTable(table.name, table.columns, table.types, filled), compiled.post_sql)
+        sql = ReleasedDatabase.render_own(table, compiled.post)  # a layer's answers are few: rendered each time
+        post = released.evaluate(ReleasedTable(table.name, table.columns, table.types, filled), sql)
         position = {name: i for i, name in enumerate(post.names)}
         at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
         out_types = tuple(post.types[j] for j in at)
