@@ -22,6 +22,7 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend import engines
 from dpsql.backend.engine import Engine
+from dpsql.analysis.public_facts import with_source_columns
 from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
@@ -80,6 +81,8 @@ class Session:
         self._plans: dict[tuple[Any, ...], Any] = {}  # compiled statements; see compile
         self._plans_policy = policy
         self._facts = EnginePublicFacts(engine)  # joins read public tables' fan-outs and domains (free)
+        # Public tables declared without [columns] take their source's (public: free to read).
+        policy = self.policy = self._plans_policy = with_source_columns(policy, self._facts)
         charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
         self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
         self.closed = False

@@ -54,6 +54,7 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     if select.args.get("laterals") or select.args.get("from_") is None:
         return select
     select, views = referenced_views(select, policy)  # the policy's views: inlined like CTEs defined outside
+    select = _hoisted(select)  # FROM (a JOIN b ON ...): the join itself
     if select.args.get("joins"):
         return _flatten_join_operands(select, policy, sql, views)
     source = select.args["from_"].this
@@ -258,7 +259,7 @@ def _relation(source: exp.Expr, ctes: dict[str, exp.Select], policy: Policy, sql
         return _Relation(base=bare, columns={n.lower(): [exp.column(n)] for n in names}, where=None,
                          hidden=frozenset(n.lower() for n in names))
     if isinstance(source, exp.Subquery):
-        body = source.this
+        body = _parenthesised(source)
         if not isinstance(body, exp.Select):
             raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", body, sql,
                          "ask one SELECT at a time", span=keyword_span(sql, "UNION"))
@@ -267,12 +268,50 @@ def _relation(source: exp.Expr, ctes: dict[str, exp.Select], policy: Policy, sql
                  "read a table declared in the policy by its name")
 
 
+def _parenthesised(source: exp.Subquery) -> exp.Expr:
+    """What a FROM item in parentheses stands for: `((SELECT ...)) AS t` is that SELECT (Power BI
+    doubles the parentheses), `(people) AS t` and `((SELECT ...) AS a) AS t` are SELECT * from the
+    inner item, and a parenthesised join `((SELECT ...) AS a JOIN b ON ...) AS t` is `SELECT *
+    FROM (SELECT ...) AS a JOIN b ON ...` (Power BI's model relationships): a join, not a set
+    operation."""
+    inner = _unwrapped(source.this)
+    if isinstance(inner, (exp.Subquery, exp.Table)):
+        return _hoisted(exp.Select(expressions=[exp.Star()], from_=exp.From(this=inner.copy())))
+    return inner
+
+
+def _unwrapped(node: exp.Expr) -> exp.Expr:
+    """`node` without parentheses that carry no name and no join."""
+    while isinstance(node, exp.Subquery) and not node.alias and not node.args.get("joins"):
+        node = node.this
+    return node
+
+
+def _hoisted(select: exp.Select) -> exp.Select:
+    """A SELECT whose FROM item is a parenthesised join without a name (`FROM (a JOIN b ON ...)`,
+    which sqlglot keeps as joins of the first operand) with that join as its own FROM and JOINs."""
+    from_ = select.args.get("from_")
+    source = _unwrapped(from_.this) if from_ is not None else None
+    if not isinstance(source, (exp.Subquery, exp.Table)) or not source.args.get("joins") or \
+            source is not from_.this and isinstance(from_.this, exp.Subquery) and from_.this.alias:
+        return select
+    first = source.copy()
+    first.set("joins", None)
+    hoisted = select.copy()
+    hoisted.set("from_", exp.From(this=first))
+    hoisted.set("joins", [j.copy() for j in source.args["joins"]] + [j.copy() for j in select.args.get("joins") or []])
+    return hoisted
+
+
 def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str, depth: int) -> _Relation:
     """The relation a row-level SELECT defines, in terms of its base table."""
+    body = _hoisted(body)
     _check_row_level(body, sql)
     ctes = _ctes(body, sql, ctes)
     if body.args.get("joins"):
-        return _joined(body, ctes, policy, sql)
+        # Row-level operands (Power BI's `(SELECT * FROM t AS [$Table]) AS [$Outer]`) become their
+        # tables under the operands' names first, as in a join the analyst writes.
+        return _joined(_flatten_join_operands(body, policy, sql, ctes), ctes, policy, sql)
     inner = body.args["from_"].this
     if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Func):
         raise refuse("DP103", f"the table function {function_name(inner.this)}() is outside the policy", inner, sql,

@@ -53,7 +53,9 @@ def check_DP110_single_select(select: exp.Select, sql: str) -> None:
                      if select.args.get("joins") else None, sql, "query one table at a time", span=keyword_span(sql, "JOIN"))
     for node in select.find_all(exp.Subquery, exp.Select, exp.Union, exp.Exists):
         if node is not select:
-            raise refuse("DP110", "subqueries are not accepted yet", node, sql, "use a single SELECT over one table",
+            raise refuse("DP110", "a subquery in SELECT, GROUP BY, HAVING or ORDER BY is not accepted", node, sql,
+                         "filter in WHERE with [NOT] EXISTS (SELECT ...) or col [NOT] IN (SELECT key ...) over a public table, "
+                         "or over a private table correlated on the privacy unit",
                          span=span_of(node, sql) or keyword_span(sql, "SELECT"))
     sample = select.find(exp.TableSample)
     if sample is not None:
@@ -193,6 +195,27 @@ def check_DP121_no_distinct_select(select: exp.Select, scope: Scope, sql: str) -
                      span=keyword_span(sql, "DISTINCT"))
 
 
+def check_DP140_no_group_by_identifier(select: exp.Select, scope: Scope, sql: str) -> None:
+    """DP140: GROUP BY a column the policy marks as an identifier (an order key) groups per person."""
+    group = select.args.get("group")
+    if group is None:
+        return
+    outputs = select.expressions
+    aliases = {e.alias.lower(): e.this for e in outputs if isinstance(e, exp.Alias)}
+    for item in group.expressions:
+        key: exp.Expr = item
+        if isinstance(item, exp.Literal) and item.is_int and 1 <= int(item.this) <= len(outputs):
+            key = outputs[int(item.this) - 1]  # GROUP BY 1
+        elif isinstance(item, exp.Column) and not item.table and scope.table.column(item.name) is None:
+            key = aliases.get(item.name.lower(), item)  # GROUP BY an output alias
+        for column in key.find_all(exp.Column):
+            declared = scope.table.column(column.name)
+            if declared is not None and declared.identifier is not None:
+                raise refuse("DP140", f"GROUP BY {column.name} would release one group per {declared.identifier}: the policy marks "
+                             f"{column.name} as an identifier of rows held by one person", item, sql,
+                             "group by a column many persons share; count or sum over the identifier's rows instead")
+
+
 SELECT_RULES: tuple[Callable[[exp.Select, Scope, str], None], ...] = (
     check_DP104_no_star,
     check_DP108_no_window,
@@ -202,6 +225,7 @@ SELECT_RULES: tuple[Callable[[exp.Select, Scope, str], None], ...] = (
     check_DP109_aggregates,
     check_DP112_aggregate_placement,
     check_DP121_no_distinct_select,
+    check_DP140_no_group_by_identifier,
 )
 
 

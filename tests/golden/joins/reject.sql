@@ -1,9 +1,9 @@
 SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT COUNT(*) FROM people p JOIN badges b ON p.person_id = b.badge_id;
-DP136: 'badges' and the private tables before it declare different privacy units
+DP136: 'badges' and 'people' protect different units (badge_id and person_id): a join of their rows pairs different persons' data
 ;
 
 SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id;
@@ -11,23 +11,23 @@ DP137: the private table 'people' is read twice: a self-join pairs each of a per
 ;
 
 SELECT COUNT(*) FROM people p, visits v WHERE p.person_id = v.person_id;
-DP135: a join without ON or USING is a cross join: every row meets every row, so one person's rows are multiplied without bound
+answered
 ;
 
 SELECT COUNT(*) FROM people p CROSS JOIN depts d;
-DP135: CROSS JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: 'd' is joined to no other table by an equality of columns: a cross join pairs every row with every row, so one person's rows are multiplied without bound
 ;
 
 SELECT COUNT(*) FROM people p FULL JOIN visits v ON p.person_id = v.person_id;
-DP135: FULL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: FULL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING, and comma lists joined by equalities in WHERE
 ;
 
 SELECT COUNT(*) FROM people p NATURAL JOIN visits v;
-DP135: NATURAL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: NATURAL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING, and comma lists joined by equalities in WHERE
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name OR p.age > 30;
-DP135: ON takes equalities between columns, joined by AND
+DP135: 'd' is joined to no other table by an equality of columns: a cross join pairs every row with every row, so one person's rows are multiplied without bound
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.age = d.name;
@@ -35,7 +35,7 @@ DP135: the join compares columns of different types (int and text)
 ;
 
 SELECT COUNT(*) FROM depts d JOIN people p ON p.dept = d.name;
-DP135: a join must start FROM the private table, not the public table 'depts'
+answered
 ;
 
 SELECT COUNT(*) FROM people p JOIN payroll x ON p.person_id = x.person_id;
@@ -47,15 +47,15 @@ DP103: the table function read_csv() cannot be joined: joins read tables of the 
 ;
 
 SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits);
-DP138: IN (SELECT ... FROM visits) reads a private table: whether one person's value is in another person's rows is not bounded by either person's contribution
+answered
 ;
 
 SELECT COUNT(*) FROM people WHERE dept IN (SELECT name, floor FROM depts);
-DP138: IN (SELECT ...) selects exactly one column of the public table
+DP138: IN (SELECT ...) selects exactly one column of the subquery's table
 ;
 
 SELECT COUNT(*) FROM people WHERE dept IN (SELECT name FROM depts GROUP BY name);
-DP138: IN (SELECT ...) takes one plain SELECT of one column from one public table
+DP138: a subquery in WHERE is one plain SELECT from one table (no GROUP BY, HAVING, DISTINCT, LIMIT, join or set operation)
 ;
 
 SELECT COUNT(*) FROM people WHERE lower(dept) IN (SELECT name FROM depts);
@@ -67,11 +67,11 @@ DP107: GROUP BY the privacy unit would release one group per person
 ;
 
 SELECT COUNT(*) FROM people p JOIN sites s ON p.dept = s.site JOIN visits v ON s.site = v.site;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE p.dept IN (SELECT name FROM depts WHERE name = p.dept);
-DP111: 'p.dept' refers to a table the subquery does not read (correlated subqueries are not accepted)
+answered
 ;
 
 SELECT dept, COUNT(*) FROM people p JOIN depts d ON p.dept = d.name JOIN depts e ON d.name = e.name GROUP BY floor;
@@ -91,7 +91,7 @@ DP126: a table or subquery read without aggregation beside released results: the
 ;
 
 SELECT COUNT(*) FROM (SELECT p.dept, v.site FROM people p JOIN visits v ON p.dept = v.site) t;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT COUNT(*) FROM (SELECT age FROM people p JOIN visits v ON p.person_id = v.person_id) t WHERE t.site = 'x';
@@ -99,9 +99,9 @@ DP111: column 'site' is not a column of the subquery or CTE
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE EXISTS (SELECT 1 FROM depts);
-DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+answered
 ;
 
 SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
-DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+DP110: a subquery in SELECT, GROUP BY, HAVING or ORDER BY is not accepted
 ;
