@@ -20,7 +20,7 @@ from sqlglot import exp
 from dpsql.analysis.context import refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name, is_aggregate
-from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, SUBQUERY_HINT, SUBQUERY_REFUSED, check_functions
 from dpsql.analysis.views import referenced_views
 from dpsql.catalog.model import Policy
 from dpsql.errors import UnknownColumnError
@@ -472,9 +472,15 @@ def _refuse_expression_subqueries(select: exp.Select, sql: str) -> None:
         if part is None:
             continue
         node = part.find(exp.Subquery, exp.Select, exp.Union, exp.Exists)
-        if node is not None:
-            raise refuse("DP110", "subqueries in expressions are not accepted yet", node, sql,
-                         "use a single SELECT over one table", span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+        if node is None:
+            continue
+        span = span_of(node, sql) or keyword_span(sql, "SELECT")
+        if isinstance(node, exp.Exists) or isinstance(node.parent, exp.In):
+            # The subquery's own columns would be taken for the derived relation's.
+            raise refuse("DP110", "[NOT] EXISTS and IN (SELECT ...) are not accepted beside a subquery or CTE in FROM, nor "
+                         "inside one", node, sql, "write the query over the tables of the policy themselves (joins included), "
+                         "with the EXISTS or IN in its WHERE", span=span)
+        raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span)
 
 
 def _unqualify(table: exp.Table, policy: Policy, sql: str) -> exp.Table:

@@ -38,7 +38,7 @@ from dpsql.analysis.context import AnalysisContext, Scope, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name
 from dpsql.analysis.public_facts import PublicFacts
-from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, SUBQUERY_HINT, SUBQUERY_REFUSED, check_functions
 from dpsql.catalog.model import Column, Table
 from dpsql.errors import CatalogError, UnknownColumnError, UnknownTableError
 from dpsql.frontend.dialect import Dpsql
@@ -47,8 +47,6 @@ from dpsql.ir.join import JoinColumn, JoinedTable, JoinKind, JoinPart, SemiJoin
 
 MAX_PUBLIC_DOMAIN = 10_000  # distinct values of a public column released as a public domain; beyond: partition selection
 _NUMERIC = ("int", "float")
-SUBQUERY_HINT = ("filter in WHERE with [NOT] EXISTS (SELECT ...) or col [NOT] IN (SELECT key ...) over a public table, or over "
-                 "a private table correlated on the privacy unit; or join the table")
 
 Pair = tuple[str, str, str]  # (earlier part's alias, its column, this part's column)
 Side = tuple[str, str]  # (part alias, column)
@@ -77,8 +75,7 @@ def join_relation(select: exp.Select, ctx: AnalysisContext) -> tuple[exp.Select,
     for node in select.find_all(exp.Subquery, exp.Exists, exp.Select):  # other subqueries stay refused
         if node is select or node.find_ancestor(exp.From, exp.Join) is not None or _inside(node, semis):
             continue
-        raise refuse("DP110", "a subquery in SELECT, GROUP BY, HAVING or ORDER BY is not accepted", node, ctx.sql, SUBQUERY_HINT,
-                     span=span_of(node, ctx.sql) or keyword_span(ctx.sql, "SELECT"))
+        raise refuse("DP110", SUBQUERY_REFUSED, node, ctx.sql, SUBQUERY_HINT, span=span_of(node, ctx.sql) or keyword_span(ctx.sql, "SELECT"))
     return _JoinAnalysis(ctx).run(select, semis)
 
 
@@ -495,17 +492,19 @@ class _JoinAnalysis:
                     equalities.append((b[0], b[1], a))
         return condition, equalities
 
-    def _same_person(self, table: Table, equalities: list[Pair], node: exp.Expr) -> tuple[str, str, str]:
+    def _same_person(self, table: Table, equalities: list[Pair], node: exp.Expr) -> tuple[str, str, str] | None:
         """A subquery over a private table reads the same person's rows only: it must share the
-        lead's unit and be correlated on the unit or an identifier (DP138); the returned equality
-        (lead alias, lead unit, the table's unit column) restricts it to that person."""
+        lead's unit and be correlated on the unit or an identifier (DP138). Correlated through an
+        identifier, the returned equality (lead alias, lead unit, the table's unit column) is added
+        to restrict it to that person whatever the data hold; on the unit, None (it is already)."""
         lead = self.parts[0]
         if not lead.table.shares_unit(table):
             raise refuse("DP138", f"the subquery reads the private table '{table.name}', which protects another unit "
                          f"({_unit_text(table)}, not {_unit_text(lead.table)}): one person's rows would decide whether another "
                          "person's rows count", node, self.sql, "subqueries in WHERE may read public tables, or private tables of "
                          "the query's unit correlated on it")
-        if not self._links(tuple(equalities), table):
+        links = self._links(tuple(equalities), table)
+        if not links:
             assert lead.table.privacy_unit is not None and table.privacy_unit is not None
             raise refuse("DP138", f"a subquery over the private table '{table.name}' must be correlated with the same person's "
                          "rows: whether one person's value is in another person's rows is not bounded by either person's "
@@ -513,7 +512,7 @@ class _JoinAnalysis:
                          f"add {table.name}.{table.privacy_unit} = {lead.alias}.{lead.table.privacy_unit} to its WHERE (or "
                          "equate an identifier both tables declare), or read a public table")
         assert lead.table.privacy_unit is not None and table.privacy_unit is not None
-        return lead.alias, lead.table.privacy_unit, table.privacy_unit
+        return None if "unit" in links else (lead.alias, lead.table.privacy_unit, table.privacy_unit)
 
     def _same_type(self, outer: Side, column: Column, node: exp.Expr) -> None:
         mine = next(p.table for p in self.parts if p.alias == outer[0]).columns[outer[1]].type
@@ -603,11 +602,12 @@ class _JoinAnalysis:
             if semi.table.public:
                 lines.append(f"Semi-join {semi.text}: public table, read exactly; adds no rows")
             else:
-                assert semi.within is not None
-                lead_alias, lead_unit, unit = semi.within
-                lines.append(f"Semi-join {semi.text}: private, read within each {lead.unit_name} ({semi.table.name}.{unit} = "
-                             f"{lead_alias}.{lead_unit} added) from its bounded relation (at most {semi.table.max_rows} row(s) "
-                             f"per {_unit_text(semi.table)}); adds no rows")
+                how = "correlated on the unit"
+                if semi.within is not None:
+                    lead_alias, lead_unit, unit = semi.within
+                    how = f"correlated on an identifier, {semi.table.name}.{unit} = {lead_alias}.{lead_unit} added"
+                lines.append(f"Semi-join {semi.text}: private, read within each {lead.unit_name} ({how}) from its bounded "
+                             f"relation (at most {semi.table.max_rows} row(s) per {_unit_text(semi.table)}); adds no rows")
         factors = " x ".join(str(p.fanout if p.table.public else p.table.max_rows) for p in self.parts)
         caps = [p.table.join_max_rows for p in self.parts if not p.table.public and p.table.join_max_rows is not None]
         if len(self.parts) > 1 and caps and min(caps) < max_rows:

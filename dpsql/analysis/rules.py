@@ -43,6 +43,13 @@ def check_DP102_statement_kind(tree: exp.Expr, sql: str) -> None:
                  span=keyword_span(sql, first))
 
 
+# DP110 for a subquery where dpsql takes none: the same words wherever it is found.
+SUBQUERY_REFUSED = ("this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) "
+                    "and col [NOT] IN (SELECT ...)")
+SUBQUERY_HINT = ("EXISTS and IN may read a public table, or a private table correlated on the privacy unit; a value computed "
+                 "over rows (a scalar subquery) is a release of its own: ask it as its own query")
+
+
 def check_DP110_single_select(select: exp.Select, sql: str) -> None:
     """DP110: one table, no joins, no CTEs, no subqueries, no set operations."""
     if select.args.get("with_"):
@@ -53,10 +60,7 @@ def check_DP110_single_select(select: exp.Select, sql: str) -> None:
                      if select.args.get("joins") else None, sql, "query one table at a time", span=keyword_span(sql, "JOIN"))
     for node in select.find_all(exp.Subquery, exp.Select, exp.Union, exp.Exists):
         if node is not select:
-            raise refuse("DP110", "a subquery in SELECT, GROUP BY, HAVING or ORDER BY is not accepted", node, sql,
-                         "filter in WHERE with [NOT] EXISTS (SELECT ...) or col [NOT] IN (SELECT key ...) over a public table, "
-                         "or over a private table correlated on the privacy unit",
-                         span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+                raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span_of(node, sql) or keyword_span(sql, "SELECT"))
     sample = select.find(exp.TableSample)
     if sample is not None:
         # Sampling inside the engine would be randomness the mechanism does not account for, and
@@ -211,8 +215,8 @@ def check_DP140_no_group_by_identifier(select: exp.Select, scope: Scope, sql: st
         for column in key.find_all(exp.Column):
             declared = scope.table.column(column.name)
             if declared is not None and declared.identifier is not None:
-                raise refuse("DP140", f"GROUP BY {column.name} would release one group per {declared.identifier}: the policy marks "
-                             f"{column.name} as an identifier of rows held by one person", item, sql,
+                raise refuse("DP140", f"GROUP BY {column.name} would release one group per {declared.identifier}: {column.name} "
+                             "identifies rows held by one person", item, sql,
                              "group by a column many persons share; count or sum over the identifier's rows instead")
 
 

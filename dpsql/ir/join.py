@@ -56,8 +56,9 @@ class SemiJoin:
 
     `where` is the subquery's condition with its own columns qualified by `alias` and the outer
     query's by their part's alias (a correlated subquery). A private `table` is read through its
-    bounded relation and only for the same person: `within` = (lead's alias, lead's unit column,
-    the table's unit column) is added to the condition. `text` is the analyst's subquery (EXPLAIN)."""
+    bounded relation and only for the same person: correlated on the unit, or on an identifier,
+    for which `within` = (lead's alias, lead's unit column, the table's unit column) is added to
+    the condition. `text` is the analyst's subquery (EXPLAIN)."""
 
     name: str
     kind: SemiKind
