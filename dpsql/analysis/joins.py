@@ -446,10 +446,10 @@ class _JoinAnalysis:
                 raise self._unknown(selected[0], key, table)
             part, column = _resolve(node.this, self.parts, self.sql)
             self._same_type((part, column), table.columns[key], node)
-            equalities.append((part, column, key))
         within = None
         if not table.public:
-            within = self._same_person(table, equalities, query)
+            compared = ((part, column, key),) if part is not None and column is not None and key is not None else ()
+            within = self._same_person(table, equalities, compared, query)
         text = (f"{part}.{column} IN ({body.sql(dialect=Dpsql)})" if isinstance(node, exp.In)
                 else f"EXISTS ({body.sql(dialect=Dpsql)})")
         return SemiJoin(name=f"__in{index}", kind="in" if isinstance(node, exp.In) else "exists", table=table, alias=alias,
@@ -492,11 +492,14 @@ class _JoinAnalysis:
                     equalities.append((b[0], b[1], a))
         return condition, equalities
 
-    def _same_person(self, table: Table, equalities: list[Pair], node: exp.Expr) -> tuple[str, str, str] | None:
+    def _same_person(self, table: Table, equalities: list[Pair], compared: tuple[Pair, ...],
+                     node: exp.Expr) -> tuple[str, str, str] | None:
         """A subquery over a private table reads the same person's rows only: it must share the
-        lead's unit and be correlated on the unit or an identifier (DP138). Correlated through an
-        identifier, the returned equality (lead alias, lead unit, the table's unit column) is added
-        to restrict it to that person whatever the data hold; on the unit, None (it is already)."""
+        lead's unit and be tied to the outer row by its unit or an identifier, in its WHERE
+        (`equalities`) or in IN's comparison (`compared`) (DP138). The returned equality (lead
+        alias, lead unit, the table's unit column) is added to restrict every read of the table
+        to that person whatever the data hold; None when its WHERE equates the units already.
+        (IN's comparison alone is not enough: IN's NULL cases read the table without it.)"""
         lead = self.parts[0]
         if not lead.table.shares_unit(table):
             raise refuse("DP138", f"the subquery reads the private table '{table.name}', which protects another unit "
@@ -504,7 +507,7 @@ class _JoinAnalysis:
                          "person's rows count", node, self.sql, "subqueries in WHERE may read public tables, or private tables of "
                          "the query's unit correlated on it")
         links = self._links(tuple(equalities), table)
-        if not links:
+        if not links and not self._links(compared, table):
             assert lead.table.privacy_unit is not None and table.privacy_unit is not None
             raise refuse("DP138", f"a subquery over the private table '{table.name}' must be correlated with the same person's "
                          "rows: whether one person's value is in another person's rows is not bounded by either person's "
@@ -605,7 +608,7 @@ class _JoinAnalysis:
                 how = "correlated on the unit"
                 if semi.within is not None:
                     lead_alias, lead_unit, unit = semi.within
-                    how = f"correlated on an identifier, {semi.table.name}.{unit} = {lead_alias}.{lead_unit} added"
+                    how = f"{semi.table.name}.{unit} = {lead_alias}.{lead_unit} added"
                 lines.append(f"Semi-join {semi.text}: private, read within each {lead.unit_name} ({how}) from its bounded "
                              f"relation (at most {semi.table.max_rows} row(s) per {_unit_text(semi.table)}); adds no rows")
         factors = " x ".join(str(p.fanout if p.table.public else p.table.max_rows) for p in self.parts)

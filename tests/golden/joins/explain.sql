@@ -327,9 +327,9 @@ Bounded relation of people_join_a2abf37f960d: built by the first query that read
 ;
 
 SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits);
-Scan people_join_f8839b5bbda0 (private; privacy unit person_id)
+Scan people_join_b262cda50efc (private; privacy unit person_id)
   Scan people AS people: private, its bounded relation (at most 2 row(s) per person_id)
-  Semi-join people.person_id IN (SELECT person_id FROM visits): private, read within each person_id (correlated on the unit) from its bounded relation (at most 3 row(s) per person_id); adds no rows
+  Semi-join people.person_id IN (SELECT person_id FROM visits): private, read within each person_id (visits.person_id = people.person_id added) from its bounded relation (at most 3 row(s) per person_id); adds no rows
   Joined rows per person: at most 2 = 2 (bounded again after the join)
   BoundContribution: at most 2 row(s) per person_id (keyed hash, secret seed)
   Filter: __in0 (row-level; an error on a row makes it false)
@@ -343,11 +343,11 @@ Expected 95% intervals (public, before any data is read):
 Engine SQL:
   __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
   __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
-  __dpsql_source_people_join_f8839b5bbda0 := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", CASE WHEN "people"."person_id" IN (SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0" WHERE NOT "__s0"."person_id" IS NULL) THEN TRUE WHEN ("people"."person_id" IS NULL AND EXISTS(SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0")) OR EXISTS(SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0" WHERE "__s0"."person_id" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "people"
-  __dpsql_bounded_people_join_f8839b5bbda0_heavy := SELECT "person_id" FROM "__dpsql_source_people_join_f8839b5bbda0" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2
-  __dpsql_bounded_people_join_f8839b5bbda0 := SELECT "person_id", "age", "dept", "__in0" FROM "__dpsql_source_people_join_f8839b5bbda0" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_f8839b5bbda0_heavy") UNION ALL SELECT "person_id", "age", "dept", "__in0" FROM (SELECT "person_id", "age", "dept", "__in0", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("__in0" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "__in0" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_f8839b5bbda0" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_f8839b5bbda0_heavy")) AS __ranked WHERE __rank <= 2
-  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_f8839b5bbda0" WHERE __in0
-Bounded relation of people_join_f8839b5bbda0: built by the first query that reads it
+  __dpsql_source_people_join_b262cda50efc := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", CASE WHEN "people"."person_id" IN (SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0" WHERE "__s0"."person_id" = "people"."person_id" AND NOT "__s0"."person_id" IS NULL) THEN TRUE WHEN ("people"."person_id" IS NULL AND EXISTS(SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0" WHERE "__s0"."person_id" = "people"."person_id")) OR EXISTS(SELECT "__s0"."person_id" FROM "__dpsql_bounded_visits" AS "__s0" WHERE "__s0"."person_id" = "people"."person_id" AND "__s0"."person_id" IS NULL) THEN NULL ELSE FALSE END AS "__in0" FROM "__dpsql_bounded_people" AS "people"
+  __dpsql_bounded_people_join_b262cda50efc_heavy := SELECT "person_id" FROM "__dpsql_source_people_join_b262cda50efc" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2
+  __dpsql_bounded_people_join_b262cda50efc := SELECT "person_id", "age", "dept", "__in0" FROM "__dpsql_source_people_join_b262cda50efc" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_b262cda50efc_heavy") UNION ALL SELECT "person_id", "age", "dept", "__in0" FROM (SELECT "person_id", "age", "dept", "__in0", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("__in0" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "__in0" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_b262cda50efc" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_b262cda50efc_heavy")) AS __ranked WHERE __rank <= 2
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_b262cda50efc" WHERE __in0
+Bounded relation of people_join_b262cda50efc: built by the first query that reads it
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE p.dept IN (SELECT name FROM depts WHERE name = p.dept);
@@ -571,7 +571,7 @@ Bounded relation of lines_join_8277ad5c00c9: built by the first query that reads
 SELECT COUNT(*) FROM orders o WHERE EXISTS (SELECT 1 FROM lines l WHERE l.order_id = o.order_id AND l.qty > 5);
 Scan orders_join_505e64b416b2 (private; privacy unit owner)
   Scan orders AS o: private, its bounded relation (at most 2 row(s) per person_id (owner))
-  Semi-join EXISTS (SELECT 1 FROM lines AS l WHERE l.order_id = o.order_id AND l.qty > 5): private, read within each person_id (correlated on an identifier, lines.buyer = o.owner added) from its bounded relation (at most 3 row(s) per person_id (buyer)); adds no rows
+  Semi-join EXISTS (SELECT 1 FROM lines AS l WHERE l.order_id = o.order_id AND l.qty > 5): private, read within each person_id (lines.buyer = o.owner added) from its bounded relation (at most 3 row(s) per person_id (buyer)); adds no rows
   Joined rows per person: at most 2 = 2 (bounded again after the join)
   BoundContribution: at most 2 row(s) per owner (keyed hash, secret seed)
   Filter: __in0 (row-level; an error on a row makes it false)
@@ -619,7 +619,7 @@ Bounded relation of people_join_e62fe37657f8: built by the first query that read
 SELECT COUNT(*) FROM lines l1 WHERE EXISTS (SELECT 1 FROM lines l2 WHERE l2.order_id = l1.order_id AND l2.site <> l1.site);
 Scan lines_join_2550c063eee2 (private; privacy unit buyer)
   Scan lines AS l1: private, its bounded relation (at most 3 row(s) per person_id (buyer))
-  Semi-join EXISTS (SELECT 1 FROM lines AS l2 WHERE l2.order_id = l1.order_id AND l2.site <> l1.site): private, read within each person_id (correlated on an identifier, lines.buyer = l1.buyer added) from its bounded relation (at most 3 row(s) per person_id (buyer)); adds no rows
+  Semi-join EXISTS (SELECT 1 FROM lines AS l2 WHERE l2.order_id = l1.order_id AND l2.site <> l1.site): private, read within each person_id (lines.buyer = l1.buyer added) from its bounded relation (at most 3 row(s) per person_id (buyer)); adds no rows
   Joined rows per person: at most 3 = 3 (bounded again after the join)
   BoundContribution: at most 3 row(s) per buyer (keyed hash, secret seed)
   Filter: __in0 (row-level; an error on a row makes it false)
