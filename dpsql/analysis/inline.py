@@ -259,11 +259,11 @@ def _relation(source: exp.Expr, ctes: dict[str, exp.Select], policy: Policy, sql
         return _Relation(base=bare, columns={n.lower(): [exp.column(n)] for n in names}, where=None,
                          hidden=frozenset(n.lower() for n in names))
     if isinstance(source, exp.Subquery):
-        body = _parenthesised(source)
-        if not isinstance(body, exp.Select):
-            raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", body, sql,
+        inner = _parenthesised(source)
+        if not isinstance(inner, exp.Select):
+            raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", inner, sql,
                          "ask one SELECT at a time", span=keyword_span(sql, "UNION"))
-        return _derived(body, ctes, policy, sql, depth)
+        return _derived(inner, ctes, policy, sql, depth)
     raise refuse("DP103", "a file path, function or subquery in FROM is outside the policy", source, sql,
                  "read a table declared in the policy by its name")
 
@@ -291,9 +291,10 @@ def _hoisted(select: exp.Select) -> exp.Select:
     """A SELECT whose FROM item is a parenthesised join without a name (`FROM (a JOIN b ON ...)`,
     which sqlglot keeps as joins of the first operand) with that join as its own FROM and JOINs."""
     from_ = select.args.get("from_")
-    source = _unwrapped(from_.this) if from_ is not None else None
-    if not isinstance(source, (exp.Subquery, exp.Table)) or not source.args.get("joins") or \
-            source is not from_.this and isinstance(from_.this, exp.Subquery) and from_.this.alias:
+    if from_ is None:
+        return select
+    source = _unwrapped(from_.this)
+    if not isinstance(source, (exp.Subquery, exp.Table)) or not source.args.get("joins"):
         return select
     first = source.copy()
     first.set("joins", None)
