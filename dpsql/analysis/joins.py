@@ -144,17 +144,21 @@ class _JoinAnalysis:
             table = self._table(node)
             assert isinstance(node, exp.Table)
             alias = node.alias_or_name.lower()
-            if any(o.alias == alias for o in operands):
-                raise UnknownColumnError(f"the name '{alias}' is given to two tables of the join", code="DP111",
-                                         span=span_of(node, self.sql), sql=self.sql, hint="give each joined table its own alias")
             if not table.public and any(o.table.name == table.name for o in operands):
                 raise refuse("DP137", f"the private table '{table.name}' is read twice: a self-join pairs each of a person's rows "
                              "with all of their other rows", join if join is not None else node, self.sql,
                              "read the table once; aggregate its rows directly or with CASE and FILTER (EXISTS may read it again)")
+            if any(o.alias == alias for o in operands):
+                raise UnknownColumnError(f"the name '{alias}' is given to two tables of the join", code="DP111",
+                                         span=span_of(node, self.sql), sql=self.sql, hint="give each joined table its own alias")
             operands.append(_Operand(node, table, alias, join))
         return operands
 
     def _table(self, node: exp.Expr) -> Table:
+        if isinstance(node, exp.Lateral):
+            raise refuse("DP110", "LATERAL is not accepted: a lateral subquery is computed for each row over private rows",
+                         node, self.sql, "join tables of the policy by name, or test the person's rows with EXISTS in WHERE",
+                         span=keyword_span(self.sql, "LATERAL"))
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             what = f"the table function {function_name(node.this)}()" if isinstance(node, exp.Table) and isinstance(node.this, exp.Func) \
                 else "a subquery, file path or function"
