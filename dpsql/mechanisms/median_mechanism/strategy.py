@@ -198,14 +198,15 @@ def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Frac
 
 
 def turn_on_hint(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Fraction, sensitivity: int,
-                 sizes: tuple[int, ...], beta: Fraction = Fraction(1, 20), expected_queries: int | None = None) -> str:
-    """Which single setting would turn an off layer on under the auto rule (public: calibrations only):
-    the smallest reservation epsilon and the smallest accuracy found by doubling, each alone."""
+                 sizes: tuple[int, ...], beta: Fraction = Fraction(1, 20), expected_queries: int | None = None,
+                 min_hard_slots: int | None = None) -> str:
+    """Which single setting would turn an off layer on (the policy's min_hard_slots, else the auto rule;
+    public: calibrations only): the smallest reservation epsilon and the smallest accuracy, each alone."""
 
     def on(eps: Fraction, acc: Fraction) -> bool:
         plan = plan_layer(mode=mode, epsilon=eps, delta=delta, accuracy=acc, sensitivity=sensitivity, sizes=sizes,
                           beta=beta, expected_queries=expected_queries)
-        return plan.decide()[0]
+        return plan.decide(min_hard_slots)[0]
 
     hints = []
     for name, value, make in (("epsilon", epsilon, lambda x: on(x, accuracy)), ("accuracy", accuracy, lambda x: on(epsilon, x))):
