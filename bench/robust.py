@@ -319,9 +319,9 @@ def regime(args: argparse.Namespace) -> None:
                             truths[label] = _truth(con, sql, ordered[column], p)
                             cells.setdefault(label, Cell()).add(row[index], truths[label],
                                                                 cur.noise_info[index].get("ci95"), elapsed)
-                if odp is not None:
+                if odp is not None and not args.no_peers:
                     _opendp_cells(odp, eps, ordered["income"], cells, truths, args)
-                if dpl_quantile is not None:
+                if dpl_quantile is not None and not args.no_peers:
                     _diffprivlib_cells(dpl_quantile, eps, ordered["income"], cells, truths, args)
             for label, cell in cells.items():
                 print(cell.row(rows, eps, label, truths[label]), flush=True)
@@ -514,6 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--regime-eps", type=float, nargs="+", default=[0.1, 1.0])
     parser.add_argument("--data-seeds", type=int, default=3, help="data sets per n in the regime table (pooled)")
     parser.add_argument("--skip-ptr", action="store_true", help="regime table without the SMed / Scale rows")
+    parser.add_argument("--no-peers", action="store_true", help="regime table without OpenDP and diffprivlib")
     parser.add_argument("--mode-regime", action="store_true", help="only the MODE table (histogram, A_samp, noisy-max)")
     parser.add_argument("--mode-rows", type=int, nargs="+", default=[10_000, 100_000])
     args = parser.parse_args(argv)
