@@ -208,8 +208,14 @@ def turn_on_hint(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Fr
                           beta=beta, expected_queries=expected_queries)
         return plan.decide(min_hard_slots)[0]
 
+    def with_epsilon(x: Fraction) -> bool:
+        return on(x, accuracy)
+
+    def with_accuracy(x: Fraction) -> bool:
+        return on(epsilon, x)
+
     hints = []
-    for name, value, make in (("epsilon", epsilon, lambda x: on(x, accuracy)), ("accuracy", accuracy, lambda x: on(epsilon, x))):
+    for name, value, make in (("epsilon", epsilon, with_epsilon), ("accuracy", accuracy, with_accuracy)):
         low, high = value, value * 2
         for _ in range(12):
             if make(high):
