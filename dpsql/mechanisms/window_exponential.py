@@ -35,14 +35,14 @@ The interval (`QuantileIntervalSpec`): the value v is the release above at `valu
 (3/4 by default); the rest buys its 95% interval [v - w, v + w], w drawn by a second exponential
 mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
 range, plus the whole range (PostRI: Humphries, Li, Zhang, Knopf and He, "Interpreting the Error of
-Differentially Private Median Queries through Randomization Intervals", 2026). A rung's score is the
-distance of its coverage margin from a target mu, where the margin counts (in score units) how far
-beyond the true order statistic the interval reaches on its tighter side; it moves by at most Delta
-per person, so the draw is (eps_w, 0)-DP given v, and the two draws compose to (eps, 0). A rung that
-misses the truth has margin <= -1 and score >= mu + 1, the whole range scores the public P, so
-P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the data (J rungs). The width
-adapts to the data through the margins (no worst-case log K term), and the interval costs no extra
-read: the margins use the order statistics within `reach` ranks of the target, like the value.
+Differentially Private Median Queries through Randomization Intervals", 2026). Each rung's ends are
+scored like the value (the same U, ties included) but aimed mu score units beyond the true order
+statistic on either side; a rung scores the worse of its two ends. U moves by at most Delta per
+person, so the draw is (eps_w, 0)-DP given v, and the two draws compose to (eps, 0). An end on the
+wrong side of the truth scores >= mu, the whole range scores the public P, so P(miss) <= J
+rho^(mu - P) <= alpha by the choice of mu, whatever the data (J rungs). The width adapts to the data
+(no worst-case log K term), and the interval costs no extra read: its ends use the order statistics
+within `reach` ranks of the target, like the value.
 
 MIN and MAX (p = 0 and 1, b = 2): the target is min(2 r0, n) (MIN) or max(2 (n + 1 - r0), n) (MAX)
 in place of a n, i.e. the r0-th smallest / largest value, or the median when there are fewer than
@@ -407,17 +407,18 @@ class WidthSpec:
     Zhang, Knopf and He, "Interpreting the Error of Differentially Private Median Queries through
     Randomization Intervals", 2026).
 
-    Margins in score units, with t = b x the target rank (WindowQuantileSpec.target):
-        lower(w) = t - b #{x < v - w} - 1  (>= 0 iff v - w <= x_(rho): rho's defining inequalities),
-        upper(w) = b #{x <= v + w} - t     (>= 0 iff v + w >= x_(rho)),
-    +inf for an end clamped to a bound; margin(w) = min(lower, upper) >= 0 iff [v - w, v + w] holds
-    x_(rho). Score S(w) = min(|margin(w) - mu|, T), and the whole range scores the public constant
-    P. Each margin moves by at most Delta per person (as the EM's score), hence S too: the draw,
+    Each rung's two ends are scored like the value itself (WindowQuantileSpec's U, ties included) but
+    aimed mu score units (mu / b ranks) beyond the true order statistic: the lower end v - w at the
+    target t - mu, the upper end v + w at t + mu (t = b x the target rank; an end clamped to a bound
+    counts as covering every rank beyond the data). S(w) = min(max(U_low, U_high), T); the whole range
+    scores the public constant P. Each U moves by at most Delta per person, hence S too: the draw,
     with weights rho^S and rho >= exp(-eps / (2 Delta)), is (eps, 0)-DP given v.
-    Coverage: a rung that misses x_(rho) has margin <= -1, so S >= mu + 1 (T > mu), while the whole
-    range weighs rho^P: P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the data
-    and whatever v. The whole range is drawn with probability about rho^P (~ p_full) when a rung
-    scores near 0.
+    Coverage: a lower end above x_(rho) has #{x < end} >= rho, so U_low >= b rho - t + mu >= mu; an
+    upper end below it has #{x <= end} <= rho - 1, so U_high > mu; a missing rung scores >= mu
+    (T > mu) while the whole range weighs rho^P: P(miss) <= J rho^(mu - P) <= alpha by the choice of
+    mu, whatever the data and whatever v. Ties: an end whose tie run holds its target rank scores 0,
+    so a heavy tie next to the truth gives the next value, not the whole range. The whole range is
+    drawn with probability about rho^P (~ p_full) when a rung scores near 0.
     """
 
     epsilon: Fraction
@@ -449,11 +450,11 @@ class WidthSpec:
 
     @property
     def target_margin(self) -> int:
-        """mu (score units): J rho^(mu + 1 - P) <= alpha, with one unit of slack for the float log."""
+        """mu (score units): J rho^(mu - P) <= alpha, with one unit of slack for the float log."""
         log_rho = self._log_rho()
         if log_rho == 0:
             return 0
-        return self.full_score + math.ceil(math.log(len(self.widths) / self.alpha) / log_rho)
+        return self.full_score + 1 + math.ceil(math.log(len(self.widths) / self.alpha) / log_rho)
 
     @property
     def clip(self) -> int:
@@ -465,7 +466,7 @@ class WidthSpec:
 
     @property
     def reach(self) -> int:
-        """Ranks around the target rank the margins read: beyond them every score is clipped."""
+        """Ranks around the target rank the ends' scores read: beyond them every score is clipped."""
         return -(-(self.target_margin + self.clip) // self.quantile.scale) + 2
 
     def scores(self, value: int, stats: OrderStatistics) -> list[int]:
@@ -475,25 +476,32 @@ class WidthSpec:
         centre = quantile.centre(stats.n)
         first, last = max(1, centre - self.reach), min(stats.n, centre + self.reach)
         mu, clip = self.target_margin, self.clip
-        big = mu + clip  # any margin at least this large scores T
+        ends = (_Scorer(b, target - mu, clip), _Scorer(b, target + mu, clip))
         out = []
         for width in self.widths:
             low, high = value - width, value + width
-            if low <= self.lower:
-                lower = big
-            else:
-                below = _count_lt(stats, low, first, last)
-                lower = (big if below is None and stats.at(first) >= low else
-                         -big if below is None else target - b * below - 1)
-            if high >= self.upper:
-                upper = big
-            else:
-                at_most = _count_lt(stats, high + 1, first, last)  # #{x <= high} on the integer grid
-                upper = (-big if at_most is None and stats.at(first) >= high + 1 else
-                         big if at_most is None else b * at_most - target)
-            out.append(min(abs(min(lower, upper, big) - mu), clip))
+            lower = _end_score(ends[0], max(low, self.lower), low <= self.lower, False, stats, first, last)
+            upper = _end_score(ends[1], min(high, self.upper), False, high >= self.upper, stats, first, last)
+            out.append(max(lower, upper))
         out.append(self.full_score)
         return out
+
+
+def _end_score(scorer: _Scorer, end: int, at_lower: bool, at_upper: bool, stats: OrderStatistics,
+               first: int, last: int) -> int:
+    """min(U, T) of one interval end from ranks first..last: outside them a term is either provably
+    negative (dropped) or provably >= T (clipped), because reach >= (mu + T) / b (WidthSpec.reach)."""
+    lt: int | None = None
+    if not at_lower:
+        lt = _count_lt(stats, end, first, last)
+        if lt is None and stats.at(first) < end:  # #{x < end} >= last: b lt - t >= T
+            return scorer.clip
+    le: int | None = None
+    if not at_upper:
+        le = _count_lt(stats, end + 1, first, last)  # #{x <= end} on the integer grid
+        if le is None and stats.at(first) >= end + 1:  # #{x <= end} < first: t - b le >= T
+            return scorer.clip
+    return scorer(lt, le)
 
 
 def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: RandomSource) -> tuple[int, int]:
@@ -710,12 +718,12 @@ def brute_width_scores(spec: WidthSpec, value: int, values: Sequence[int]) -> li
     quantile = spec.quantile
     target, b = quantile.target(len(values)), quantile.scale
     mu, clip = spec.target_margin, spec.clip
+    low_end, high_end = _Scorer(b, target - mu, clip), _Scorer(b, target + mu, clip)
     out = []
     for width in spec.widths:
-        low, high = value - width, value + width
-        lower = math.inf if low <= spec.lower else target - b * sum(v < low for v in values) - 1
-        upper = math.inf if high >= spec.upper else b * sum(v <= high for v in values) - target
-        margin = min(lower, upper)
-        out.append(clip if margin == math.inf else int(min(abs(margin - mu), clip)))
+        low, high = max(spec.lower, value - width), min(spec.upper, value + width)
+        lower = low_end(None if value - width <= spec.lower else sum(v < low for v in values), sum(v <= low for v in values))
+        upper = high_end(sum(v < high for v in values), None if value + width >= spec.upper else sum(v <= high for v in values))
+        out.append(max(lower, upper))
     out.append(spec.full_score)
     return out
