@@ -35,14 +35,14 @@ The interval (`QuantileIntervalSpec`): the value v is the release above at `valu
 (3/4 by default); the rest buys its 95% interval [v - w, v + w], w drawn by a second exponential
 mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
 range, plus the whole range (PostRI: Humphries, Li, Zhang, Knopf and He, "Interpreting the Error of
-Differentially Private Median Queries through Randomization Intervals", 2026). Each rung's ends are
-scored like the value (the same U, ties included) but aimed mu score units beyond the true order
-statistic on either side; a rung scores the worse of its two ends. U moves by at most Delta per
-person, so the draw is (eps_w, 0)-DP given v, and the two draws compose to (eps, 0). An end on the
-wrong side of the truth scores >= mu, the whole range scores the public P, so P(miss) <= J
-rho^(mu - P) <= alpha by the choice of mu, whatever the data (J rungs). The width adapts to the data
-(no worst-case log K term), and the interval costs no extra read: its ends use the order statistics
-within `reach` ranks of the target, like the value.
+Differentially Private Median Queries through Randomization Intervals", 2026). A rung's score is the
+distance of a target mu from its coverage margin, where the margin counts (in score units) how far
+beyond the true order statistic the interval reaches on its tighter side, as a range over the
+end's tie run; it moves by at most Delta per person, so the draw is (eps_w, 0)-DP given v, and the
+two draws compose to (eps, 0). A rung that misses the truth scores >= mu + 1, the whole range
+scores the public P, so P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the
+data (J rungs). The width adapts to the data (no worst-case log K term), and the interval costs no
+extra read: the margins use the order statistics within `reach` ranks of the target, like the value.
 
 MIN and MAX (p = 0 and 1, b = 2): the target is min(2 r0, n) (MIN) or max(2 (n + 1 - r0), n) (MAX)
 in place of a n, i.e. the r0-th smallest / largest value, or the median when there are fewer than
@@ -407,18 +407,19 @@ class WidthSpec:
     Zhang, Knopf and He, "Interpreting the Error of Differentially Private Median Queries through
     Randomization Intervals", 2026).
 
-    Each rung's two ends are scored like the value itself (WindowQuantileSpec's U, ties included) but
-    aimed mu score units (mu / b ranks) beyond the true order statistic: the lower end v - w at the
-    target t - mu, the upper end v + w at t + mu (t = b x the target rank; an end clamped to a bound
-    counts as covering every rank beyond the data). S(w) = min(max(U_low, U_high), T); the whole range
-    scores the public constant P. Each U moves by at most Delta per person, hence S too: the draw,
-    with weights rho^S and rho >= exp(-eps / (2 Delta)), is (eps, 0)-DP given v.
-    Coverage: a lower end above x_(rho) has #{x < end} >= rho, so U_low >= b rho - t + mu >= mu; an
-    upper end below it has #{x <= end} <= rho - 1, so U_high > mu; a missing rung scores >= mu
-    (T > mu) while the whole range weighs rho^P: P(miss) <= J rho^(mu - P) <= alpha by the choice of
-    mu, whatever the data and whatever v. Ties: an end whose tie run holds its target rank scores 0,
-    so a heavy tie next to the truth gives the next value, not the whole range. The whole range is
-    drawn with probability about rho^P (~ p_full) when a rung scores near 0.
+    Margins in score units, with t = b x the target rank: the lower end v - w has the range
+    [t - b #{x <= v - w} - 1, t - b #{x < v - w} - 1], whose top is >= 0 iff v - w <= x_(rho) (rho's
+    defining inequalities); the upper end v + w has [b #{x < v + w} - t, b #{x <= v + w} - t], whose
+    top is >= 0 iff v + w >= x_(rho); +inf for an end clamped to a bound. The range's width is the
+    end's tie run. The tighter side's range is [min of the bottoms, min of the tops], and the rung
+    scores S(w) = min(dist(mu, that range), T): 0 when mu lies in it. Each bound moves by at most
+    Delta per person (as the EM's score), and so do min, the distance and the clip: the draw, with
+    weights rho^S and rho >= exp(-eps / (2 Delta)), is (eps, 0)-DP given v.
+    Coverage: a rung that misses x_(rho) has a top <= -1, so S >= mu + 1 (T > mu), while the whole
+    range weighs rho^P: P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the data
+    and whatever v. Ties: when the tie run next to v holds the target, the next rung scores 0
+    instead of over-covering by the whole run. The whole range is drawn with probability about rho^P
+    (~ p_full) when a rung scores near 0.
     """
 
     epsilon: Fraction
@@ -450,7 +451,7 @@ class WidthSpec:
 
     @property
     def target_margin(self) -> int:
-        """mu (score units): J rho^(mu - P) <= alpha, with one unit of slack for the float log."""
+        """mu (score units): J rho^(mu + 1 - P) <= alpha, with one more unit of slack for the float log."""
         log_rho = self._log_rho()
         if log_rho == 0:
             return 0
@@ -466,7 +467,7 @@ class WidthSpec:
 
     @property
     def reach(self) -> int:
-        """Ranks around the target rank the ends' scores read: beyond them every score is clipped."""
+        """Ranks around the target rank the margins read: beyond them every score is clipped."""
         return -(-(self.target_margin + self.clip) // self.quantile.scale) + 2
 
     def scores(self, value: int, stats: OrderStatistics) -> list[int]:
@@ -475,33 +476,33 @@ class WidthSpec:
         target, b = quantile.target(stats.n), quantile.scale
         centre = quantile.centre(stats.n)
         first, last = max(1, centre - self.reach), min(stats.n, centre + self.reach)
-        mu, clip = self.target_margin, self.clip
-        ends = (_Scorer(b, target - mu, clip), _Scorer(b, target + mu, clip))
+        big = self.target_margin + self.clip  # a margin this far from mu on either side scores T
+
+        def count(bound: int) -> int | None:
+            """#{x < bound}, or None when it lies outside the window (then the sign says which side)."""
+            return _count_lt(stats, bound, first, last)
+
+        def margin(bound: int, sign: int, offset: int) -> int:
+            """sign (b #{x < bound} - t) - offset, or -+big outside the window (provably beyond it)."""
+            counted = count(bound)
+            if counted is None:
+                above = stats.at(first) < bound  # #{x < bound} >= last, else <= first - 1
+                return big if (sign > 0) == above else -big
+            return sign * (b * counted - target) - offset
+
         out = []
         for width in self.widths:
             low, high = value - width, value + width
-            lower = _end_score(ends[0], max(low, self.lower), low <= self.lower, False, stats, first, last)
-            upper = _end_score(ends[1], min(high, self.upper), False, high >= self.upper, stats, first, last)
-            out.append(max(lower, upper))
+            lows = (big, big) if low <= self.lower else (margin(low + 1, -1, 1), margin(low, -1, 1))
+            highs = (big, big) if high >= self.upper else (margin(high, 1, 0), margin(high + 1, 1, 0))
+            out.append(_interval_score(min(lows[0], highs[0]), min(lows[1], highs[1]), self.target_margin, self.clip))
         out.append(self.full_score)
         return out
 
 
-def _end_score(scorer: _Scorer, end: int, at_lower: bool, at_upper: bool, stats: OrderStatistics,
-               first: int, last: int) -> int:
-    """min(U, T) of one interval end from ranks first..last: outside them a term is either provably
-    negative (dropped) or provably >= T (clipped), because reach >= (mu + T) / b (WidthSpec.reach)."""
-    lt: int | None = None
-    if not at_lower:
-        lt = _count_lt(stats, end, first, last)
-        if lt is None and stats.at(first) < end:  # #{x < end} >= last: b lt - t >= T
-            return scorer.clip
-    le: int | None = None
-    if not at_upper:
-        le = _count_lt(stats, end + 1, first, last)  # #{x <= end} on the integer grid
-        if le is None and stats.at(first) >= end + 1:  # #{x <= end} < first: t - b le >= T
-            return scorer.clip
-    return scorer(lt, le)
+def _interval_score(least: int, most: int, mu: int, clip: int) -> int:
+    """The distance of mu from the tighter side's margin range [least, most] (tie runs), clipped at T."""
+    return min(max(0, least - mu, mu - most), clip)
 
 
 def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: RandomSource) -> tuple[int, int]:
@@ -717,13 +718,18 @@ def brute_width_scores(spec: WidthSpec, value: int, values: Sequence[int]) -> li
     """The width release's scores from all the values (tests: the window must agree)."""
     quantile = spec.quantile
     target, b = quantile.target(len(values)), quantile.scale
-    mu, clip = spec.target_margin, spec.clip
-    low_end, high_end = _Scorer(b, target - mu, clip), _Scorer(b, target + mu, clip)
     out = []
     for width in spec.widths:
-        low, high = max(spec.lower, value - width), min(spec.upper, value + width)
-        lower = low_end(None if value - width <= spec.lower else sum(v < low for v in values), sum(v <= low for v in values))
-        upper = high_end(sum(v < high for v in values), None if value + width >= spec.upper else sum(v <= high for v in values))
-        out.append(max(lower, upper))
+        low, high = value - width, value + width
+        if low <= spec.lower:
+            lows = (math.inf, math.inf)
+        else:
+            lows = (target - b * sum(v <= low for v in values) - 1, target - b * sum(v < low for v in values) - 1)
+        if high >= spec.upper:
+            highs = (math.inf, math.inf)
+        else:
+            highs = (b * sum(v < high for v in values) - target, b * sum(v <= high for v in values) - target)
+        least, most = min(lows[0], highs[0]), min(lows[1], highs[1])
+        out.append(spec.clip if least == math.inf else _interval_score(int(least), int(min(most, 10**18)), spec.target_margin, spec.clip))
     out.append(spec.full_score)
     return out
