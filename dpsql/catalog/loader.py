@@ -357,7 +357,7 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     config = MedianMechanismConfig(
         strategy=strategy,
         domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
-        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),
+        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots"),
         after_halt=after_halt, public_seed=ints.get("public_seed"),
     )
     if config.domain_size > MM_MAX_CELLS or config.domain_size * candidates > MM_MAX_CANDIDATE_CELLS:

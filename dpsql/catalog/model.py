@@ -130,7 +130,7 @@ class MedianMechanismConfig:
     beta: Fraction = Fraction(1, 20)
     candidates: int = 9
     expected_queries: int | None = None
-    min_hard_slots: int = 100
+    min_hard_slots: int | None = None  # None: decided from public facts (LayerPlan.decide)
     after_halt: Literal["laplace", "refuse", "renew"] = "laplace"  # laplace: the ordinary per-query path
     public_seed: int | None = None  # kept for older policies: the learned model uses no random stream
     strategy: Literal["auto", "identity", "pmw"] = "auto"  # auto: chosen from public facts (docs/mechanisms.md)

@@ -147,7 +147,7 @@ def join_session(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 
 
 def _join_bound(session, sql: str) -> BoundQuery:  # noqa: ANN001
-    _, compiled = session.compile(sql)
+    compiled = session.compile(sql).compiled
     assert isinstance(compiled, CompiledQuery)
     return dataclasses.replace(compiled.plan.query, sql="")
 
