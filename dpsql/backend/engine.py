@@ -571,8 +571,9 @@ class Engine:
         """Run a query over public tables only, exactly (in this engine's dialect)."""
         with self._lock:
             rewritten = tree.copy()
+            named = {t.name: t for t in tables}  # the analysis's tables (public columns read from a source included)
             for node in list(rewritten.find_all(exp.Table)):
-                table = self._policy.table(node.name)
+                table = named.get(node.name.lower()) or self._policy.table(node.name)
                 assert table is not None and table.public
                 # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
                 alias = node.args.get("alias")
