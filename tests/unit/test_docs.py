@@ -17,7 +17,7 @@ from dpsql.demo.people import DEMO_POLICY
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-MARKDOWN = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+MARKDOWN = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))]
 
 # Pointers into the developers' notes: the folder, the design document, its section numbers
 # ("DESIGN 6.6", "DESIGN §3", "DESIGN section 7") and the research notes ("design note §4.3",
