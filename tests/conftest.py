@@ -30,6 +30,9 @@ FAST_TIERS = ("unit", "golden", "grammar")
 OTHER_TIERS = ("integration", "security", "statistical", "audit", "corpus", "spark", "slow")
 NOT_FAST = ("slow", "statistical", "spark", "integration")  # markers that keep a test out of a plain `pytest`
 FIXTURE_TIERS = {"postgres_server": "integration"}  # a real PostgreSQL server: processes, seconds
+# The parameter of a fixture that reaches the server through request.getfixturevalue (pytest cannot
+# see that dependency, so FIXTURE_TIERS cannot): `params=["sqlite", POSTGRES]`.
+POSTGRES = pytest.param("postgres", marks=pytest.mark.integration, id="postgres")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -190,12 +193,17 @@ def connect(policy_file: PolicyFactory, people_frame: pd.DataFrame) -> Iterator[
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[Any]:
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A real PostgreSQL server on 127.0.0.1 (tests/postgres_server.py), for the session.
 
     Skips where the server binaries are missing, but fails under CI=true (.ci/run installs them).
+    A plain `pytest` (the fast tiers) must never start it: a test that reaches it there is missing
+    its `integration` mark (use POSTGRES as the fixture parameter).
     """
     from tests.postgres_server import PostgresServer, missing_reason
+
+    if fast_only(request.config):
+        pytest.fail("a fast-tier test started the PostgreSQL server: mark it integration (tests/conftest.py, POSTGRES)")
 
     reason = missing_reason()
     if reason is not None:
