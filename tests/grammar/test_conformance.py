@@ -1,4 +1,4 @@
-"""grammar/dpsql.lark against the engine (design/style.md section 3.5).
+"""grammar/dpsql.lark against the engine (CONTRIBUTING.md, the grammar tier).
 
 1. Every tests/golden/analysis/accept/*.sql parses under the grammar and compiles.
 2. Every reject whose refusal the grammar expresses does not parse under the grammar.

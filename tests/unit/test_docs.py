@@ -76,6 +76,14 @@ def test_python_files_under_dpsql_do_not_point_to_the_developers_notes() -> None
     assert _mentions(sorted((ROOT / "dpsql").rglob("*.py"))) == []
 
 
+def test_tests_benchmarks_examples_and_the_grammar_do_not_point_to_the_developers_notes() -> None:
+    # A contributor has the repository, not the notes: comments and docstrings cite docs/ or papers.
+    # This file is left out: it holds the forbidden forms as negative controls.
+    files = [p for folder in ("tests", "bench", "examples", "grammar") for p in sorted((ROOT / folder).rglob("*"))
+             if p.is_file() and p.suffix in (".py", ".md", ".lark", ".toml", ".sql") and p != Path(__file__).resolve()]
+    assert _mentions(files) == []
+
+
 # --- relative links --------------------------------------------------------------------------
 
 _LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(([^)\s]+)\)")  # link text may hold one [...]
