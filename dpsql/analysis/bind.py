@@ -120,11 +120,27 @@ class _Binder:
             if column.name == self.scope.table.privacy_unit and derived is None:
                 raise self.ctx.refuse("DP107", "GROUP BY the privacy unit would release one group per person", item,
                                       "group by a column that many people share")
+            if derived is None:
+                self._check_selection_can_release(column, item)
             if column not in keys:
                 keys.append(column)
                 self.derived.append(derived)
         self.derived = cap_public_groups(keys, self.derived)
         return [d.column if d is not None else c for c, d in zip(keys, self.derived)]
+
+    def _check_selection_can_release(self, column: Column, item: exp.Expr) -> None:
+        """A bare float or timestamp column without declared values (or precision) is continuous:
+        persons almost never share a value exactly, so partition selection, which releases a key
+        only when hundreds of persons hold it, can be expected to release nothing. Refused before
+        the charge (DP141) from the policy's facts alone, with the bucketing that answers."""
+        if column.public_domain or column.precision is not None or column.type not in ("float", "timestamp"):
+            return
+        bucket = (f"date_trunc('day', {column.name})" if column.type == "timestamp" else
+                  f"FLOOR({column.name} / 10000) * 10000")  # `//` divides a DOUBLE exactly in DuckDB
+        raise self.ctx.refuse("DP141", f"GROUP BY {column.name} would release almost nothing: it is a continuous "
+                              f"{column.type} column without declared values, so almost no value is shared by enough "
+                              "persons for partition selection to release it (the budget would be spent on an empty answer)",
+                              item, f"group by buckets: {bucket}; or declare the column's values in the policy")
 
     def _key_column(self, item: exp.Expr, select: exp.Select) -> tuple[Column, GroupKey | None]:
         target = item
