@@ -11,7 +11,8 @@ a whole session) show that each comparison does see a real difference; the hash 
 the documented md5 definition in Python, and every test asserts its data is not trivial (both
 paths and all types covered, predicates that split the rows, non-empty groups).
 
-Known parity gaps are recorded as strict xfails (they must fail until fixed): see `GAPS`.
+The 29 parity gaps this suite once recorded as strict xfails are closed: `CLOSED_GAPS` (the same
+answer on both engines, DuckDB's meaning) and `REFUSED_EVERYWHERE` (refused on both).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sqlglot import exp
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
+from dpsql.analysis.expression_types import TYPE_KEY
 from dpsql.backend import mmsql
 from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
 from dpsql.backend.duckdb_engine import DuckDBEngine
@@ -237,46 +239,80 @@ PREDICATES = [
     "region || '-' || dept = 'north-sales'",
 ]
 
-# Parity gaps found by this suite (reported, not fixed): the engines give different exact answers
-# to the same query, or one refuses (DP123 at the dry run, uncharged) what the other answers.
-# Strict xfails: each fails loudly once its gap is closed (then move it to PREDICATES).
-NAN_VS_NULL = "of a negative number is NaN on DuckDB (and NaN > c holds), NULL on Spark"
-SPARK_LACKS = "Spark has no such function: refused on Spark (DP123), answered on DuckDB"
-DUCKDB_LACKS = "DuckDB has no such overload: refused on DuckDB (DP123), answered on Spark"
-GAPS = {
-    # both answer, with different exact values
-    "income / 0 > 1": "x / 0 is +-inf (0/0 NaN) on DuckDB, NULL on Spark",
-    "age / 0 > 1": "integer x / 0 is +-inf on DuckDB, NULL on Spark",
+# Parity gaps this suite found (29 strict xfails until issue 30): the engines gave different exact
+# answers to the same SQL, or one refused (DP123 at the dry run, uncharged) what the other answered.
+# DuckDB is the reference. Closed by rendering the analyst's expression for Spark with DuckDB's
+# meaning (backend/spark_semantics.py; the analysis types each node: analysis/expression_types.py),
+# or by refusing it on every engine. Each entry says what differed; every one must now agree.
+NAN_VS_NULL = "of a negative number was NaN on DuckDB (and NaN > c holds), NULL on Spark"
+SPARK_LACKED = "Spark has no such function: it refused (DP123) what DuckDB answered"
+CLOSED_GAPS = {
+    "income / 0 > 1": "x / 0 was +-inf (0/0 NaN) on DuckDB, NULL on Spark",
+    "age / 0 > 1": "integer x / 0 was +-inf on DuckDB, NULL on Spark",
     "ln(income) > 10": "ln " + NAN_VS_NULL,
     "log10(income) > 4": "log10 " + NAN_VS_NULL,
     "log2(income) > 14": "log2 " + NAN_VS_NULL,
     "log(2, income) > 14": "log(b, x) " + NAN_VS_NULL,
-    "log(income) > 4": "one-argument LOG is base 10 on DuckDB, natural on Spark (rendered as LOG(x) for both)",
-    "CAST(income AS BIGINT) > 40000": "DOUBLE -> BIGINT rounds on DuckDB, truncates on Spark (and NaN -> 0, inf -> 2^63-1)",
-    "round(income) = floor(income)": "FLOOR of a DOUBLE is a DOUBLE on DuckDB, a BIGINT on Spark (NaN -> 0, inf -> 2^63-1)",
-    "dayofweek(day) = 0": "Sunday is 0 on DuckDB, 1 on Spark (Saturday 6 vs 7)",
-    "extract(dow FROM day) = 0": "Sunday is 0 on DuckDB, 1 on Spark (Saturday 6 vs 7)",
-    "datediff('month', day, DATE '2020-01-01') > 100": "DuckDB counts month boundaries, Spark whole months elapsed",
+    "log(income) > 4": "one-argument LOG was base 10 on DuckDB, natural on Spark",
+    "CAST(income AS BIGINT) > 40000": "DOUBLE -> BIGINT rounded on DuckDB, truncated on Spark (and NaN -> 0, inf -> 2^63-1)",
+    "round(income) = floor(income)": "FLOOR of a DOUBLE was a DOUBLE on DuckDB, a BIGINT on Spark (NaN -> 0, inf -> 2^63-1)",
+    "dayofweek(day) = 0": "Sunday was 0 on DuckDB, 1 on Spark (Spark refused it)",
+    "extract(dow FROM day) = 0": "Sunday was 0 on DuckDB, 1 on Spark (Spark refused it)",
+    "datediff('month', day, DATE '2020-01-01') > 100": "DuckDB counts month boundaries; Spark refused it",
     "substring(region, 0, 2) = 'n'": "start 0: DuckDB takes positions 0-1 (one character), Spark two characters",
-    # one engine refuses what the other answers
-    "isinf(income)": SPARK_LACKS,
-    "isfinite(income)": SPARK_LACKS,
-    "suffix(region, 'st')": SPARK_LACKS,
-    "prefix(region, 'no')": SPARK_LACKS,
-    "strlen(region) = 5": SPARK_LACKS,
-    "regexp_full_match(region, 'n.*')": SPARK_LACKS,
-    "signbit(income)": SPARK_LACKS,
-    "even(age) = age": SPARK_LACKS,
-    "gcd(age, 12) = 6": SPARK_LACKS,
-    "lcm(age, 4) = age": SPARK_LACKS,
-    "yearweek(day) = 201501": SPARK_LACKS,
-    "week(day) = 1": SPARK_LACKS,
-    "date_add(day, INTERVAL 1 MONTH) > DATE '2020-01-01'":
-        "Spark's DATE_ADD takes days, not an INTERVAL: refused on Spark (DP123), answered on DuckDB",
-    "factorial(age % 10) > 100": DUCKDB_LACKS + " (factorial(INTEGER) only)",
-    "chr(age + 40) = 'z'": DUCKDB_LACKS + " (chr(INTEGER) only)",
-    "dept + 1 > 2": "text + int is a binder error on DuckDB (DP123); Spark casts the text to NULL and answers",
+    "isinf(income)": SPARK_LACKED,
+    "isfinite(income)": SPARK_LACKED,
+    "suffix(region, 'st')": SPARK_LACKED,
+    "prefix(region, 'no')": SPARK_LACKED,
+    "strlen(region) = 5": SPARK_LACKED,
+    "regexp_full_match(region, 'n.*')": SPARK_LACKED,
+    "yearweek(day) = 201501": SPARK_LACKED,
+    "week(day) = 1": SPARK_LACKED,
+    "date_add(day, INTERVAL 1 MONTH) > DATE '2020-01-01'": "Spark's DATE_ADD takes days, not an INTERVAL: Spark refused it",
 }
+# Refused on every engine now: functions one engine lacks, with no rendering that agrees (DP113),
+# and what DuckDB's binder rejects, which the Spark engine's dry run now asks DuckDB too (DP123).
+REFUSED_EVERYWHERE = {
+    "signbit(income)": ("DP113", SPARK_LACKED + " (the sign of a NaN cannot be read on Spark)"),
+    "even(age) = age": ("DP113", SPARK_LACKED),
+    "gcd(age, 12) = 6": ("DP113", SPARK_LACKED),
+    "lcm(age, 4) = age": ("DP113", SPARK_LACKED),
+    "factorial(age % 10) > 100": ("DP113", "DuckDB has factorial(INTEGER) only: it refused (DP123), Spark answered"),
+    "chr(age + 40) = 'z'": ("DP113", "DuckDB has chr(INTEGER) only: it refused (DP123), Spark answered"),
+    "dept + 1 > 2": ("DP123", "text + int is a binder error on DuckDB (DP123); Spark cast the text to NULL and answered"),
+    "dept > 3": ("DP123", "text > int is a binder error on DuckDB (DP123); Spark cast the text to NULL and answered"),
+}
+# More of the analyst's expressions with DuckDB's meaning on Spark (the renderings' edges).
+MORE_PREDICATES = [
+    "NOT isnan(income)",                                  # isnan(NULL) is NULL on DuckDB, false on Spark
+    "income % 0 > 1 OR income % 7 > 3",                   # a DOUBLE % 0 is NaN on DuckDB, NULL on Spark
+    "income // 7 > 1000",                                 # // of a DOUBLE divides exactly on DuckDB
+    "(age * 100000000000000000) % 7 = 3",                 # BIGINT overflow: NULL on DuckDB, wraps on Spark
+    "CAST(income AS INTEGER) > 40000",
+    "CAST(income * 1.5 AS SMALLINT) > 100",
+    "CAST(age * 2.5 AS BIGINT) % 2 = 1",                  # a DECIMAL rounds half away from zero
+    "ceil(income / 7) > 3 AND floor(age) = age",
+    "trunc(income / 3) = 7000 OR trunc(income / 3) < 9000",
+    "sign(income - 20000) = 1",
+    "left(region, -2) = 'nor' OR right(region, -2) = 'uth'",
+    "substring(region, -3, 2) = 'as' OR substring(region, 3, -2) = 'no'",
+    "substring(region, age % 4 - 1, 2) = 'n'",           # a start read from the data
+    "datediff('day', day, DATE '2020-01-01') > 5000",
+    "datediff('week', day, DATE '2020-01-01') > 700",
+    "datediff('year', born, day) > 100",
+    "datediff('quarter', day, DATE '2020-01-01') > 10",
+    "datediff('hour', day, TIMESTAMP '2020-01-01 05:00:00') > 100000",
+    "extract(isodow FROM day) = 7",
+    "date_part('dow', day) = 6",
+    "extract(epoch FROM day) > 1000000000",
+    "extract(second FROM day) = 0 AND extract(doy FROM day) < 40",
+    "day - DATE '2000-01-01' > 5000",
+    "day + INTERVAL 3 DAY < TIMESTAMP '2010-01-01 00:00:00'",
+    "to_timestamp(age * 86400) < TIMESTAMP '1970-02-01 00:00:00'",
+    "log(age, income) > 2",
+    "regexp_full_match(region, 'N.*', 'i')",
+    "isinf(income) OR isfinite(day) AND age > 80",
+]
 
 
 @pytest.mark.parametrize("sql", AGGREGATES)
@@ -303,13 +339,47 @@ def outcome(engine: Any, compiled: CompiledQuery) -> Any:
         return err.code
 
 
-@pytest.mark.parametrize("predicate", list(GAPS))
-def test_known_parity_gaps(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
-    compiled = compile_sql(spark_data, f"SELECT COUNT(*) FROM people WHERE {predicate}")
+@pytest.mark.parametrize("predicate", [*CLOSED_GAPS, *MORE_PREDICATES])
+def test_duckdb_meaning_on_spark(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
+    compiled = compile_sql(spark_data, f"SELECT COUNT(*), SUM(age), SUM(income) FROM people WHERE {predicate}")
     duck, spark = (outcome(e, compiled) for e in engines)
-    if duck != spark:
-        pytest.xfail(f"parity gap: {GAPS[predicate]}: duckdb {duck} vs spark {spark}")
-    pytest.fail(f"the gap '{GAPS[predicate]}' is closed (both give {duck}): move '{predicate}' to PREDICATES")
+    assert duck == spark, f"{CLOSED_GAPS.get(predicate, predicate)}: duckdb {duck} vs spark {spark}"
+    total = len(bounded_rows(engines.duckdb, spark_data, "people").rows)
+    assert isinstance(duck, list) and 0 < duck[0][0] < total, (predicate, duck)  # answered, and the predicate splits the rows
+
+
+@pytest.mark.parametrize("predicate", list(REFUSED_EVERYWHERE))
+def test_refused_on_every_engine(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
+    code, _ = REFUSED_EVERYWHERE[predicate]
+    try:
+        compiled = compile_sql(spark_data, f"SELECT COUNT(*) FROM people WHERE {predicate}")
+    except dpsql.Error as err:  # refused by the analysis: the same for every engine
+        assert err.code == code, (predicate, err)
+        return
+    duck, spark = (outcome(e, compiled) for e in engines)
+    assert duck == spark == code, (predicate, duck, spark)
+
+
+@pytest.mark.parametrize("predicate", ["income / 0 > 1", "CAST(income AS BIGINT) % 2 = 1", "substring(region, 0, 2) = 'n'",
+                                       "dayofweek(day) = 1"])
+def test_negative_control_untyped_expressions_keep_the_gaps(engines: EnginePair, spark_data: SparkData, predicate: str) -> None:
+    # Without the analysis' types the renderings do not apply and Spark's own functions answer:
+    # the comparison above must then see the old gap (or Spark's refusal).
+    compiled = compile_sql(spark_data, f"SELECT COUNT(*) FROM people WHERE {predicate}")
+    for node in compiled.engine.walk():
+        node.meta.pop(TYPE_KEY, None)
+    compiled.__dict__.pop("_rendered", None)  # the rendering cache, rendered again without the types
+    assert outcome(engines.duckdb, compiled) != outcome(engines.spark, compiled), predicate
+
+
+def test_the_reference_dry_run_is_duckdb(engines: EnginePair, spark_data: SparkData) -> None:
+    # Spark alone answers `dept + 1 > 2` (its implicit cast makes the text NULL); the refusal comes
+    # from DuckDB's binder, run by the Spark engine's dry run over empty relations.
+    compiled = compile_sql(spark_data, "SELECT COUNT(*) FROM people WHERE dept + 1 > 2")
+    table = compiled.plan.query.table
+    super(type(engines.spark), engines.spark).dry_run(table, compiled.dry_run_engine)  # Spark's own dry run passes
+    with pytest.raises(dpsql.Error, match="DP123"):
+        engines.spark.dry_run(table, compiled.dry_run_engine)
 
 
 GROUPED = [
