@@ -113,6 +113,8 @@ def _type(node: exp.Expr, table: Table) -> str | None:
         return None if column is None else _POLICY_TYPES.get(column.type)
     if isinstance(node, exp.Null):
         return "NULL"
+    if isinstance(node, exp.Interval):
+        return "INTERVAL"
     if isinstance(node, exp.Literal):
         return _literal(node)
     if isinstance(node, (exp.Cast, exp.TryCast)):

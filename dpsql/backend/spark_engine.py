@@ -269,7 +269,7 @@ class SparkBackend:
         message = None
         with self._lock, self._watch():
             try:
-                return self._sql(sql, params).toArrow()
+                return _naive_timestamps(self._sql(sql, params).toArrow())
             except Exception as err:  # noqa: BLE001 - py4j and pyspark raise many kinds
                 message = _first_line(err)
         raise BackendFailure(message)
@@ -380,6 +380,16 @@ class SparkEngine(Engine):
     @progress.setter
     def progress(self, report: Progress | None) -> None:
         self.backend.progress = report  # type: ignore[attr-defined]
+
+
+def _naive_timestamps(table: pyarrow.Table) -> pyarrow.Table:
+    """Spark's TIMESTAMP is an instant (Arrow: timestamp with zone UTC, the session's zone), DuckDB's
+    and the policy's a wall-clock time without zone: the same UTC wall clock, so a timestamp key
+    equals its derived domain's keys and DuckDB's on every engine."""
+    fields = [pyarrow.field(f.name, pyarrow.timestamp(f.type.unit), f.nullable)
+              if pyarrow.types.is_timestamp(f.type) and f.type.tz is not None else f for f in table.schema]
+    schema = pyarrow.schema(fields)
+    return table if schema.equals(table.schema) else table.cast(schema)
 
 
 def _reference_relations(table: Table) -> dict[str, exp.Select]:

@@ -38,6 +38,7 @@ grow exponentially in the Spark SQL.
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Callable
 from typing import Any
@@ -58,6 +59,7 @@ Render = Callable[[Generator, Any], "str | None"]
 
 _ATOMS = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Placeholder, exp.Parameter)
 _VARIABLE = "__dpsql_v"
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("dpsql_spark_bind_depth", default=0)
 _SECOND_MICROS = 1_000_000
 _UNIT_MICROS = {"hour": 3_600 * _SECOND_MICROS, "minute": 60 * _SECOND_MICROS, "second": _SECOND_MICROS,
                 "millisecond": 1_000, "microsecond": 1}
@@ -113,21 +115,33 @@ def _emit(gen: Generator, tree: exp.Expr) -> str:
     return gen.sql(tree)  # type: ignore[no-any-return]
 
 
-def _let(gen: Generator, values: list[exp.Expr], body: Callable[..., exp.Expr]) -> str:
-    """`body(*values)`, each value computed once: repeated as written when every value is a
-    column or literal, else bound by a one-element TRANSFORM (a lambda is Spark's only let)."""
+def _bind(values: list[exp.Expr], body: Callable[..., exp.Expr]) -> exp.Expr:
+    """`body(*values)` with each value computed once: repeated as written when every value is cheap
+    (`_atomic`), else bound by a one-element TRANSFORM (a lambda is Spark's only let)."""
     if all(_atomic(v) for v in values):
-        return _emit(gen, body(*values))
+        return body(*values)
     names = [f"v{i}" for i in range(len(values))]
     fields: list[exp.Expr] = []
     for name, value in zip(names, values):
         fields.extend([exp.Literal.string(name), value])
     record = exp.Anonymous(this="NAMED_STRUCT", expressions=fields)
-    refs = [exp.column(name, table=_VARIABLE) for name in names]
+    depth = _DEPTH.get()
+    variable = f"{_VARIABLE}{depth}"  # a bind inside another's body gets its own name (no shadowing)
+    refs = [exp.column(name, table=variable) for name in names]
+    token = _DEPTH.set(depth + 1)
+    try:
+        inner = body(*refs)
+    finally:
+        _DEPTH.reset(token)
     mapped = exp.Anonymous(this="TRANSFORM", expressions=[
         exp.Anonymous(this="ARRAY", expressions=[record]),
-        exp.Lambda(this=body(*refs), expressions=[exp.to_identifier(_VARIABLE)])])
-    return _emit(gen, exp.Anonymous(this="ELEMENT_AT", expressions=[mapped, _number(1)]))
+        exp.Lambda(this=inner, expressions=[exp.to_identifier(variable)])])
+    return exp.Anonymous(this="ELEMENT_AT", expressions=[mapped, _number(1)])
+
+
+def _let(gen: Generator, values: list[exp.Expr], body: Callable[..., exp.Expr]) -> str:
+    """`_bind`, as Spark SQL."""
+    return _emit(gen, _bind(values, body))
 
 
 def _case(*branches: tuple[exp.Expr, exp.Expr], default: exp.Expr | None = None) -> exp.Case:
@@ -419,7 +433,7 @@ def _unix_to_time(gen: Generator, node: exp.UnixToTime) -> str | None:
         return _case((exp.Between(this=m.copy(), low=_number(_MIN_MICROS), high=_number(_MAX_MICROS)),
                       exp.Anonymous(this="TIMESTAMP_MICROS", expressions=[m.copy()])))
 
-    return _let(gen, [_bigint_of_double(micros)], instant)
+    return _let(gen, [micros], lambda m: _bind([_bigint_of_double(m)], instant))
 
 
 def duckdb_unix_to_time(gen: Generator, node: exp.UnixToTime) -> str:

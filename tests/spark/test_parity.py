@@ -389,6 +389,17 @@ GROUPED = [
     "SELECT dept, tier, COUNT(*), SUM(score) FROM people GROUP BY dept, tier",
     "SELECT tier, COUNT(*), AVG(income) FROM people WHERE region <> 'north' GROUP BY tier",
     "SELECT dept, COUNT(*), AVG(income) FROM people WHERE day >= DATE '2010-01-01' GROUP BY dept",
+    # BI tools' time buckets (issue 30 item 6): derived public domains through CAST, EXTRACT(EPOCH)
+    # and to_timestamp, narrowed by the WHERE's constant range
+    "SELECT CAST(EXTRACT(YEAR FROM day) AS INTEGER) AS y, COUNT(*), SUM(income) FROM people GROUP BY 1",  # Tableau
+    "SELECT CAST(extract(dow FROM day) AS integer) + 1 AS d, COUNT(*) FROM people GROUP BY 1",            # Metabase
+    "SELECT CAST(date_trunc('month', day) AS date) AS m, COUNT(*) FROM people WHERE day >= '2010-01-01' AND day < '2012-01-01' GROUP BY 1",
+    "SELECT DATE_TRUNC('MONTH', CAST(day AS DATE)) AS m, AVG(age) FROM people WHERE day BETWEEN '2015-01-01' AND '2015-12-31' GROUP BY 1",
+    "SELECT floor(extract(epoch FROM day) / 604800) * 604800 AS w, COUNT(*) FROM people "             # Grafana
+    "WHERE day >= '2020-01-01' AND day < '2020-07-01' GROUP BY 1",
+    "SELECT to_timestamp(floor(extract(epoch FROM day) / 86400) * 86400) AS t, COUNT(*) FROM people "
+    "WHERE day BETWEEN '2020-01-01T00:00:00Z' AND '2020-02-29T23:59:59Z' GROUP BY 1",
+    "SELECT CAST(income / 25000 AS INTEGER) AS b, COUNT(*) FROM people GROUP BY 1",                  # a DOUBLE rounded half to even
 ]
 
 SELECTION = [
@@ -660,3 +671,77 @@ def test_sessions_give_identical_answers(spark: Any, spark_data: SparkData, tmp_
     other, other_ledger = session_answers(spark_data, tmp_path / "other.sqlite", seed=SESSION_SEED + 1, engine="duckdb")
     assert [rows for _, rows, _ in other] != [rows for _, rows, _ in spark_answers]
     assert [e[3] for e in other_ledger] == [e[3] for e in spark_ledger]  # costs are public: they never depend on the seed
+
+
+# --- BI tools' time buckets end to end: a timestamp column, both engines -----------------------------
+
+EVENTS_POLICY = """
+[budget]
+epsilon = 1000.0
+delta = 0.5
+default_query_epsilon = 1.0
+default_query_delta = 1e-6
+
+[tables.events]
+privacy_unit = "uid"
+max_rows = 3
+max_groups = 3
+source = "events.parquet"
+
+[tables.events.columns]
+uid = { type = "int" }
+seen = { type = "timestamp", lower = 2021-01-01T00:00:00, upper = 2024-12-31T23:59:59 }
+amount = { type = "float", lower = 0, upper = 100 }
+"""
+BUCKET_QUERIES = [
+    # Grafana: $__timeGroupAlias(seen, 1d) with its expanded $__timeFilter (narrowed to 31 days)
+    "SELECT floor(extract(epoch from seen)/86400)*86400 AS \"time\", count(*) AS \"count\" FROM events "
+    "WHERE seen BETWEEN '2023-03-01T00:00:00Z' AND '2023-03-31T23:59:59Z' GROUP BY 1 ORDER BY 1",
+    "SELECT to_timestamp(floor(extract(epoch from seen)/3600)*3600) AS \"time\", sum(amount) AS s FROM events "
+    "WHERE seen >= '2023-03-05T00:00:00Z' AND seen < '2023-03-06T00:00:00Z' GROUP BY 1 ORDER BY 1",
+    # Superset: PostgreSQL's TO_TIMESTAMP time filter, a 12-week range on a 4-year column
+    "SELECT DATE_TRUNC('week', seen) AS seen, COUNT(*) AS count FROM events "
+    "WHERE seen >= TO_TIMESTAMP('2023-01-02 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') "
+    "AND seen < TO_TIMESTAMP('2023-03-27 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') GROUP BY DATE_TRUNC('week', seen) LIMIT 10000",
+    # Tableau and Metabase
+    "SELECT CAST(EXTRACT(YEAR FROM seen) AS INTEGER) AS y, SUM(1) AS n, AVG(amount) AS a FROM events GROUP BY 1",
+    "SELECT (CAST(extract(dow from seen) AS integer) + 1) AS d, count(*) AS c FROM events GROUP BY 1 ORDER BY 1",
+    "SELECT CAST(date_trunc('month', seen) AS date) AS m, count(*) AS c FROM events WHERE seen >= '2024-01-01' GROUP BY 1 ORDER BY 1",
+]
+
+
+def bucket_answers(directory: Path, ledger: Path, **engine: Any) -> list[tuple[str, list[Any], Any]]:
+    answers = []
+    with dpsql.connect(policy=directory / "policy.toml", ledger=ledger, random_seed=SESSION_SEED, **engine) as con:
+        cur = con.cursor()
+        for sql in BUCKET_QUERIES:
+            cur.execute(sql)
+            answers.append((sql, [tuple(canon(v) for v in row) for row in cur.fetchall()], cur.noise_info))
+    return answers
+
+
+def test_time_buckets_give_identical_answers(spark: Any, tmp_path: Path) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    start = dt.datetime(2020, 12, 1)
+    seconds = rng.integers(0, 4 * 366 * 86400, size=n)  # a few rows after the upper bound: outside every domain
+    pq.write_table(pa.table({
+        "uid": pa.array(rng.integers(1, 1500, size=n), type=pa.int64()),
+        "seen": pa.array([start + dt.timedelta(seconds=int(s)) for s in seconds], type=pa.timestamp("us")),
+        "amount": pa.array(rng.uniform(0, 120, size=n)),
+    }), tmp_path / "events.parquet")
+    (tmp_path / "policy.toml").write_text(EVENTS_POLICY, encoding="utf-8")
+    duck = bucket_answers(tmp_path, tmp_path / "duckdb.sqlite", engine="duckdb")
+    spark_answers = bucket_answers(tmp_path, tmp_path / "spark.sqlite", engine="spark", spark=spark)
+    for (sql, rows, info), (_, spark_rows, spark_info) in zip(duck, spark_answers, strict=True):
+        assert rows == spark_rows, (sql, differences(rows, spark_rows))
+        assert info == spark_info, sql
+    # The public domains were narrowed by the WHERE: 31 days, 24 hours, 12 weeks (not 209), 4 years,
+    # 7 days of the week, 12 months.
+    assert [len(rows) for _, rows, _ in duck] == [31, 24, 12, 4, 7, 12]
+    assert all(isinstance(row[0], dt.datetime) and row[0].tzinfo is None for row in duck[1][1])  # no time zone on either engine
