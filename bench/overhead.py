@@ -592,7 +592,7 @@ def bench_error(parquet: Path, policy: Path, runs: int) -> None:
             ("COUNT(*) private join", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people p "
              "JOIN visits v ON p.person_id = v.person_id", exact_private),
         ):
-            _, compiled = con.session.compile(sql)
+            compiled = con.session.compile(sql).compiled
             release = compiled.plan.releases[0]
             grid_scale, unit = release.spec.scale, release.unit
             cursor = con.cursor()

@@ -29,6 +29,9 @@ robust reads) and build the time its bounded and keyed relations take (Engine.en
 Engine.ensure_keyed, and waiting for the relation prepared since connect). Both are measured by
 wrapping those methods in this process (dpsql is not changed); a session's own time is
 everything else: parsing, analysis, planning, dry runs, the charge, noise, post-processing.
+Own CPU is the same split in the executing thread's CPU time (time.thread_time): on a machine
+loaded by other processes, wall time is several times CPU time for everything, so compare CPU
+figures, or wall-time ratios measured in one run.
 """
 
 from __future__ import annotations
@@ -290,7 +293,7 @@ class EngineClock:
     def _state(self) -> dict[str, float]:
         state = getattr(self.local, "state", None)
         if state is None:
-            state = self.local.state = {"engine": 0.0, "build": 0.0, "depth": 0}
+            state = self.local.state = {"engine": 0.0, "build": 0.0, "depth": 0, "engine_cpu": 0.0}
         return state
 
     def _wrap(self, fn: Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -299,19 +302,20 @@ class EngineClock:
             if state["depth"]:  # only the outermost engine call counts (ensure_keyed builds the bounded one)
                 return fn(*args, **kwargs)
             state["depth"] += 1
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 state[kind] += time.perf_counter() - started
+                state["engine_cpu"] += time.thread_time() - cpu  # this thread's CPU in the engine and builds
                 state["depth"] -= 1
         return timed
 
     def _session(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def execute(session: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
             state = self._state()
-            state["engine"] = state["build"] = 0.0
-            started = time.perf_counter()
+            state["engine"] = state["build"] = state["engine_cpu"] = 0.0
+            started, cpu = time.perf_counter(), time.thread_time()
             ok = False
             try:
                 result = fn(session, sql, *args, **kwargs)
@@ -319,8 +323,11 @@ class EngineClock:
                 return result
             finally:
                 with self.lock:
+                    # own_cpu: this thread's CPU outside the engine and builds (robust to a loaded
+                    # machine, where wall time is several times CPU time for every process).
                     self.records.append({"sql": sql, "server": time.perf_counter() - started, "engine": state["engine"],
-                                         "build": state["build"], "ok": ok})
+                                         "build": state["build"], "ok": ok,
+                                         "own_cpu": time.thread_time() - cpu - state["engine_cpu"]})
         return execute
 
     def take(self) -> list[dict[str, Any]]:
@@ -395,7 +402,7 @@ def part_a(directory: Path, policy: Path, histories: list[int], clock: EngineClo
     log(f"raw DuckDB: load {ms(load)} ms, stream {ms(raw_total)} ms (p50 {ms(pct(raw_times, 50))}, p95 {ms(pct(raw_times, 95))} ms per query)")
     costs = prior_costs(policy)
     log("history  prefill s  connect ms  first ms  total ms  engine ms  build ms  own p50  own p95  own max  refused  "
-        "stream/raw  (stream+connect)/(raw+load)")
+        "stream/raw  (stream+connect)/(raw+load)  own CPU p50  own CPU p95")
     for history in histories:
         path = ledger_dir / f"ledger-{history}.sqlite"
         for suffix in ("", "-wal", "-shm"):
@@ -419,10 +426,12 @@ def part_a(directory: Path, policy: Path, histories: list[int], clock: EngineClo
         engine = [r["engine"] for r in records]
         build = [r["build"] for r in records]
         own = [total - r["engine"] - r["build"] for total, r in zip(totals, records)]
+        own_cpu = [r["own_cpu"] for r in records]
         total = sum(totals)
         log(f"{history:>7}  {filled:>9.1f}  {ms(connected):>10}  {ms(totals[0]):>8}  {ms(total):>8}  {ms(sum(engine)):>9}  "
             f"{ms(sum(build)):>8}  {ms(pct(own, 50)):>7}  {ms(pct(own, 95)):>7}  {ms(max(own)):>7}  {len(errors):>7}  "
-            f"{total / raw_total:>9.1f}x  {(total + connected) / (raw_total + load):>9.1f}x")
+            f"{total / raw_total:>9.1f}x  {(total + connected) / (raw_total + load):>9.1f}x  {ms(pct(own_cpu, 50)):>11}  "
+            f"{ms(pct(own_cpu, 95)):>11}")
         slow = sorted(zip(own, queries), key=lambda x: -x[0])[:3]
         log("         slowest own: " + "; ".join(f"{ms(o)} ms {q.kind}" for o, q in slow))
         by_kind: dict[str, list[float]] = {}
@@ -526,11 +535,13 @@ def part_b(directory: Path, policy: Path, clock: EngineClock, ledger_dir: Path, 
             wall, tiles = _load(DASHBOARD, runners)
             records = {r["sql"]: r for r in clock.take()}
             own = [t - records[sql]["engine"] - records[sql]["build"] for sql, t, err in tiles if sql in records and err is None]
+            own_cpu = [records[sql]["own_cpu"] for sql, _, err in tiles if sql in records and err is None]
             errors = [f"{err} <- {sql}" for sql, _, err in tiles if err is not None]
             engine = sum(r["engine"] + r["build"] for r in records.values())
             log(f"dpsql {label}: wall {ms(wall)} ms ({wall / (raw_first if label == 'first load' else raw_again):.1f}x raw); "
                 f"per tile total p50 {ms(pct([t for _, t, _ in tiles], 50))} p95 {ms(pct([t for _, t, _ in tiles], 95))} ms; "
-                f"engine+build {ms(engine)} ms in all; own p50 {ms(pct(own, 50))} p95 {ms(pct(own, 95))} ms; errors {len(errors)}")
+                f"engine+build {ms(engine)} ms in all; own p50 {ms(pct(own, 50))} p95 {ms(pct(own, 95))} ms "
+                f"(CPU p50 {ms(pct(own_cpu, 50))} p95 {ms(pct(own_cpu, 95))} ms); errors {len(errors)}")
             for line in errors[:5]:
                 log(f"    failed: {line}")
         for con in opened:

@@ -1,8 +1,9 @@
 """Session: one analyst's connection to private data. Every front end is a thin adapter over it.
 
-A session holds the connection state (policy, ledger, analyst, per-session settings, plan
-cache) and compiles statements (pure, cached); dpsql.execution runs them: dry runs -> charge ->
-engine -> noise -> post-processing -> NoisyResult, never refunding a charge.
+A session holds the connection (policy, ledger, analyst, plan cache) and compiles statements
+(pure, cached) into execution.statements.Statement values; its Executor (dpsql.execution) runs
+them and keeps the session's state (settings, what it derived from the statements it ran): dry
+runs -> charge -> engine -> noise -> post-processing -> NoisyResult, never refunding a charge.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import re
 import threading
 import uuid
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -22,20 +22,18 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend import engines
 from dpsql.backend.engine import Engine
+from dpsql.analysis.public_facts import with_source_columns
 from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.demo.people import ensure_demo
 from dpsql.errors import InterfaceError, InvalidOptionError, ProgrammingError
 from dpsql.execution.charge import Charger, more_text
-from dpsql.execution.compiled import CompiledQuery, compile_statement
-from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
-from dpsql.execution.noise import noise_info
-from dpsql.execution.probe import answer_probe, check_policy_views, probe_columns, probe_explain
+from dpsql.execution.probe import check_policy_views
+from dpsql.execution.statements import Statement, plan_result, prepare
 from dpsql.frontend.params import parameter_types, stand_ins
-from dpsql.ir.query import PublicQuery, RowProbe, SetStatement
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
 from dpsql.result import NoisyResult, ResultColumn
 
@@ -67,7 +65,7 @@ class Session:
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
                  rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False) -> None:
-        self.policy = policy
+        self._policy = policy
         # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
         self.ci_columns = ci_columns
         self._owns_ledger = owns_ledger
@@ -76,13 +74,26 @@ class Session:
         self._engine = engine
         self._ledger = ledger
         self._lock = threading.RLock()
-        self._default = policy.budget.default_query
-        self._plans: dict[tuple[Any, ...], Any] = {}  # compiled statements; see compile
-        self._plans_policy = policy
+        self._plans: dict[tuple[Any, ...], Statement] = {}  # compiled statements; see compile
         self._facts = EnginePublicFacts(engine)  # joins read public tables' fan-outs and domains (free)
-        charger = Charger(ledger, analyst, self.id, lambda: self.total_budget, policy.budget.accountant)
+        # Public tables declared without [columns] take their source's (public: free to read).
+        policy = self._policy = with_source_columns(policy, self._facts)
+        charger = Charger(ledger, analyst, self.id, policy.budget_for(analyst), policy.budget.accountant)
         self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
         self.closed = False
+
+    @property
+    def policy(self) -> Policy:
+        """The session's policy."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        """Another policy (tests; a plan is only valid for the policy it was made for, and the
+        analyst's budget is read from it)."""
+        self._policy = with_source_columns(policy, self._facts)
+        self._plans.clear()
+        self._executor.charger.budget = policy.budget_for(self.analyst)
 
     @property
     def median_mechanism(self) -> MedianMechanismLayers:
@@ -110,7 +121,7 @@ class Session:
     @property
     def default_query_budget(self) -> PrivacyCost:
         """The (epsilon, delta) a query spends when it names none (SET dpsql.epsilon changes it)."""
-        return self._default
+        return self._executor.state.default_budget
 
     def ledger_entries(self) -> list[LedgerEntry]:
         """This analyst's charges, oldest first."""
@@ -133,7 +144,7 @@ class Session:
         if key == "ci_columns":
             return "on" if self.ci_columns else "off"
         if key in ("epsilon", "delta"):
-            return f"{float(getattr(self._default, key)):g}"
+            return f"{float(getattr(self.default_query_budget, key)):g}"
         if key in ("budget", "remaining"):
             left, remaining, total = self.queries_left, self.remaining, self.total_budget
             return (f"remaining epsilon {float(remaining.epsilon):.6g}, delta {float(remaining.delta):.3g} (of epsilon "
@@ -144,18 +155,13 @@ class Session:
 
     def cost_of(self, sql: str, parameters: Sequence[object] | None = None) -> PrivacyCost:
         """What executing the statement would charge, without data or budget (zero for EXPLAIN, SET, public)."""
-        statement, compiled = self.compile(sql, parameters)
-        if statement.kind != "explain" and isinstance(compiled, CompiledPost):
-            return compiled.cost
-        if statement.kind == "explain" or not isinstance(compiled, CompiledQuery):
-            return PrivacyCost.zero()
-        return self._executor.cost_of(compiled)
+        return self.compile(sql, parameters).cost(self._executor)
 
     def explain(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
         """The plan of a statement (with or without a leading EXPLAIN): no data, no budget."""
         self._check_open()
-        statement, compiled = self.compile(sql, parameters)
-        return self._explain(compiled, statement.verbose)
+        statement = self.compile(sql, parameters)
+        return plan_result(statement.explain(self._executor, statement.parsed.verbose))
 
     @staticmethod
     def sql_functions() -> Mapping[str, str]:
@@ -163,29 +169,28 @@ class Session:
         return allowed_function_names()
 
     # --- statements ---------------------------------------------------------------------------
-    def compile(self, sql: str, parameters: Sequence[object] | None = None) -> Any:
+    def compile(self, sql: str, parameters: Sequence[object] | None = None) -> Statement:
         """Parse, analyse and plan without data or budget.
 
         Compiling is pure in (SQL, parameters, policy, session defaults), so plans are cached:
         a repeated query skips parsing and rendering, never the charge or the noise. A cached
         plan holds nothing secret or random: the bounded relations' seeds live in the session's
         engine calls, and per-query seeds and noise are drawn at execution, after the charge.
+        A compiled statement is immutable; what the session derives from it lives in its executor.
         """
-        if self.policy is not self._plans_policy:  # a plan is only valid for the policy it was made for
-            self._plans.clear()
-            self._plans_policy = self.policy
+        default = self.default_query_budget
         try:
-            key = (sql, tuple(parameters or ()), self._default)
+            key = (sql, tuple(parameters or ()), default)
             hash(key)
         except TypeError:
-            return compile_statement(sql, parameters, AnalysisContext(self.policy, self._default, facts=self._facts))
-        compiled = self._plans.get(key)
-        if compiled is None:
-            compiled = compile_statement(sql, parameters, AnalysisContext(self.policy, self._default, facts=self._facts))
+            return prepare(sql, parameters, AnalysisContext(self.policy, default, facts=self._facts))
+        statement = self._plans.get(key)
+        if statement is None:
+            statement = prepare(sql, parameters, AnalysisContext(self.policy, default, facts=self._facts))
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = compiled
-        return compiled
+            self._plans[key] = statement
+        return statement
 
     def parameter_types(self, sql: str) -> tuple[str | None, ...]:
         """Policy type names of a statement's parameters (None when unknown), from the policy alone."""
@@ -200,22 +205,9 @@ class Session:
         """
         self._check_open()
         types = parameter_types(sql, self.policy) if parameters is None else ()
-        noisy: tuple[bool, ...] = ()
         with self._lock:
-            statement, compiled = self.compile(sql, parameters if parameters is not None else stand_ins(types))
-            if statement.kind == "explain":
-                columns: tuple[ResultColumn, ...] = (ResultColumn("QUERY PLAN", "VARCHAR"),)
-            elif isinstance(compiled, SetStatement):
-                columns = ()
-            elif isinstance(compiled, RowProbe):
-                columns = probe_columns(self.policy, compiled)
-            elif isinstance(compiled, PublicQuery):
-                columns = self._executor.describe_public(compiled)
-            elif isinstance(compiled, CompiledPost):
-                columns, noisy = self._executor.describe_post(compiled)
-            else:
-                columns = self._executor.describe_private(compiled)
-                noisy = tuple(info is not None for info in noise_info(compiled))
+            statement = self.compile(sql, parameters if parameters is not None else stand_ins(types))
+            columns, noisy = statement.describe(self._executor)
         return Description(columns, types, noisy)
 
     def execute(self, sql: str, parameters: Sequence[object] | None = None) -> NoisyResult:
@@ -233,42 +225,7 @@ class Session:
             self.ci_columns = value in _ON
             return NoisyResult("set", (), [], (), [], message=f"SET dpsql.ci_columns = {'on' if self.ci_columns else 'off'}")
         with self._lock:
-            statement, compiled = self.compile(sql, parameters)
-            if statement.kind == "explain":
-                return self._explain(compiled, statement.verbose)
-            if isinstance(compiled, SetStatement):
-                return self._set(compiled)
-            if isinstance(compiled, RowProbe):  # a BI tool's column probe: columns, no rows, no charge
-                return answer_probe(self.policy, compiled)
-            if isinstance(compiled, PublicQuery):
-                return self._executor.public(compiled)
-            if isinstance(compiled, CompiledPost):
-                return self._executor.execute_post(compiled)
-            return self._executor.execute(compiled)
-
-    def _explain(self, compiled: CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe, verbose: bool = False) -> NoisyResult:
-        # The engine SQL (bounding, keyed hashes) only with EXPLAIN (VERBOSE): an analyst reads the plan.
-        if isinstance(compiled, CompiledQuery):
-            lines = self._executor.explain_lines(compiled, verbose)
-        elif isinstance(compiled, CompiledPost):
-            lines = compiled.explain_lines(self._engine.dialect, self._engine.capabilities, verbose)
-        elif isinstance(compiled, PublicQuery):
-            lines = [f"Query: {compiled.sql}", "Public tables only: runs exactly, no noise, no cost", "Cost: epsilon 0, delta 0"]
-        elif isinstance(compiled, RowProbe):
-            lines = probe_explain(compiled)
-        else:
-            lines = [f"SET dpsql.{compiled.name}: a session setting, no cost"]
-        return NoisyResult("explain", (ResultColumn("QUERY PLAN", "VARCHAR"),), [(line,) for line in lines],
-                           (None,), [(None,) for _ in lines])
-
-    def _set(self, statement: SetStatement) -> NoisyResult:
-        value = statement.value
-        assert isinstance(value, Fraction)
-        if statement.name == "epsilon":
-            self._default = PrivacyCost(value, self._default.delta)
-        else:
-            self._default = PrivacyCost(self._default.epsilon, value)
-        return NoisyResult("set", (), [], (), [], message=f"SET dpsql.{statement.name} = {float(value):g}")
+            return self.compile(sql, parameters).run(self._executor)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _check_open(self) -> None:

@@ -53,7 +53,7 @@ from typing import Any, Callable, Iterable
 
 from sqlglot import exp
 
-from dpsql.analysis.value_bounds import EPOCH_DAY, NoBounds, epoch_operand, value_bounds
+from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
 from dpsql.catalog.model import Column, ColumnType, Table
 from dpsql.frontend.dialect import Dpsql
 

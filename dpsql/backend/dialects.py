@@ -24,7 +24,7 @@ The analyst's own expressions (typed by the analysis) render for Spark with Duck
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -36,6 +36,7 @@ from dpsql.backend.spark_semantics import duckdb_unix_to_time, with_duckdb_meani
 if TYPE_CHECKING:  # sqlglot's Spark, Spark2 and Hive dialects load only for the Spark engine (_spark)
     from sqlglot.generators.spark import SparkGenerator
 
+SESSION_PREFIX = "__dpsql_"  # every session relation's name starts with it (backend/engine.py: source_name, bounded_name, ...)
 HASH_DIGITS = 15  # hex digits of a HashBits value: 60 bits, so every engine's BIGINT holds it
 
 
@@ -197,8 +198,34 @@ def _spark_try_cast(gen: SparkGenerator, node: exp.TryCast) -> str:
     return gen.cast_sql(node, safe_prefix="TRY_")  # Spark's generator prints CAST (it predates Spark 3.2)
 
 
+class UnknownRelation(Exception):
+    """A dry-run rendering met a session relation it has no empty stand-in for (see `render`)."""
+
+
+def _relation(gen: Any, node: exp.Identifier) -> exp.Identifier:
+    """The identifier to print for `node`: under `render(..., relations=...)`, a relation the
+    statement reads (FROM, JOIN) is printed as its stand-in; a session relation (`__dpsql_*`)
+    without one raises UnknownRelation (fail closed: a dry run never reads a relation with data).
+    Other names in those places are the statement's own CTEs."""
+    relations: Mapping[str, str] | None = getattr(gen, "relations", None)
+    parent = node.parent
+    if relations is None or node.arg_key != "this" or not isinstance(parent, (exp.From, exp.Join, exp.Table)):
+        return node
+    if isinstance(parent, exp.Table) and (parent.args.get("db") or parent.args.get("catalog")):
+        raise UnknownRelation(parent.sql())
+    found = relations.get(node.name)
+    if found is not None:
+        return exp.to_identifier(found, quoted=True)
+    if node.name.startswith(SESSION_PREFIX):
+        raise UnknownRelation(node.name)
+    return node
+
+
 class EngineDuckDBGenerator(DuckDBGenerator):
     """DuckDB's generator plus dpsql's nodes."""
+
+    def identifier_sql(self, expression: exp.Identifier) -> str:
+        return super().identifier_sql(_relation(self, expression))
 
     TRANSFORMS = {
         **DuckDBGenerator.TRANSFORMS,
@@ -229,6 +256,9 @@ def _spark() -> Dialect:
     from sqlglot.generators.spark import SparkGenerator
 
     class EngineSparkGenerator(SparkGenerator):
+        def identifier_sql(self, expression: exp.Identifier) -> str:
+            return super().identifier_sql(_relation(self, expression))
+
         TRANSFORMS = with_duckdb_meaning({  # the analyst's expressions with DuckDB's meaning (backend/spark_semantics.py)
             **SparkGenerator.TRANSFORMS,
             KeyedHash: _md5,
@@ -260,6 +290,14 @@ def engine_dialect(name: str) -> Dialect:
     raise KeyError(name)
 
 
-def render(expression: exp.Expr, dialect: str = "duckdb") -> str:
-    """Engine SQL text of an expression for one engine (EXPLAIN shows the text that runs)."""
-    return engine_dialect(dialect).generate(expression)
+def render(expression: exp.Expr, dialect: str = "duckdb", relations: Mapping[str, str] | None = None) -> str:
+    """Engine SQL text of an expression for one engine (EXPLAIN shows the text that runs).
+
+    `relations`: print the relations the statement reads under other names (a dry run's empty
+    stand-ins of the session relations: the same statement, over tables without data); a session
+    relation (`__dpsql_*`) not in it raises UnknownRelation."""
+    if relations is None:
+        return engine_dialect(dialect).generate(expression)
+    generator = engine_dialect(dialect).generator()
+    generator.relations = relations  # type: ignore[attr-defined]  # read by _relation (subclasses have a __dict__)
+    return generator.generate(expression)

@@ -33,7 +33,7 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
 from dpsql.backend.bounding import Step, bounding_steps
-from dpsql.backend.dialects import render
+from dpsql.backend.dialects import UnknownRelation, render
 from dpsql.backend.join_sql import joined_select
 from dpsql.backend.sqlgen import (
     TYPE_NAMES, UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select, source_select,
@@ -51,6 +51,7 @@ ENGINE_FAILED = (
     "messages can quote private values, and the charge stands"
 )
 Progress = Callable[[str], None]
+DRY_PASSED_MAX = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +343,7 @@ class Engine:
         self.local = local  # released values and public domain tables only
         self._lock = threading.RLock()
         self._relations: set[str] = set()
+        self._dry_passed: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # dry-run texts that passed (see dry_run)
 
     @property
     def dialect(self) -> str:
@@ -444,11 +446,17 @@ class Engine:
                 self._relations.add(name)
             return name
 
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
-        """Run a plan's SQL against an empty table of the same schema, before any charge.
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+        """Run a plan's statement against empty tables of the same schema, before any charge.
 
-        Errors that depend only on the query (a type mismatch, an invalid regular expression)
-        surface here, with no data present, so the query is refused before it is charged (docs/privacy-model.md).
+        `select` is the statement as it runs after the charge: over the session's bounded relation
+        of `table` (or its keyed relation of `keys`). It is rendered with those relations replaced
+        by empty tables of the same schema (one text per statement, no second tree); a statement
+        that reads any other session relation is refused here (fail closed: a dry run never reads
+        data). Errors that depend only on the query (a type mismatch, an invalid regular
+        expression) surface with no data present, so the query is refused before it is charged
+        (docs/privacy-model.md). A text that passed once passes again (same schema, no data):
+        it is not run twice in a session.
         """
         with self._lock:
             reason = self.backend.refusal(select)
@@ -462,15 +470,31 @@ class Engine:
                 flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
                 self._setup(lambda: self.backend.materialize(keyed, flagged, view=True))
                 self._relations.add(keyed)
+            relations = {bounded_name(table): name, name: name, keyed: keyed}
+            if keys:
+                relations[keyed_name(table, keys)] = keyed
+            text = None
+            try:
+                text = render(select, self.dialect, relations)
+            except UnknownRelation:
+                pass  # raised below, outside the except block
+            if text is None:
+                raise EngineError("a dry run met a relation it has no empty stand-in for; nothing was charged", code="DP300")
+            passed = (text, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())))
+            if passed in self._dry_passed:
+                return
             message = None
             try:
-                self.backend.check(self.render(select), dict(params or {}))
+                self.backend.check(text, dict(params or {}))
             except BackendFailure as failure:
                 # No row exists in this table, so the engine's text cannot quote private data.
                 message = engine_reason(failure)
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
                                             hint="fix the expression named above; nothing was charged")
+            if len(self._dry_passed) >= DRY_PASSED_MAX:
+                self._dry_passed.clear()
+            self._dry_passed.add(passed)
 
     def _probe_constants(self, select: exp.Expr) -> None:
         """Evaluate each pattern or format function once, bare (not inside TRY), on a constant
@@ -550,8 +574,9 @@ class Engine:
         """Run a query over public tables only, exactly (in this engine's dialect)."""
         with self._lock:
             rewritten = tree.copy()
+            named = {t.name: t for t in tables}  # the analysis's tables (public columns read from a source included)
             for node in list(rewritten.find_all(exp.Table)):
-                table = self._policy.table(node.name)
+                table = named.get(node.name.lower()) or self._policy.table(node.name)
                 assert table is not None and table.public
                 # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
                 alias = node.args.get("alias")

@@ -16,6 +16,8 @@ from dpsql.errors import EngineError
 if TYPE_CHECKING:
     import numpy
 
+TEXTS_MAX = 256  # post-processing texts remembered per session
+
 
 def render(expression: exp.Expr) -> str:
     """DuckDB SQL text for an expression."""
@@ -34,6 +36,7 @@ class LocalDuckDB:
         self._con = connection if connection is not None else duckdb.connect(":memory:")
         self._lock = lock or threading.RLock()
         self._tables: set[str] = set()
+        self._texts: dict[tuple[exp.Expr, tuple[str, ...], tuple[str, ...]], str] = {}  # see postprocess
 
     def ensure_public_table(self, name: str, create: exp.Create) -> str:
         """Create a session table that holds public rows only (the Median Mechanism domain), once."""
@@ -79,15 +82,24 @@ class LocalDuckDB:
         parameters (backend/released_lists.py: no DataFrame)."""
         with self._lock:
             params = {f"__dpsql_v{i}": list_values(values) for i, values in enumerate(columns.values())}
-            frame = unnest_select(list(columns), list(params))
-            typed = exp.select(
-                *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
-            ).from_(frame.subquery("__dpsql_noisy_frame"))
-            query = select.copy()
-            query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
+            # The text depends on the statement and the noisy table's names and types only (the
+            # values are parameters): rendered once per statement and types, then reused (a
+            # query's dry run, describe and answer; a repeated query).
+            key = (select, tuple(columns), tuple(types[n] for n in columns))
+            text = self._texts.get(key)
+            if text is None:
+                frame = unnest_select(list(columns), list(params))
+                typed = exp.select(
+                    *[exp.alias_(exp.cast(exp.column(n, quoted=True), types[n]), n) for n in columns]
+                ).from_(frame.subquery("__dpsql_noisy_frame"))
+                query = select.copy()
+                query.set("from_", exp.From(this=typed.subquery("__dpsql_noisy")))
+                if len(self._texts) >= TEXTS_MAX:
+                    self._texts.clear()
+                text = self._texts[key] = render(query)
             result = None
             try:
-                cursor = self._con.execute(render(query), params)
+                cursor = self._con.execute(text, params)
                 names = tuple(d[0] for d in cursor.description)
                 result = EngineResult(names, tuple(str(d[1]) for d in cursor.description), cursor.fetchall())
             except duckdb.Error:

@@ -1,4 +1,5 @@
-"""Engine SQL (sqlglot expressions only) and fetching for the robust aggregates' raw requests.
+"""Engine SQL (sqlglot expressions only) and reads (`reads`: statements yielded one at a time, answered
+by the executor) for the robust aggregates' raw requests.
 
 Every request reads the session's bounded relation with the Laplace query's row filter (the
 analyst's WHERE inside TRY, public key domains) and group keys, maps the column per row
@@ -36,7 +37,7 @@ import operator
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any, Generator, Hashable, Mapping
 
 from sqlglot import exp
 
@@ -649,15 +650,20 @@ def mode_select(plan: Plan, request: ModeRequest, relation: str) -> exp.Select:
             .from_(modes.subquery("__m")).group_by(*names, MODE))
 
 
-# --- fetching --------------------------------------------------------------------------------------
+# --- reading ---------------------------------------------------------------------------------------
 
-Runner = Callable[[exp.Select, Mapping[str, Any]], tuple[tuple[str, ...], list[tuple[Any, ...]]]]
+Rows = tuple[tuple[str, ...], list[tuple[Any, ...]]]  # a statement's column names and rows
+Step = tuple[exp.Select, Mapping[str, Any]]  # one engine statement over the bounded relation, and its parameters
+Reads = Generator[Step, Rows, dict[GroupKey, Any]]
 
 
-def fetch(query: RobustQuery, plan: Plan, run: Runner, params: Mapping[str, Any] | None = None) -> dict[GroupKey, Any]:
-    """Group key -> OrderStatistics (rank requests) or {value: votes} (MODE), exactly."""
+def reads(query: RobustQuery, plan: Plan, params: Mapping[str, Any] | None = None) -> Reads:
+    """The engine statements of one raw request, one at a time (sans-IO): each is yielded with its
+    parameters, and the caller (execution/executor.py, the only caller of the engine) sends back
+    its rows; which statement comes next may depend on them (a bracket, bucket ranges, a fallback).
+    Returns group key -> OrderStatistics (rank requests) or {value: votes} (MODE), exactly."""
     nkeys = len(plan.query.keys)
-    names, rows = run(query.main, params or {})
+    names, rows = yield query.main, dict(params or {})
     request = query.request
     if isinstance(request, ModeRequest):
         votes: dict[GroupKey, dict[Hashable, int]] = {}
@@ -676,21 +682,21 @@ def fetch(query: RobustQuery, plan: Plan, run: Runner, params: Mapping[str, Any]
         n, buckets = bucket_windows(request, query.width, [(row[0], row[1]) for row in rows])
         if not n:
             return {}
-        _, pairs = run(query.scan, _range_params(request, buckets))
-        counted = counted_windows(n, buckets, pairs)
+        _, ranged = yield query.scan, _range_params(request, buckets)
+        counted = counted_windows(n, buckets, ranged)
         if counted is not None:
             return {(): counted}  # clamped in the engine
         assert query.fallback is not None
-        _, exact = run(query.fallback, {})
+        _, exact = yield query.fallback, {}
         return {key: clamp(request.values, stats) for key, stats in _exact_windows(exact, nkeys).items()}
     if query.scan is not None:  # ungrouped: bracket from the sample, then one scan with it bound
         n, sample = (int(rows[0][0]), rows[0][1]) if rows else (0, None)
-        _, scanned = run(query.scan, _brackets(plan, request, n, sample))
+        _, scanned = yield query.scan, _brackets(plan, request, n, sample)
         rows = [(n, *scanned[0])] if n else []
     windows = _windows(request, rows, nkeys)
     if windows is None:
         assert query.fallback is not None
-        _, exact = run(query.fallback, {})
+        _, exact = yield query.fallback, {}
         windows = _exact_windows(exact, nkeys)
     return {key: clamp(request.values, stats) for key, stats in windows.items()}
 

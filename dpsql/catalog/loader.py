@@ -35,10 +35,11 @@ VIEW_KEYS = frozenset({"sql", "description"})
 MAX_VIEW_SQL = 100_000  # characters of one view's SELECT
 ENGINE_KEYS = frozenset({"memory_limit", "threads", "temp_directory"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
-PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
+PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
                                 "median_mechanism"})
 PUBLIC_TABLE_KEYS = frozenset({"public", "source", "table", "columns"})
-COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision"})
+COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision", "identifier"})
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")  # a unit or identifier name: lower-case letters, digits and _
 ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
 # Sub-tables owned by later capabilities; also kept verbatim in Policy.extra.
 EXTENSION_KEYS = frozenset({"median_mechanism"})
@@ -255,12 +256,23 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     if engine_table is not None and source is not None:
         raise where.error(f"{prefix}.table", "give either source (a file) or table (an engine table), not both")
     if public:
+        for col, column in columns.items():
+            if column.identifier is not None:
+                raise where.error(f"{prefix}.columns.{col}.identifier", "applies to columns of private tables",
+                                  "a public table's keys are not held by persons: remove it")
         return Table(name=name.lower(), columns=MappingProxyType(columns), public=True, source=source_path, engine_table=engine_table)
     unit = spec.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise where.error(f"{prefix}.privacy_unit", "missing", "name the column that identifies a person, or set public = true")
     if unit.lower() not in columns:
         raise where.error(f"{prefix}.privacy_unit", f"names '{unit}', which is not a declared column")
+    if columns[unit.lower()].identifier is not None:
+        raise where.error(f"{prefix}.columns.{unit.lower()}.identifier", "is set on the privacy unit",
+                          "the privacy unit identifies persons already: remove it")
+    unit_name = spec.get("unit", unit)
+    if not isinstance(unit_name, str) or not _NAME.fullmatch(unit_name.lower()):
+        raise where.error(f"{prefix}.unit", "must be a name (letters, digits and _), e.g. \"customer\"",
+                          "tables naming the same unit protect the same persons and may be joined on their privacy_unit columns")
     limits = {}
     for key in ("max_rows", "max_groups", "join_max_rows"):
         value = spec.get(key, 1)
@@ -279,6 +291,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         source=source_path,
         engine_table=engine_table,
         median_mechanism=mm,
+        unit=unit_name.lower(),
     )
 
 
@@ -344,7 +357,7 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     config = MedianMechanismConfig(
         strategy=strategy,
         domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
-        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),
+        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots"),
         after_halt=after_halt, public_seed=ints.get("public_seed"),
     )
     if config.domain_size > MM_MAX_CELLS or config.domain_size * candidates > MM_MAX_CANDIDATE_CELLS:
@@ -412,7 +425,16 @@ def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
         values = tuple(_domain_value(v, ctype, f"{key}.values", where) for v in spec["values"])
         if len(set(values)) != len(values):
             raise where.error(f"{key}.values", "lists a value twice")
-    return Column(name=name.lower(), type=ctype, lower=lower, upper=upper, values=values, precision=precision)
+    identifier = spec.get("identifier")
+    if isinstance(identifier, bool):
+        identifier = name.lower() if identifier else None  # true: named after the column itself
+    elif identifier is not None:
+        if not isinstance(identifier, str) or not _NAME.fullmatch(identifier.lower()):
+            raise where.error(f"{key}.identifier", "must be true or a name (letters, digits and _), e.g. \"order\"",
+                              "columns naming the same identifier hold the same keys (an order key in orders and lineitem)")
+        identifier = identifier.lower()
+    return Column(name=name.lower(), type=ctype, lower=lower, upper=upper, values=values, precision=precision,
+                  identifier=identifier)
 
 
 def _bound(value: Any, ctype: str, key: str, where: _Where) -> Fraction:

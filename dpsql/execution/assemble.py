@@ -101,22 +101,20 @@ class _VarianceCell:
         return value, float(max(high - value, value - low))
 
 
-def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str]) -> tuple[
+SimpleShape = tuple[tuple[str, ...], tuple[str, ...], tuple[_Cell, ...]]
+
+
+def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
+                shape: SimpleShape | None = None) -> tuple[
         tuple[str, ...], tuple[str, ...], list[tuple[Any, ...]], list[tuple[float | None, ...]]]:
     """Outputs, types, rows and 95% half-widths for simple queries, without a second engine call.
 
     Rows keep the order of the noisy table (sorted keys); a cell's interval is the corner
-    evaluation of its estimate with each release at level 1 - 0.05/m, as in postsql.
+    evaluation of its estimate with each release at level 1 - 0.05/m, as in postsql. `shape`:
+    what to compute per cell (`simple_shape` of these types), when the caller keeps it.
     """
     nrows = len(next(iter(columns.values()))) if columns else 1
-    # What to compute per cell depends on the plan and the noisy table's types alone (both public,
-    # the same on every run of the plan): built once per compiled query and types.
-    shapes = compiled.memo.setdefault("simple_rows", {})
-    types_key = tuple(sorted(types.items()))
-    shape = shapes.get(types_key)
-    if shape is None:
-        shape = shapes[types_key] = _simple_shape(compiled, types)
-    names, out_types, cellers = shape
+    names, out_types, cellers = simple_shape(compiled, types) if shape is None else shape
     rows: list[tuple[Any, ...]] = []
     cells: list[tuple[float | None, ...]] = []
     for i in range(nrows):
@@ -126,8 +124,9 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
     return names, out_types, rows, cells
 
 
-def _simple_shape(compiled: CompiledQuery, types: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[_Cell, ...]]:
-    """Output names, output types and one cell builder per output of a simple query (no data)."""
+def simple_shape(compiled: CompiledQuery, types: dict[str, str]) -> SimpleShape:
+    """Output names, output types and one cell builder per output of a simple query (no data:
+    the plan and the noisy table's types, both public and the same on every run of the plan)."""
     plan = compiled.plan
     outputs = plan.query.outputs
     names = tuple(o.name for o in outputs)
@@ -155,7 +154,8 @@ def _simple_shape(compiled: CompiledQuery, types: dict[str, str]) -> tuple[tuple
     return names, tuple(out_types), tuple(cellers)
 
 
-def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]]) -> NoisyResult:
+def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, ...], rows: list[tuple[Any, ...]],
+             template: Sequence[NoiseInfo | None] | None = None) -> NoisyResult:
     """The answer from post-processing's output (output values, interval bounds where computed)."""
     outputs = compiled.plan.query.outputs
     position = {name: i for i, name in enumerate(names)}
@@ -167,15 +167,16 @@ def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, 
         values.append(tuple(row[j] for j in at))
         cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
         confidences.append(tuple(None if j is None else row[j] for j in sure))
-    infos = noise_info(compiled, values, cells, confidences)
+    infos = noise_info(compiled, values, cells, confidences, template)
     return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
 
 
-def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str]) -> NoisyResult:
+def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
+                    template: Sequence[NoiseInfo | None] | None = None, shape: SimpleShape | None = None) -> NoisyResult:
     """The answer of a simple query straight from the noisy table (no post-processing SQL)."""
-    names, out_types, rows, cells = simple_rows(compiled, columns, types)
+    names, out_types, rows, cells = simple_rows(compiled, columns, types, shape)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
-    infos = noise_info(compiled, rows, cells, simple_confidences(compiled, columns, len(rows)))
+    infos = noise_info(compiled, rows, cells, simple_confidences(compiled, columns, len(rows)), template)
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
 
 

@@ -8,29 +8,59 @@ term (noise family and parameters) so that a tighter accountant can re-read the 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import MORE_LIMIT, ChargeRecord, Ledger, charge_record
 from dpsql.errors import BudgetExhaustedError
-from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
 from dpsql.mechanisms import registry
 
 LAYER_PLAN_HASH = "median-mechanism"
 
 
-class Charger:
-    """One analyst's charges in one session: `budget` reads the analyst's whole budget, and
-    `accountant` ("adaptive", "zcdp" or "basic": dpsql.accounting.filters) names the privacy
-    filter that admits charges against it."""
+@dataclass(frozen=True, slots=True)
+class PlannedCharge:
+    """A statement's ledger entry but who and when: its content (mechanisms, public parameters,
+    cost, loss terms) and its plan identity. The same for every charge of that compiled statement
+    (the executor keeps it per session: execution/state.py)."""
 
-    def __init__(self, ledger: Ledger, analyst: str, session: str, budget: Callable[[], PrivacyCost],
+    record: ChargeRecord
+    plan_hash: str
+
+    @property
+    def cost(self) -> PrivacyCost:
+        return self.record.cost
+
+
+def query_charge(compiled: CompiledQuery) -> PlannedCharge:
+    """A query's whole cost in one entry: its plan's public description (no data)."""
+    plan = compiled.plan
+    return PlannedCharge(charge_record("+".join(_mechanisms(plan)) or "laplace", query_params(plan), plan.cost),
+                         compiled.plan_hash())
+
+
+def post_charge(compiled: CompiledPost) -> PlannedCharge:
+    """Every release of a post-processing query in ONE entry: their summed cost, all loss terms."""
+    plans = [query.plan for query in compiled.inputs]
+    mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
+    params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in compiled.cost.losses]}
+    return PlannedCharge(charge_record("+".join(mechanisms) or "laplace", params, compiled.cost), compiled.plan_hash())
+
+
+class Charger:
+    """One analyst's charges in one session: `budget` is the analyst's whole budget (a value, set
+    again by the session when its policy changes), and `accountant` ("adaptive", "zcdp" or
+    "basic": dpsql.accounting.filters) names the privacy filter that admits charges against it."""
+
+    def __init__(self, ledger: Ledger, analyst: str, session: str, budget: PrivacyCost,
                  accountant: str = "basic") -> None:
         self.ledger = ledger
         self._analyst = analyst
         self._session = session
-        self._budget = budget
+        self.budget = budget
         self.accountant = accountant
         # The cost of this session's last charged statement (its kind: a plain query or a
         # post-processing one; a layer's reservation is not one): what "queries left" counts.
@@ -38,7 +68,7 @@ class Charger:
 
     def total(self) -> PrivacyCost:
         """The analyst's whole budget."""
-        return self._budget()
+        return self.budget
 
     @property
     def analyst(self) -> str:
@@ -48,15 +78,15 @@ class Charger:
     def remaining(self) -> PrivacyCost:
         """What the analyst may still spend under the accountant (epsilon at the budget's delta;
         read from the ledger, shared across processes)."""
-        return self.ledger.remaining(self._analyst, self._budget(), self.accountant)
+        return self.ledger.remaining(self._analyst, self.budget, self.accountant)
 
     def spent(self) -> PrivacyCost:
         """What the analyst has spent under the accountant (epsilon at the budget's delta)."""
-        return self.ledger.spent(self._analyst, self._budget(), self.accountant)
+        return self.ledger.spent(self._analyst, self.budget, self.accountant)
 
     def spent_after(self, cost: PrivacyCost) -> PrivacyCost:
         """What the analyst would have spent after ``cost`` under the accountant (EXPLAIN; a read)."""
-        return self.ledger.spent_after(self._analyst, cost, self._budget(), self.accountant)
+        return self.ledger.spent_after(self._analyst, cost, self.budget, self.accountant)
 
     def more(self, cost: PrivacyCost | None = None) -> int | None:
         """How many more charges like ``cost`` (default: this session's last) fit now, from the
@@ -64,11 +94,11 @@ class Charger:
         cost = self.last_cost if cost is None else cost
         if cost is None or (cost.epsilon == 0 and cost.delta == 0):
             return None
-        return self.ledger.more(self._analyst, cost, self._budget(), self.accountant)
+        return self.ledger.more(self._analyst, cost, self.budget, self.accountant)
 
     def check(self, cost: PrivacyCost) -> None:
         """Fail fast, before the engine is touched, when `cost` cannot fit (the charge re-checks)."""
-        if self.ledger.fits(self._analyst, cost, self._budget(), self.accountant):
+        if self.ledger.fits(self._analyst, cost, self.budget, self.accountant):
             return
         raise self._exhausted(cost)
 
@@ -80,56 +110,24 @@ class Charger:
             requested=cost, remaining=remaining,
         )
 
-    def charge_query(self, compiled: CompiledQuery) -> None:
-        """Charge a query's whole cost in one ledger entry (raises before any data is read)."""
-        plan = compiled.plan
-        record = compiled.memo.get("ledger_record")
-        if not isinstance(record, ChargeRecord) or record.cost is not plan.cost:
-            # The plan's public description and cost, rendered once: the same for every charge of
-            # this plan (a plan of another epsilon or delta is another plan, with its own cost).
-            record = compiled.memo["ledger_record"] = charge_record(
-                "+".join(_mechanisms(plan)) or "laplace", query_params(plan), plan.cost)
+    def charge_statement(self, planned: PlannedCharge, query: str) -> None:
+        """Charge a statement's whole cost in one ledger entry, atomically (raises before any data
+        is read): a plain query's, or every release of a post-processing query at once."""
         refused = False
         try:
-            self.ledger.charge_record(record, analyst=self._analyst, session=self._session,
-                                      query=compiled.statement.sql, plan_hash=compiled.plan_hash,
-                                      budget=self._budget(), accountant=self.accountant)
+            self.ledger.charge_record(planned.record, analyst=self._analyst, session=self._session, query=query,
+                                      plan_hash=planned.plan_hash, budget=self.budget, accountant=self.accountant)
         except BudgetExhaustedError:
             refused = True
         if refused:  # the same words as the fail-fast check's refusal (a query may skip that check)
-            raise self._exhausted(plan.cost)
-        self.last_cost = plan.cost  # a query's kind (a layer's reservation is not one)
-
-    def charge_post(self, query: str, plan_hash: str, plans: Sequence[Plan], cost: PrivacyCost,
-                    memo: dict[str, Any] | None = None) -> None:
-        """Charge every release of a post-processing query in ONE ledger entry (their summed cost,
-        all loss terms), before any of them reads data: all or nothing. ``memo``: the compiled
-        query's, to render the entry's content once for all its charges."""
-        record = None if memo is None else memo.get("ledger_record")
-        if not isinstance(record, ChargeRecord) or record.cost is not cost:
-            mechanisms = sorted({m for plan in plans for m in _mechanisms(plan)})
-            params = {"releases": [query_params(plan) for plan in plans], "losses": [loss.record() for loss in cost.losses]}
-            record = charge_record("+".join(mechanisms) or "laplace", params, cost)
-            if memo is not None:
-                memo["ledger_record"] = record
-        refused = False
-        try:
-            self.ledger.charge_record(record, analyst=self._analyst, session=self._session, query=query,
-                                      plan_hash=plan_hash, budget=self._budget(), accountant=self.accountant)
-        except BudgetExhaustedError:
-            refused = True
-        if refused:  # the same words as a plain query's refusal
-            raise self._exhausted(cost)
-        self.last_cost = cost
+            raise self._exhausted(planned.cost)
+        self.last_cost = planned.cost  # a statement's kind (a layer's reservation is not one)
 
     def charge_reservation(self, query: str, params: dict[str, Any], cost: PrivacyCost) -> None:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
         params = {**params, "losses": [loss.record() for loss in cost.losses]}
-        self._charge(query, LAYER_PLAN_HASH, "median_mechanism", params, cost)
-
-    def _charge(self, query: str, plan_hash: str, mechanism: str, params: dict[str, Any], cost: PrivacyCost) -> None:
-        self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=plan_hash,
-                           mechanism=mechanism, params=params, cost=cost, budget=self._budget(),
+        self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=LAYER_PLAN_HASH,
+                           mechanism="median_mechanism", params=params, cost=cost, budget=self.budget,
                            accountant=self.accountant)
 
 

@@ -1,18 +1,19 @@
 """Compile (parse -> analyse -> plan -> engine SQL): the CompiledQuery that execution runs.
 
-`compile_statement` reads no data and spends no budget: EXPLAIN stops there. A CompiledQuery
-renders its engine statements once per dialect and remembers which engines' dry runs it passed.
+`compile_statement` reads no data and spends no budget: EXPLAIN stops there. A compiled statement
+(CompiledQuery, or CompiledPost: post-processing over several releases) is an immutable value; a
+session keeps what it derives from one (rendered SQL, dry runs passed) in its own state.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Callable, Sequence
 
 from sqlglot import exp
 
+from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.dialects import render
@@ -31,49 +32,43 @@ from dpsql.backend.bounding import bounding_steps
 from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.join import JoinedTable
-from dpsql.ir.plan import Plan
+from dpsql.catalog.model import Table
 from dpsql.ir.expected import expected_lines
+from dpsql.ir.identity import plan_identity
+from dpsql.ir.plan import Plan
 from dpsql.ir.printer import plan_text
 from dpsql.ir.post import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 from dpsql.planner.plan import plan_query
 
-if TYPE_CHECKING:
-    from dpsql.execution.compiled_post import CompiledPost
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class CompiledQuery:
-    """A plan with its engine SQL and post-processing SQL, ready to charge and run."""
+    """A plan with its engine query, ready to charge and run. Immutable: nothing here changes when
+    a session runs it (what a session derives from it, rendered SQL, dry runs passed, its ledger
+    entry, is kept by that session's executor: execution/state.py), so compiled queries may be
+    shared. Compared by identity (a plan holds expressions; equal texts may compile apart)."""
 
     statement: ParsedStatement
     plan: Plan
     engine: exp.Select
+    uses_seed: bool  # the engine query takes the secret per-query $seed (key bounding)
+    keyed_columns: tuple[str, ...]  # the grouping columns of the session's keyed relation it reads (empty: none)
 
-    @functools.cached_property
+    @property
     def engine_sql(self) -> str:
-        """The DuckDB engine SQL text (rendered once; the seed stays a $seed parameter)."""
-        return self.render_once(self.engine)
+        """The DuckDB engine SQL text (rendered on each access; the seed stays a $seed parameter)."""
+        return render(self.engine, "duckdb")
 
-    @functools.cached_property
-    def uses_seed(self) -> bool:
-        """Whether the engine query takes the secret per-query $seed (key bounding)."""
-        return any(p.this == SEED for p in self.engine.find_all(exp.Placeholder))
-
-    @functools.cached_property
-    def keyed_columns(self) -> tuple[str, ...]:
-        """The grouping columns of the session's keyed relation this query reads (empty: none)."""
-        return engine_relation_keys(self.plan)
-
-    @functools.cached_property
+    @property
     def dry_run_engine(self) -> exp.Select:
         """The same engine query over an empty table of the same schema (checked before charging)."""
         table = self.plan.query.table
         return engine_select(self.plan, empty_keyed_name(table) if self.keyed_columns else empty_name(table))
 
-    @functools.cached_property
+    @property
     def post(self) -> exp.Select:
-        """Post-processing SQL over the noisy table (built only when the query needs it)."""
+        """Post-processing SQL over the noisy table (built on each access: the executor keeps its session's)."""
         return post_select(self.plan)
 
     @property
@@ -83,58 +78,24 @@ class CompiledQuery:
         bare = all(o.key is not None or o.aggregate is not None for o in query.outputs)
         return bare and query.having is None and not query.order and query.limit is None and query.offset is None
 
-    @functools.cached_property
+    @property
     def robust_queries(self) -> tuple[RobustQuery, ...]:
         """The robust aggregates' raw requests over the bounded relation, for DuckDB."""
         return self.robust_queries_for(DUCKDB_CAPABILITIES)
 
-    @functools.cached_property
-    def _by_engine(self) -> dict[tuple[str, frozenset[str]], Any]:
-        return {}
-
     def robust_queries_for(self, capabilities: frozenset[str]) -> tuple[RobustQuery, ...]:
         """The robust aggregates' raw requests for an engine with these capabilities (run after the charge)."""
-        key = ("queries", capabilities)
-        if key not in self._by_engine:
-            self._by_engine[key] = robust_queries(self.plan, bounded_name(self.plan.query.table), capabilities)
-        return self._by_engine[key]  # type: ignore[no-any-return]
+        return robust_queries(self.plan, bounded_name(self.plan.query.table), capabilities)
 
-    def robust_dry_runs(self, capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> tuple[tuple[exp.Select, dict[str, int]], ...]:
-        """Every robust statement over an empty table of the same schema, with dummy seeds (checked before charging)."""
-        key = ("dry", capabilities)
-        if key not in self._by_engine:
-            self._by_engine[key] = tuple(statement for query in robust_queries(self.plan, empty_name(self.plan.query.table), capabilities)
-                                         for statement in query.statements())
-        return self._by_engine[key]  # type: ignore[no-any-return]
+    def plan_hash(self) -> str:
+        """The plan's identity in the ledger: the digest of its canonical form (ir/identity.py)."""
+        return plan_identity(self.plan)
 
-    @functools.cached_property
-    def _rendered(self) -> dict[tuple[exp.Expr, str], str]:
-        return {}
-
-    def render_once(self, select: exp.Expr, dialect: str = "duckdb") -> str:
-        """Engine SQL text of one of this query's statements for one engine, rendered once.
-
-        Keyed by the statement itself (sqlglot caches its hash; the lookup finds the same object
-        first), so equal statements share their text.
-        """
-        key = (select, dialect)
-        text = self._rendered.get(key)
-        if text is None:
-            text = self._rendered[key] = render(select, dialect)
-        return text
-
-    @functools.cached_property
-    def memo(self) -> dict[str, Any]:
-        """Execution's values derived from the plan alone (e.g. its noise_info), computed once."""
-        return {}
-
-    @functools.cached_property
-    def dry_runs_passed(self) -> set[str]:
-        """The engine dialects whose dry runs this query passed (execution skips them next time)."""
-        return set()
-
-    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
-        """EXPLAIN output: plan, mechanisms, scales, cost, then (verbose) the engine SQL of that engine."""
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True,
+                      text: Callable[[exp.Expr], str] | None = None) -> list[str]:
+        """EXPLAIN output: plan, mechanisms, scales, cost, then (verbose) the engine SQL of that engine
+        (`text`: a statement's SQL text for that engine, when the caller keeps them rendered)."""
+        sql = text if text is not None else functools.partial(render, dialect=dialect)
         table = self.plan.query.table
         engine = "" if dialect == "duckdb" else f" ({dialect})"
         lines = [f"Query: {' '.join(self.statement.sql.split())}", *plan_text(self.plan), *expected_lines(self.plan)]
@@ -142,37 +103,55 @@ class CompiledQuery:
             return lines
         lines.append(f"Engine SQL{engine}:")
         lines.extend(_relation_lines(table, self.keyed_columns, dialect))
-        lines.append(f"  {self.render_once(self.engine, dialect)}")
+        lines.append(f"  {sql(self.engine)}")
         for index, query in enumerate(self.robust_queries_for(capabilities)):
-            lines.append(f"  request {index}: {self.render_once(query.main, dialect)}")
+            lines.append(f"  request {index}: {sql(query.main)}")
             if query.scan is not None:
                 bound = "the windows' bucket ranges" if query.width is not None else "the bracket"
-                lines.append(f"  request {index}, then with {bound} bound: {self.render_once(query.scan, dialect)}")
+                lines.append(f"  request {index}, then with {bound} bound: {sql(query.scan)}")
             if query.fallback is not None:
                 when = "if the two reads' counts ever disagree" if query.width is not None else "when a bracket misses"
-                lines.append(f"  request {index}, exact fallback {when}: {self.render_once(query.fallback, dialect)}")
+                lines.append(f"  request {index}, exact fallback {when}: {sql(query.fallback)}")
         return lines
 
-    @functools.cached_property
+
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class CompiledPost:
+    """A post-processing query compiled (no data, no budget): one CompiledQuery per release, and
+    the outer query over the released tables. Immutable, as CompiledQuery."""
+
+    statement: ParsedStatement
+    query: PostQuery
+    inputs: tuple[CompiledQuery, ...]
+    cost: PrivacyCost  # the sum of the releases' costs: each release is charged, the outer query is free
+
     def plan_hash(self) -> str:
-        """A digest of the plan text (recorded in the ledger)."""
-        return hashlib.sha256("\n".join(self.explain_lines()).encode()).hexdigest()[:16]
+        """The ledger's identity of the whole statement: the outer query and every release's plan."""
+        return plan_identity(self.query, tuple(compiled.plan for compiled in self.inputs))
+
+    def explain_lines(self, dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES, verbose: bool = True) -> list[str]:
+        """EXPLAIN: each release (its plan, cost and, verbose, engine SQL), the outer query, the total cost."""
+        query = self.query
+        count = len(self.inputs)
+        lines = [f"Query: {' '.join(self.statement.sql.split())}",
+                 f"Post-processing over released results ({query.kind}): {count} release(s), each computed and noised "
+                 "first; the outer query then reads the released rows only, in a separate database without private "
+                 "tables, at no extra cost"]
+        for index, (inp, compiled) in enumerate(zip(query.inputs, self.inputs)):
+            lines.append(f"Release {index + 1} of {count}: {inp.name} ({inp.role})")
+            lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities, verbose))
+        lines.append(f"Outer query (released rows only): {render(query.outer, 'duckdb')}")
+        lines.append("Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived "
+                     "column (arithmetic, aggregates or windows over released values) has none")
+        lines.extend(f"Note: {note}" for note in query.notes)
+        parts = " + ".join(f"{float(c.plan.cost.epsilon):g}" for c in self.inputs)
+        lines.append(f"Cost: epsilon {float(self.cost.epsilon):g}, delta {float(self.cost.delta):g}"
+                     + (f" (epsilon {parts}: the sum of the {count} releases)" if count > 1 else ""))
+        return lines
 
 
-_RELATION_LINES: dict[tuple[int, tuple[str, ...], str], tuple[Any, tuple[str, ...]]] = {}
-_RELATION_LINES_MAX = 256
-
-
-def _relation_lines(table: Any, keys: tuple[str, ...], dialect: str) -> tuple[str, ...]:
-    """EXPLAIN's lines for the statements that build a table's bounded (and keyed) relation.
-
-    They depend on the table, the grouping columns and the dialect only, and rendering them took
-    about 8 ms, paid by every new query (its plan hash is the digest of its EXPLAIN text): cached
-    per table object (identity: a policy's tables are immutable values, kept alive by the cache)."""
-    slot = (id(table), keys, dialect)
-    found = _RELATION_LINES.get(slot)
-    if found is not None and found[0] is table:
-        return found[1]
+def _relation_lines(table: Table, keys: tuple[str, ...], dialect: str) -> list[str]:
+    """EXPLAIN's lines for the statements that build a table's bounded (and keyed) relation."""
     lines: list[str] = []
     if isinstance(table, JoinedTable):  # the parts' bounded relations, then the join's rows
         for part in table.private_parts:
@@ -185,10 +164,7 @@ def _relation_lines(table: Any, keys: tuple[str, ...], dialect: str) -> tuple[st
         name = keyed_name(table, keys)
         lines.append(f"  {name}_heavy := {render(key_heavy_select(table, bounded_name(table), keys), dialect)}")
         lines.append(f"  {name} := {render(keyed_select(table, bounded_name(table), keys, f'{name}_heavy'), dialect)}")
-    if len(_RELATION_LINES) >= _RELATION_LINES_MAX:
-        _RELATION_LINES.clear()
-    _RELATION_LINES[slot] = (table, tuple(lines))
-    return tuple(lines)
+    return lines
 
 
 def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
@@ -212,6 +188,23 @@ def engine_relation(plan: Plan) -> str:
     return keyed_name(plan.query.table, keys) if keys else bounded_name(plan.query.table)
 
 
+def compile_query(statement: ParsedStatement, plan: Plan) -> CompiledQuery:
+    """A plan's CompiledQuery: its engine query over the session relation it reads."""
+    engine = engine_select(plan, engine_relation(plan))
+    uses_seed = any(p.this == SEED for p in engine.find_all(exp.Placeholder))
+    return CompiledQuery(statement, plan, engine, uses_seed, engine_relation_keys(plan))
+
+
+def compile_post(statement: ParsedStatement, query: PostQuery) -> CompiledPost:
+    """Plan every release of a post-processing query. Pure: no data, no budget."""
+    inputs = tuple(compile_query(ParsedStatement(kind="select", tree=statement.tree, sql=inp.text), plan_query(inp.query))
+                   for inp in query.inputs)
+    total = PrivacyCost.zero()
+    for compiled in inputs:
+        total = total + compiled.plan.cost
+    return CompiledPost(statement, query, inputs, total)
+
+
 def compile_statement(
     sql: str, parameters: Sequence[object] | None, ctx: AnalysisContext
 ) -> tuple[ParsedStatement, CompiledQuery | CompiledPost | PublicQuery | SetStatement | RowProbe]:
@@ -220,11 +213,7 @@ def compile_statement(
     statement = parse_statement(sql, parameters)
     bound = analyze(statement, ctx)
     if isinstance(bound, PostQuery):
-        # compiled_post builds on this module (CompiledQuery): imported here, not at the top.
-        from dpsql.execution.compiled_post import compile_post
-
         return statement, compile_post(statement, bound)
     if isinstance(bound, BoundQuery):
-        plan = plan_query(bound)
-        return statement, CompiledQuery(statement, plan, engine_select(plan, engine_relation(plan)))
+        return statement, compile_query(statement, plan_query(bound))
     return statement, bound

@@ -167,9 +167,10 @@ class EngineCalls:
         return self.engine.private_arrays(select)
 
     # --- before the charge: no data ------------------------------------------------------------
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
-        """The statement over an empty table of the same schema: query-only errors, uncharged."""
-        self.engine.dry_run(table, select, params)
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+        """A statement as it will run (over the bounded relation of `table`, or its keyed relation
+        of `keys`), over empty tables of the same schema: query-only errors, uncharged."""
+        self.engine.dry_run(table, select, params, keys)
 
     # --- public data and released values --------------------------------------------------------
     def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:

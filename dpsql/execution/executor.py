@@ -7,36 +7,48 @@
 A Median Mechanism layer (execution.median_layer) may take a counting query first; it charges
 through the same Charger and reads data through the same EngineCalls. Refusals raise before the
 charge; a charged query is never refunded, whatever happens after the charge.
+
+Multi-step reads (MEDIAN/IQR/MODE requests whose next statement depends on the rows of the last)
+are generators in the backend (backend/robust_sql.reads) that yield each statement and receive its
+rows: the executor runs every engine statement itself, the backend only decides and decodes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlglot import exp
+
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import Engine
 from dpsql.backend.released_db import ReleasedDatabase
+from dpsql.backend.robust_sql import GroupKey, Reads, RobustQuery, reads
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
-from dpsql.execution.assemble import assemble, assemble_simple
-from dpsql.execution.charge import Charger, more_text
-from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.assemble import assemble, assemble_simple, simple_shape
+from dpsql.execution.charge import Charger, more_text, post_charge, query_charge
+from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
-from dpsql.execution.compiled_post import CompiledPost
 from dpsql.execution.layers import MedianMechanismLayers
-from dpsql.execution.post_run import describe_post, run_post
+from dpsql.execution.noise import plan_noise_info
+from dpsql.execution.post_run import filled, noisy_outputs, post_result, released_schemas
 from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
+from dpsql.execution.state import PostState, QueryState, SessionState
 from dpsql.ir.query import ColumnRef, PublicQuery
 from dpsql.mechanisms.base import fmt
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.result import NoisyResult, ResultColumn
+from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
 
 
 class Executor:
-    """Runs a session's compiled statements: the engine, the charges and the noise of one session."""
+    """Runs a session's compiled statements: the engine, the charges, the noise and the state of one
+    session (execution/state.py: what it derives from the statements it runs; they never change)."""
 
     def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False) -> None:
         self.calls = EngineCalls(engine, rng)
         self.released = ReleasedDatabase()  # post-processing queries' released rows only (backend/released_db.py)
         self.charger = charger
+        self.state = SessionState(engine.dialect, engine.capabilities, policy.budget.default_query)
         self._rng = rng
         # Counting queries on tables with a [median_mechanism] policy go to the layer first (docs/mechanisms.md).
         self.layers = MedianMechanismLayers(policy, self.calls, rng, charger)
@@ -60,7 +72,8 @@ class Executor:
 
     def explain_lines(self, compiled: CompiledQuery, verbose: bool = True) -> list[str]:
         """EXPLAIN of a private query on this session's engine, with the layer's lines (the engine SQL if verbose)."""
-        lines = compiled.explain_lines(self.calls.dialect, self.calls.capabilities, verbose) + self.layers.explain_lines(compiled)
+        state = self.state.query(compiled)
+        lines = compiled.explain_lines(state.dialect, state.capabilities, verbose, state.text) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
         # The budget's view right under the query's own cost (the plan's "Cost:" line).
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
@@ -70,6 +83,10 @@ class Executor:
             lines.append(f"Keyed relation of {table.name} ({', '.join(compiled.keyed_columns)}): "
                          f"{self.calls.keyed_state(table, compiled.keyed_columns)}")
         return lines
+
+    def explain_post(self, compiled: CompiledPost, verbose: bool = True) -> list[str]:
+        """EXPLAIN of a post-processing query on this session's engine (the engine SQL if verbose)."""
+        return compiled.explain_lines(self.state.dialect, self.state.capabilities, verbose)
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
@@ -94,9 +111,18 @@ class Executor:
         names, types = noisy_types(compiled)
         if compiled.simple_outputs:
             return tuple(ResultColumn(o.name, t) for o, t in zip(outputs, types))
-        post = self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+        post = self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), self._post(self.state.query(compiled), compiled))
         position = {name: i for i, name in enumerate(post.names)}
         return tuple(ResultColumn(o.name, post.types[position[ColumnRef("output", i).name]]) for i, o in enumerate(outputs))
+
+    def noisy_private(self, compiled: CompiledQuery) -> tuple[bool, ...]:
+        """Which output columns of a private query are noisy (no data, no budget)."""
+        return tuple(info is not None for info in self._noise(self.state.query(compiled), compiled))
+
+    def describe_post(self, compiled: CompiledPost) -> tuple[tuple[ResultColumn, ...], tuple[bool, ...]]:
+        """Output columns of a post-processing query and which are noisy (no data, no budget)."""
+        columns = self._outer_columns(compiled, self.state.post(compiled))
+        return columns, noisy_outputs(compiled, columns)
 
     # --- answers ------------------------------------------------------------------------------------
     def public(self, query: PublicQuery) -> NoisyResult:
@@ -111,70 +137,126 @@ class Executor:
         taken = self.layers.take(compiled)
         if taken is not None:
             return taken
-        if self.calls.dialect not in compiled.dry_runs_passed:
+        state = self.state.query(compiled)
+        if not state.dry_runs_passed:
             self.charger.check(compiled.plan.cost)  # fail fast, before the dry runs touch the engine
-            self._dry_runs(compiled)
+            self._dry_runs(compiled, state)
         # (A plan whose dry runs passed goes straight to the charge: it checks the budget itself,
         # atomically, and refuses in the same words.)
-        self.charger.charge_query(compiled)
+        if state.charge is None:
+            state.charge = query_charge(compiled)
+        self.charger.charge_statement(state.charge, compiled.statement.sql)
         # Charged: from here on, nothing is refunded, whatever happens.
-        return self._answer(compiled)
+        return self._answer(compiled, state)
 
-    # --- post-processing over several releases (execution/post_run.py) ------------------------------
     def execute_post(self, compiled: CompiledPost) -> NoisyResult:
-        """Answer a post-processing query: its releases (one charge), then the outer query."""
-        return run_post(self, compiled)
+        """Answer a post-processing query (execution/post_run.py): budget check, every release's dry
+        runs and the outer query over empty released tables, ONE charge for all releases, then each
+        release answered as the query on its own would be, and the outer query over their rows."""
+        state = self.state.post(compiled)
+        self.charger.check(compiled.cost)  # fail fast, without touching the engine
+        for query in compiled.inputs:
+            self._dry_runs(query, self.state.query(query))
+        columns = self._outer_columns(compiled, state)
+        if state.charge is None:
+            state.charge = post_charge(compiled)
+        self.charger.charge_statement(state.charge, compiled.statement.sql)
+        # Charged: from here on, nothing is refunded, whatever happens.
+        results = [self._answer(query, self.state.query(query)) for query in compiled.inputs]
+        assert state.tables is not None and state.outer_sql is not None
+        out = self.released.run(filled(state.tables, results), state.outer_sql)
+        return post_result(compiled, columns, out.types, out.rows, results)
 
-    def describe_post(self, compiled: CompiledPost) -> tuple[tuple[ResultColumn, ...], tuple[bool, ...]]:
-        """Output columns of a post-processing query and which are noisy (no data, no budget)."""
-        return describe_post(self, compiled)
-
-    def dry_runs(self, compiled: CompiledQuery) -> None:
-        """A release's query-only checks, before the charge."""
-        self._dry_runs(compiled)
-
-    def answer(self, compiled: CompiledQuery) -> NoisyResult:
-        """A release's answer: ONLY after its charge (run_post charges all releases first)."""
-        return self._answer(compiled)
-
-    def _dry_runs(self, compiled: CompiledQuery) -> None:
+    # --- the steps -----------------------------------------------------------------------------------
+    def _dry_runs(self, compiled: CompiledQuery, state: QueryState) -> None:
         """Refuse query-only errors before the charge (no data is present in a dry run)."""
-        dialect = self.calls.dialect
-        if dialect in compiled.dry_runs_passed:
+        if state.dry_runs_passed:
             return
         table = compiled.plan.query.table
-        self.calls.dry_run(table, compiled.dry_run_engine, {"seed": 0} if compiled.uses_seed else None)
-        for select, params in compiled.robust_dry_runs(self.calls.capabilities):  # MEDIAN/IQR/MODE, on the empty table too
-            self.calls.dry_run(table, select, params)
+        # The statements that will run after the charge, each over empty tables of the same schema.
+        self.calls.dry_run(table, compiled.engine, {"seed": 0} if compiled.uses_seed else None, compiled.keyed_columns)
+        for query in self._robust(compiled, state):  # MEDIAN/IQR/MODE: every statement a read may need
+            for select, params in query.statements():
+                self.calls.dry_run(table, select, params)
         if compiled.plan.robust and not compiled.simple_outputs:
-            self._dry_run_post(compiled)
-        compiled.dry_runs_passed.add(dialect)
+            self._dry_run_post(compiled, state)
+        state.dry_runs_passed = True
 
-    def _dry_run_post(self, compiled: CompiledQuery) -> None:
+    def _dry_run_post(self, compiled: CompiledQuery, state: QueryState) -> None:
         """Post-processing over an EMPTY noisy table, before the charge: arithmetic the engine cannot
         type (e.g. a number divided by a text MODE) is refused uncharged (DP123)."""
         names, types = noisy_types(compiled)
         try:
-            self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), compiled.post)
+            self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), self._post(state, compiled))
             return
         except EngineError:
             pass  # raised below, outside the except block
         raise UnsupportedQueryError("the engine cannot compute this query's outputs from the released values",
                                     code="DP123", hint="check the arithmetic over MEDIAN, IQR and MODE; nothing was charged")
 
-    def _answer(self, compiled: CompiledQuery) -> NoisyResult:
-        """After the charge: bounded relation, engine statements, release, post-processing, assembly."""
+    def _outer_columns(self, compiled: CompiledPost, state: PostState) -> tuple[ResultColumn, ...]:
+        """The outer query over empty released tables: its output columns, or DP127 (uncharged)."""
+        if state.outer_columns is None:
+            if state.tables is None:
+                state.tables = released_schemas(compiled, [self.describe_private(query) for query in compiled.inputs])
+            if state.outer_sql is None:
+                state.outer_sql = self.released.render(state.tables, compiled.query.outer)
+            result = self.released.check(state.tables, state.outer_sql)
+            state.outer_columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
+        return state.outer_columns
+
+    def _answer(self, compiled: CompiledQuery, state: QueryState) -> NoisyResult:
+        """ONLY after the charge: bounded relation, engine statements, release, post-processing, assembly."""
         calls = self.calls
         bounded = calls.bounded(compiled.plan.query.table)
         assert bounded
         if compiled.keyed_columns:
             calls.keyed(compiled.plan.query.table, compiled.keyed_columns)
-        engine_sql = compiled.render_once(compiled.engine, calls.dialect)
-        raw = calls.run(engine_sql, {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
+        raw = calls.run(state.text(compiled.engine), {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)
-        release_robust_rows(compiled, columns, types, calls.run, self._rng,  # MEDIAN/IQR/MODE: value or ⊥
-                            calls.dialect, calls.capabilities)
+        if compiled.plan.robust:  # MEDIAN/IQR/MODE: their requests' reads, then a value or ⊥ each
+            release_robust_rows(compiled, columns, types, self._robust_reads(compiled, state), self._rng)
+        template = self._noise(state, compiled)
         if compiled.simple_outputs:
-            return assemble_simple(compiled, columns, types)
-        post = calls.postprocess(columns, types, compiled.post)
-        return assemble(compiled, post.names, post.types, post.rows)
+            key = tuple(sorted(types.items()))
+            if state.shape is None or state.shape[0] != key:
+                state.shape = (key, simple_shape(compiled, types))
+            return assemble_simple(compiled, columns, types, template, state.shape[1])
+        post = calls.postprocess(columns, types, self._post(state, compiled))
+        return assemble(compiled, post.names, post.types, post.rows, template)
+
+    def _robust_reads(self, compiled: CompiledQuery, state: QueryState) -> list[dict[GroupKey, Any]]:
+        """Each robust request's exact reads over the bounded relation (after the charge). A
+        request's secret seeds are drawn first, in request order, as its statements need them."""
+        data = []
+        for query in self._robust(compiled, state):
+            params = {"mode_seed": self._rng.randbelow(SEED_BOUND), "tie_seed": self._rng.randbelow(SEED_BOUND)} if query.seeded else {}
+            data.append(self._drive(reads(query, compiled.plan, params), state))
+        return data
+
+    def _drive(self, steps: Reads, state: QueryState) -> dict[GroupKey, Any]:
+        """Run a request's statements one at a time, each answered with its rows; the request
+        (backend/robust_sql.reads) decides from them which statement comes next, the executor runs it."""
+        select, params = next(steps)
+        while True:
+            result = self.calls.run(state.text(select), params)
+            try:
+                select, params = steps.send((result.names, result.rows))
+            except StopIteration as done:
+                read: dict[GroupKey, Any] = done.value
+                return read
+
+    def _robust(self, compiled: CompiledQuery, state: QueryState) -> tuple[RobustQuery, ...]:
+        if state.robust is None:
+            state.robust = compiled.robust_queries_for(state.capabilities) if compiled.plan.robust else ()
+        return state.robust
+
+    def _post(self, state: QueryState, compiled: CompiledQuery) -> exp.Select:
+        if state.post is None:
+            state.post = compiled.post
+        return state.post
+
+    def _noise(self, state: QueryState, compiled: CompiledQuery) -> tuple[NoiseInfo | None, ...]:
+        if state.noise is None:
+            state.noise = tuple(plan_noise_info(compiled))
+        return state.noise

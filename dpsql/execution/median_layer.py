@@ -46,7 +46,7 @@ from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, measured_width
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.median_mechanism.model import PublicModel
-from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
+from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer, turn_on_hint
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.planner.measurable import MMQuery
@@ -91,7 +91,7 @@ class TableLayer:
         self.domain = DomainIndex(config)
         self.plan = plan_for(config, table.max_rows)
         self.calibration = self.plan.calibration
-        self.enabled = self.plan.strategy == "identity" or self.calibration.cap >= config.min_hard_slots
+        self.enabled = self.plan.decide(config.min_hard_slots)[0]
         self.core: LayerCore | None = None
         self.reservations = 0  # reservations charged in this session (more than one: renewed after halting)
         self.unaffordable = False
@@ -108,7 +108,7 @@ class TableLayer:
                 if self._chain_key in _LEARNED:  # continue the model of an earlier session (no warm start)
                     self.plan = plan_for(config, table.max_rows, True)
                     self.calibration = self.plan.calibration
-                    self.enabled = self.calibration.cap >= config.min_hard_slots
+                    self.enabled = self.plan.decide(config.min_hard_slots)[0]
 
     # --- public state ---------------------------------------------------------------------------
     @property
@@ -168,9 +168,14 @@ class TableLayer:
         """Why the layer does not answer (public)."""
         cal = self.calibration
         if not self.enabled:
-            return (f"the Median Mechanism layer of '{self.table.name}' is off: its calibration gives {cal.cap} hard "
-                    f"slot(s), fewer than min_hard_slots = {self.config.min_hard_slots} (epsilon {_fmt(cal.epsilon)}, "
-                    f"accuracy {cal.accuracy}, mode {cal.mode}); per-query noise answers its counting queries")
+            _, why = self.plan.decide(self.config.min_hard_slots)
+            config = self.config
+            hint = turn_on_hint(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
+                                sensitivity=self.table.max_rows, sizes=tuple(d.size for d in config.domains),
+                                beta=config.beta, expected_queries=config.expected_queries,
+                                min_hard_slots=config.min_hard_slots)
+            return (f"the Median Mechanism layer of '{self.table.name}' is off: {why} (epsilon {_fmt(cal.epsilon)}, "
+                    f"accuracy {cal.accuracy}, mode {cal.mode}); per-query noise answers its counting queries; {hint}")
         return (f"the Median Mechanism layer of '{self.table.name}' is off for this session: its reservation "
                 f"(epsilon {_fmt(cal.cost.epsilon)}, delta {float(cal.cost.delta):.3g}) does not fit the remaining "
                 "budget; per-query noise answers its counting queries")

@@ -21,18 +21,16 @@ from dpsql.result import NoiseInfo
 
 def noise_info(compiled: CompiledQuery, rows: Sequence[Sequence[Any]] | None = None,
                cells: Sequence[tuple[float | None, ...]] | None = None,
-               confidences: Sequence[tuple[float | None, ...]] | None = None) -> list[NoiseInfo | None]:
+               confidences: Sequence[tuple[float | None, ...]] | None = None,
+               template: Sequence[NoiseInfo | None] | None = None) -> list[NoiseInfo | None]:
     """One NoiseInfo per output column (None for group keys): mechanism, scale, ci95, epsilon, delta.
 
     Columns of robust aggregates also say whether they can be ⊥ (`refusal`: the public sentence)
     and, given the answer's rows, which cells were (`refused`: a bool, or one flag per row).
-    Given the cells' 95% half-widths, derived columns get theirs as `ci95`. What depends on the
-    plan alone is computed once per compiled query.
+    Given the cells' 95% half-widths, derived columns get theirs as `ci95`. `template`: what
+    depends on the plan alone (`plan_noise_info`), when the caller keeps it.
     """
-    template = compiled.memo.get("noise_info")
-    if template is None:
-        template = compiled.memo["noise_info"] = tuple(_plan_info(compiled))
-    infos = list(template)
+    infos = list(plan_noise_info(compiled) if template is None else template)
     if rows is not None:
         infos = mark_refusals(infos, rows)
     if confidences:
@@ -61,7 +59,8 @@ def fill_ci(infos: list[NoiseInfo | None], cells: Sequence[tuple[float | None, .
     return out
 
 
-def _plan_info(compiled: CompiledQuery) -> list[NoiseInfo | None]:
+def plan_noise_info(compiled: CompiledQuery) -> list[NoiseInfo | None]:
+    """The NoiseInfo of each output column that the plan alone determines (no answer yet)."""
     plan = compiled.plan
     infos: list[NoiseInfo | None] = []
     for output in plan.query.outputs:

@@ -1,10 +1,10 @@
-"""Running a post-processing query: releases first (charged once, together), then the outer
-query over the released rows only, then each output column's noise information.
+"""A post-processing query's released tables and each output column's noise information.
 
-Order (fail closed): budget check -> every release's dry runs -> the outer query over EMPTY
-released tables (DP127) -> one charge for the sum of the releases -> each release answered
-(engine, noise) exactly as the query on its own would be -> the outer query in a fresh
-database that holds the released tables and nothing else (backend/released_db.py).
+The executor runs it (execution/executor.py, fail closed): budget check -> every release's dry
+runs -> the outer query over EMPTY released tables (DP127) -> one charge for the sum of the
+releases -> each release answered (engine, noise) exactly as the query on its own would be ->
+the outer query in a database that holds the released tables and nothing else
+(backend/released_db.py). This module holds the pieces that read no engine.
 
 Intervals: an output column that copies a released column (through filters, ORDER BY,
 LIMIT, joins, UNION ALL) keeps each cell's 95% half-width, found by the cell's value among the
@@ -18,78 +18,44 @@ cells, coverage may fall below 95% (docs/sql-reference.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from dpsql.backend.released_db import ReleasedTable
-from dpsql.execution.compiled_post import CompiledPost
+from dpsql.execution.compiled import CompiledPost
 from dpsql.ir.post import OutputLineage, released_column
 from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
-
-if TYPE_CHECKING:
-    from dpsql.execution.executor import Executor
 
 _DERIVED = "post-processed (no interval)"
 
 
-def _tables(executor: Executor, compiled: CompiledPost) -> list[ReleasedTable]:
-    """The released tables' schemas (names and types from the plans alone, no data)."""
-    cached = compiled.memo.get("tables")
-    if isinstance(cached, list):
-        return cached
-    tables: list[ReleasedTable] = []
-    for inp, query in zip(compiled.query.inputs, compiled.inputs):
-        columns = executor.describe_private(query)
+def released_schemas(compiled: CompiledPost, described: Sequence[tuple[ResultColumn, ...]]) -> tuple[ReleasedTable, ...]:
+    """The released tables' schemas (no rows), from each release's described output columns."""
+    tables = []
+    for inp, columns in zip(compiled.query.inputs, described):
         names = tuple(released_column(j) for j in range(len(columns)))  # positional: output names may repeat
         tables.append(ReleasedTable(inp.name, names, tuple(c.type_name for c in columns), []))
-    compiled.memo["tables"] = tables
-    return tables
+    return tuple(tables)
 
 
-def _outer_sql(executor: Executor, compiled: CompiledPost) -> str:
-    cached = compiled.memo.get("outer_sql")
-    if isinstance(cached, str):
-        return cached
-    text = executor.released.render(_tables(executor, compiled), compiled.query.outer)
-    compiled.memo["outer_sql"] = text
-    return text
+def filled(tables: Sequence[ReleasedTable], results: Sequence[NoisyResult]) -> list[ReleasedTable]:
+    """The released tables with each release's released rows."""
+    return [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(tables, results)]
 
 
-def check_outer(executor: Executor, compiled: CompiledPost) -> tuple[ResultColumn, ...]:
-    """The outer query over empty released tables: its output columns, or DP127 (uncharged)."""
-    cached = compiled.memo.get("outer_columns")
-    if isinstance(cached, tuple):
-        return cached
-    result = executor.released.check(_tables(executor, compiled), _outer_sql(executor, compiled))
-    columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
-    compiled.memo["outer_columns"] = columns
-    return columns
-
-
-def describe_post(executor: Executor, compiled: CompiledPost) -> tuple[tuple[ResultColumn, ...], tuple[bool, ...]]:
-    """Output columns and which are noisy, without data or budget."""
-    columns = check_outer(executor, compiled)
+def noisy_outputs(compiled: CompiledPost, columns: tuple[ResultColumn, ...]) -> tuple[bool, ...]:
+    """Which output columns depend on a noisy value (all of them when the lineage is unknown)."""
     lineage = compiled.query.lineage
     if lineage is None or len(lineage) != len(columns):
-        return columns, tuple(True for _ in columns)
-    return columns, tuple(line.noisy for line in lineage)
+        return tuple(True for _ in columns)
+    return tuple(line.noisy for line in lineage)
 
 
-def run_post(executor: Executor, compiled: CompiledPost) -> NoisyResult:
-    """Answer a post-processing query (see the module docstring for the order)."""
-    executor.charger.check(compiled.cost)  # fail fast, without touching the engine
-    for query in compiled.inputs:
-        executor.dry_runs(query)
-    columns = check_outer(executor, compiled)
-    executor.charger.charge_post(compiled.statement.sql, compiled.plan_hash, [q.plan for q in compiled.inputs], compiled.cost,
-                                 compiled.memo)
-    # Charged: from here on, nothing is refunded, whatever happens.
-    results = [executor.answer(query) for query in compiled.inputs]
-    tables = [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(_tables(executor, compiled), results)]
-    out = executor.released.run(tables, _outer_sql(executor, compiled))
-    names = tuple(c.name for c in columns)
-    result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out.types))
-    infos, cells = _noise(compiled, results, out.rows, len(result_columns))
-    return NoisyResult("query", result_columns, out.rows, tuple(infos), cells, compiled.cost)
+def post_result(compiled: CompiledPost, columns: tuple[ResultColumn, ...], types: Sequence[str], rows: list[tuple[Any, ...]],
+                results: Sequence[NoisyResult]) -> NoisyResult:
+    """The answer: the outer query's rows, each column's noise information and cells' intervals."""
+    result_columns = tuple(ResultColumn(c.name, t) for c, t in zip(columns, types))
+    infos, cells = _noise(compiled, results, rows, len(result_columns))
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.cost)
 
 
 def _noise(compiled: CompiledPost, results: Sequence[NoisyResult], rows: list[tuple[Any, ...]],

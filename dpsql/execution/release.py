@@ -2,8 +2,8 @@
 
 `release_rows` turns the engine's exact raw aggregates into the noisy table (partition
 selection of private keys, then one Laplace draw per release and group); `release_robust_rows`
-runs the robust aggregates' raw requests (engine SQL from backend.robust_sql) and releases
-MEDIAN/QUANTILE, IQR and MODE per group (a value, or None for ⊥). Every draw comes from the
+releases MEDIAN/QUANTILE, IQR and MODE per group (a value, or None for ⊥) from what the robust
+aggregates' raw requests read (engine SQL from backend.robust_sql, run by the executor). Every draw comes from the
 injected random source; nothing here touches the ledger.
 """
 
@@ -11,22 +11,12 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
-
-from sqlglot import exp
+from typing import Any, Mapping, Sequence
 
 from dpsql.backend.engine import EngineResult, key_type
-from dpsql.backend.robust_sql import (
-    DUCKDB_CAPABILITIES,
-    GroupKey,
-    RobustQuery,
-    Runner,
-    decode,
-    fetch,
-)
+from dpsql.backend.robust_sql import GroupKey, decode
 from dpsql.backend.sqlgen import UNITS
 from dpsql.execution.compiled import CompiledQuery
-from dpsql.execution.engine_calls import SEED_BOUND
 from dpsql.ir.plan import (
     CONFIDENCE_MECHANISMS,
     INTERVAL_MECHANISMS,
@@ -116,21 +106,16 @@ def noisy_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ..
 
 
 def release_robust_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
-                        run: Callable[[str, Mapping[str, Any]], EngineResult], rng: RandomSource,
-                        dialect: str = "duckdb", capabilities: frozenset[str] = DUCKDB_CAPABILITIES) -> None:
-    """Run the robust requests (after the charge) and add their released columns (None = ⊥)."""
+                        data: Sequence[Mapping[GroupKey, Any]], rng: RandomSource) -> None:
+    """Add the robust releases' columns (None = ⊥) from what their requests read (`data`, one per
+    request: the executor ran them after the charge)."""
     plan = compiled.plan
     if not plan.robust:
         return
     nkeys = len(plan.query.keys)
     nrows = len(columns[key_name(0)]) if nkeys else 1
     groups = [tuple(columns[key_name(i)][row] for i in range(nkeys)) for row in range(nrows)]
-
-    def runner(select: exp.Select, params: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        result = run(compiled.render_once(select, dialect), params)
-        return result.names, result.rows
-
-    release_robust(plan, compiled.robust_queries_for(capabilities), groups, columns, types, runner, rng)
+    release_robust(plan, groups, columns, types, data, rng)
 
 
 def robust_type(plan: Plan, release: RobustRelease) -> str:
@@ -149,13 +134,9 @@ def robust_type(plan: Plan, release: RobustRelease) -> str:
     return "DOUBLE"
 
 
-def release_robust(plan: Plan, queries: Sequence[RobustQuery], groups: Sequence[GroupKey], columns: dict[str, list[Any]],
-                   types: dict[str, str], run: Runner, rng: RandomSource) -> None:
+def release_robust(plan: Plan, groups: Sequence[GroupKey], columns: dict[str, list[Any]], types: dict[str, str],
+                   data: Sequence[Mapping[GroupKey, Any]], rng: RandomSource) -> None:
     """Add one noisy column per robust release to `columns` (None where ⊥), in `groups` order."""
-    data = []
-    for query in queries:
-        params = {"mode_seed": rng.randbelow(SEED_BOUND), "tie_seed": rng.randbelow(SEED_BOUND)} if query.seeded else {}
-        data.append(fetch(query, plan, run, params))
     for index, release in enumerate(plan.robust):
         raw = data[release.request]
         empty = plan.requests[release.request].empty

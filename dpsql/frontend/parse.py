@@ -75,10 +75,12 @@ def check_numbers(tree: exp.Expr, sql: str) -> None:
     """DP100 for a number literal whose exponent is beyond +-MAX_EXPONENT (before any analysis).
     Privacy options and SET values are read as text and refused by their own rule (DP120)."""
     for node in tree.find_all(exp.Literal):
-        if node.is_string or node.find_ancestor(exp.Set, PrivacyOptions) is not None:
+        if node.is_string:
             continue
         match = _EXPONENT.search(str(node.this))
-        if match and (len(match.group(2)) > 4 or int(match.group(2)) > MAX_EXPONENT):
+        if match is None or node.find_ancestor(exp.Set, PrivacyOptions) is not None:
+            continue
+        if len(match.group(2)) > 4 or int(match.group(2)) > MAX_EXPONENT:
             where = sql.find(str(node.this))
             raise SqlSyntaxError(f"the number {str(node.this)[:24]} is out of range (its exponent is beyond "
                                  f"+-{MAX_EXPONENT:,})", code="DP100",
@@ -136,10 +138,9 @@ def bind_parameters(tree: exp.Expr, parameters: Sequence[object] | None, sql: st
     parameters[n - 1]; one statement uses one style.
     """
     # qmarks bind in text order: the parser records each one's offset (tree order differs).
-    placeholders = sorted(
-        (p for p in tree.find_all(exp.Placeholder) if not p.this), key=lambda p: p.meta.get("start", 0)
-    )
-    named = [p for p in tree.find_all(exp.Placeholder) if p.this]
+    found = list(tree.find_all(exp.Placeholder))  # one walk for both styles
+    placeholders = sorted((p for p in found if not p.this), key=lambda p: p.meta.get("start", 0))
+    named = [p for p in found if p.this]
     params = list(parameters or [])
     if named:
         if placeholders or not all(str(p.this).isdigit() and int(str(p.this)) >= 1 for p in named):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsql.execution.compiled_post import CompiledPost
+from dpsql.execution.compiled import CompiledPost
 from tests.golden.test_golden import Case, check_case_file, compile_sql
 
 POST_FILES = sorted((Path(__file__).parent / "post").glob("*.plan"))

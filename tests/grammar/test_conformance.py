@@ -51,7 +51,7 @@ REJECT = sorted((GOLDEN / "reject").glob("*.sql"))
 # Codes a sentence of the grammar may still be refused with: what a CFG cannot say
 # (grammar/semantic_rules.md marks them "semantic"). Every other refusal code is grammar-level:
 # the grammar excludes the construct, so a generated sentence must never get it.
-SEMANTIC_CODES = frozenset({"DP105", "DP111", "DP114", "DP120", "DP122", "DP127", "DP128", "DP129", "DP143", "DP144", "DP145"})
+SEMANTIC_CODES = frozenset({"DP105", "DP111", "DP114", "DP120", "DP122", "DP127", "DP128", "DP129", "DP140", "DP143", "DP144", "DP145"})
 
 # DP115's magnitude cap (bounds beyond ±10^15) is semantic: the grammar's bounded expressions
 # multiply literals and bounded columns, and a CFG cannot bound the size of a product. Only that

@@ -31,15 +31,16 @@ import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.expression_types import TYPE_KEY
 from dpsql.backend import mmsql
-from dpsql.backend.dialects import HashBits, KeyedHash, hash_input
+from dpsql.backend.dialects import HashBits, KeyedHash, hash_input, render
 from dpsql.backend.duckdb_engine import DuckDBEngine
 from dpsql.backend.engine import EngineResult, bounded_name, keyed_name, source_name
-from dpsql.backend.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, fetch, robust_queries
+from dpsql.backend.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, robust_queries
 from dpsql.backend.spark_engine import SparkEngine
 from dpsql.backend.sqlgen import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
 from dpsql.mechanisms.ranks import CountedWindows, Histogram, WindowedOrderStatistics, quantile_rank
 from dpsql.execution.compiled import CompiledQuery, compile_statement
+from tests.robust_reads import fetch
 from tests.spark.conftest import BOUND_SEED, EnginePair, SparkData
 
 QUERY_SEED = 2**61 + 12_345  # the key-bounding seed of the keyed relation, on both engines
@@ -111,7 +112,7 @@ def run_plan(engine: Any, compiled: CompiledQuery, seed: int = QUERY_SEED) -> En
             engine.backend.materialize(f"{name}_heavy", key_heavy_select(table, bounded_name(table), compiled.keyed_columns))
             engine.backend.materialize(name, keyed_select(table, bounded_name(table), compiled.keyed_columns, f"{name}_heavy"), {"seed": seed})
             return engine.run(engine_select(compiled.plan, name))
-    return engine.run(compiled.render_once(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
+    return engine.run(render(compiled.engine, engine.dialect), {"seed": seed} if compiled.uses_seed else None)
 
 
 def capabilities(engine: Any) -> frozenset[str]:
@@ -122,7 +123,7 @@ def fetched(engine: Any, compiled: CompiledQuery, params: dict[str, int] | None 
     """What the mechanisms read, per request and group: DuckDB through its two-stage bucket read
     (ungrouped, bounded) or reservoir_quantile brackets, Spark through the exact window query."""
     def runner(select: exp.Select, bound: Any) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        result = engine.run(compiled.render_once(select, engine.dialect), bound)
+        result = engine.run(render(select, engine.dialect), bound)
         return result.names, result.rows
 
     return [fetch(query, compiled.plan, runner, params if query.seeded else None)
@@ -495,8 +496,8 @@ def test_order_statistics(engines: EnginePair, spark_data: SparkData, sql: str) 
     for dq, sq in zip(duck_queries, spark_queries):
         if dq.fallback is not None:
             assert sq.exact
-            assert_identical(engines.duckdb.run(compiled.render_once(dq.fallback, "duckdb")),
-                             engines.spark.run(compiled.render_once(sq.main, "spark")), spark_types={"__rk": "INTEGER"})
+            assert_identical(engines.duckdb.run(render(dq.fallback, "duckdb")),
+                             engines.spark.run(render(sq.main, "spark")), spark_types={"__rk": "INTEGER"})
 
 
 def test_negative_control_other_bounded_rows_change_the_order_statistics(engines: EnginePair, spark_data: SparkData) -> None:

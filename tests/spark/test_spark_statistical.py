@@ -25,6 +25,7 @@ import pytest
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
+from dpsql.backend.dialects import render
 from dpsql.backend.engine import EngineResult
 from dpsql.backend.spark_engine import SparkEngine
 from dpsql.catalog.model import Policy
@@ -67,7 +68,7 @@ def exact(databases: audit.Neighbours) -> dict[str, Exact]:
         assert isinstance(compiled, CompiledQuery) and not compiled.uses_seed
         # The bounding seed is irrelevant here: no person has more than max_rows rows (checked by build_neighbours).
         engine.ensure_bounded(compiled.plan.query.table, 1)
-        raw = engine.run(compiled.render_once(compiled.engine, engine.dialect))
+        raw = engine.run(render(compiled.engine, engine.dialect))
         assert raw.rows == [(databases.count(name),)]  # Spark's exact COUNT(*) of the database
         out[name] = Exact(compiled, raw)
     return out

@@ -98,7 +98,7 @@ def test_ten_times_laplace_on_the_bundled_demo(tmp_path: Path) -> None:
         k_laplace = laplace_queries(epsilon, accuracy, sensitivity=3)
         queries = workload(sizes, 10 * k_laplace + 200, seed=21, pairs=[(0, 2), (1, 2), (2, 3), (0, 3)])
         for sets in queries[:40]:  # the numpy masks are the SQL queries' masks
-            compiled = con.session.compile(sql_for(sets))[1]
+            compiled = con.session.compile(sql_for(sets)).compiled
             shape = layer.shape(measurable(compiled.plan.query, layer.config))
             assert np.array_equal(shape.mask, conj_mask(sizes, sets)), sql_for(sets)
         counts = layer.core._data._counts  # the bounded data's histogram, for scoring only

@@ -43,8 +43,8 @@ import pytest
 from scipy import stats
 
 from dpsql.accounting.ledger import Ledger
+from dpsql.backend.dialects import render
 from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
-from dpsql.backend.robust_sql import fetch
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
 from dpsql.ir.plan import robust_name
@@ -55,6 +55,7 @@ from dpsql.mechanisms.sampling import discrete_laplace_upper_tail
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.session import Session
+from tests.robust_reads import fetch
 
 pytestmark = pytest.mark.statistical
 
@@ -121,7 +122,11 @@ class Prepared:
         rng = SeededRandomSource(seed)
         rng.randbelow(2**62)  # the session's bounding seed (first query of a session)
         columns, types = release_rows(self.compiled, self.raw, rng)
-        release_robust_rows(self.compiled, columns, types, self.run, rng)
+        data = []
+        for query in self.compiled.robust_queries:  # each request's seeds, then its reads (Executor._robust_reads)
+            params = {"mode_seed": rng.randbelow(2**62), "tie_seed": rng.randbelow(2**62)} if query.seeded else {}
+            data.append(fetch(query, self.compiled.plan, self.rows, params))
+        release_robust_rows(self.compiled, columns, types, data, rng)
         value = columns[robust_name(0)][0]
         return REFUSED if value is None else value
 
@@ -130,8 +135,11 @@ class Prepared:
 
     def stats(self, index: int = 0) -> Any:
         """The order statistics or votes the real SQL returns for request `index` (ungrouped)."""
-        return fetch(self.compiled.robust_queries[index], self.compiled.plan,
-                     lambda select, params: (lambda r: (r.names, r.rows))(self.run(self.compiled.render_once(select), params)))[()]
+        return fetch(self.compiled.robust_queries[index], self.compiled.plan, self.rows)[()]
+
+    def rows(self, select: Any, params: Any) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        result = self.run(render(select, "duckdb"), params)
+        return result.names, result.rows
 
 
 def prepare(tmp: Path, frame: pd.DataFrame, sql: str, max_rows: int, mode_params: dict[str, int] | None = None) -> Prepared:
@@ -140,7 +148,7 @@ def prepare(tmp: Path, frame: pd.DataFrame, sql: str, max_rows: int, mode_params
     policy = load_policy(path)
     engine = DuckDBEngine(policy, None, {"t": frame})
     session = Session(policy, engine, Ledger(None), rng=SeededRandomSource(0))
-    _, compiled = session.compile(sql)
+    compiled = session.compile(sql).compiled
     assert isinstance(compiled, CompiledQuery)
     engine.ensure_bounded(policy.table("t"), 0)  # no person has more than max_rows rows: nothing is dropped
     raw = engine.run(compiled.engine_sql, None)

@@ -49,7 +49,7 @@ def test_repeated_query_reuses_the_plan_and_draws_fresh_noise(connect: Callable[
         before = source.draws
         values.append(con.execute(COUNT).fetchone()[0])
         draws.append(source.draws - before)
-    assert session.compile(COUNT)[1] is session.compile(COUNT)[1]  # the cached plan
+    assert session.compile(COUNT).compiled is session.compile(COUNT).compiled  # the cached plan
     assert all(d > 0 for d in draws)  # every answer drew its own noise, after its own charge
     assert len(set(values)) > 1
     assert len(session.ledger_entries()) == 6
@@ -77,23 +77,23 @@ def test_repeated_query_gets_fresh_per_query_seeds(connect: Callable[..., dpsql.
 def test_set_gives_a_new_plan_and_its_cost_is_charged(connect: Callable[..., dpsql.Connection]) -> None:
     con = connect()
     session = con.session
-    before = session.compile(COUNT)[1]
+    before = session.compile(COUNT).compiled
     con.execute("SET dpsql.epsilon = 0.25")
-    after = session.compile(COUNT)[1]
+    after = session.compile(COUNT).compiled
     assert after is not before and after.plan.cost.epsilon == Fraction(1, 4)
     con.execute(COUNT).fetchall()
     assert session.ledger_entries()[-1].cost.epsilon == Fraction(1, 4)
     con.execute("SET dpsql.epsilon = %s" % float(before.plan.cost.epsilon))
-    assert session.compile(COUNT)[1].plan.cost == before.plan.cost
+    assert session.compile(COUNT).compiled.plan.cost == before.plan.cost
 
 
 def test_another_policy_gives_a_new_plan(connect: Callable[..., dpsql.Connection], policy_file: Callable[..., Any]) -> None:
     con = connect(policy=policy_file(max_rows=3))
     session = con.session
-    first = session.compile(COUNT)[1]
+    first = session.compile(COUNT).compiled
     assert first.plan.cost.losses[0].sensitivity == 3
     session.policy = load_policy(policy_file(name="other.toml", max_rows=2))
-    second = session.compile(COUNT)[1]
+    second = session.compile(COUNT).compiled
     assert second is not first and second.plan.cost.losses[0].sensitivity == 2
 
 
@@ -104,7 +104,7 @@ def test_a_cached_plan_is_refused_in_the_same_words_and_never_charged(connect: C
     session = con.session
     for _ in range(3):
         con.execute(COUNT).fetchall()
-    assert "duckdb" in session.compile(COUNT)[1].dry_runs_passed  # the repeat skips the fail-fast check
+    assert session._executor.state.query(session.compile(COUNT).compiled).dry_runs_passed  # the repeat skips the fail-fast check
     with pytest.raises(BudgetExhaustedError) as cached:
         con.execute(COUNT)
     other = "SELECT COUNT(*) FROM people WHERE age > 1"  # a new plan: refused by the fail-fast check
