@@ -61,9 +61,11 @@ class LocalDuckDB:
                 return None
             return {name: numpy.asarray(values) for name, values in fetched.items()}
 
-    def reference_check(self, relations: Mapping[str, exp.Select], select: exp.Expr, params: Mapping[str, Any] | None) -> str | None:
+    def reference_check(self, relations: Mapping[str, exp.Select], select: exp.Expr, params: Mapping[str, Any] | None,
+                        names: Mapping[str, str]) -> str | None:
         """Whether DuckDB (dpsql's reference engine) runs `select` over the empty relations
         `relations` (name -> a SELECT of typed NULLs, no rows): DuckDB's error text, or None.
+        `names` maps each session relation the statement reads to its empty stand-in.
         Another engine's dry run asks, so that a statement DuckDB rejects (a type error its
         binder catches) is refused on every engine. No data is present: the text is safe to show."""
         with self._lock:
@@ -72,7 +74,7 @@ class LocalDuckDB:
                 for name, empty in relations.items():
                     self._con.execute(render(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", replace=True,
                                                         expression=empty, properties=exp.Properties(expressions=[exp.TemporaryProperty()]))))
-                self._con.execute(render(select), dict(params or {})).fetchall()
+                self._con.execute(render_for(select, "duckdb", names), dict(params or {})).fetchall()
             except duckdb.Error as err:
                 failure = str(err)
             return failure

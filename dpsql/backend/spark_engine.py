@@ -26,7 +26,8 @@ from sqlglot import exp
 
 from dpsql.backend.dialects import render
 from dpsql.backend.local_duckdb import LocalDuckDB
-from dpsql.backend.engine import BackendFailure, Engine, Progress, empty_keyed_name, empty_name, engine_reason
+from dpsql.backend.engine import (BackendFailure, Engine, Progress, bounded_name, empty_keyed_name, empty_name, engine_reason,
+                                  keyed_name)
 from dpsql.backend.spark_rules import spark_refusal
 from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, fixed_point_selects
 from dpsql.catalog.model import Policy, Table
@@ -362,12 +363,17 @@ class SparkEngine(Engine):
         super().__init__(policy, SparkBackend(policy, spark, master=master, remote=remote, frames=frames, conf=conf,
                                               progress=progress), LocalDuckDB())
 
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None) -> None:
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
         """Spark's own dry run, then DuckDB's: DuckDB is the reference engine, so a statement its
         binder rejects (`dept + 1`, `factorial(BIGINT)`) is refused here too, uncharged, in the
-        same words, rather than answered by Spark's implicit casts (`'sales' + 1` is NULL there)."""
-        super().dry_run(table, select, params)
-        failure = self.local.reference_check(_reference_relations(table), select, params)
+        same words, rather than answered by Spark's implicit casts (`'sales' + 1` is NULL there).
+        Both read the same empty stand-ins of the session relations the statement names."""
+        super().dry_run(table, select, params, keys)
+        empty, keyed = empty_name(table), empty_keyed_name(table)
+        names = {bounded_name(table): empty, empty: empty, keyed: keyed}
+        if keys:
+            names[keyed_name(table, keys)] = keyed
+        failure = self.local.reference_check(_reference_relations(table), select, params, names)
         if failure is not None:
             raise UnsupportedQueryError(f"the engine rejects this query: {engine_reason(BackendFailure(failure))}",
                                         code="DP123", hint="rewrite the expression named above; nothing was charged")
