@@ -12,7 +12,7 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name, is_aggregate
-from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key
+from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import Column
 from dpsql.errors import InvalidOptionError
@@ -56,6 +56,7 @@ class _Binder:
         self.keys: list[Column] = []
         self.derived: list[GroupKey | None] = []  # per key: the derived key of a GROUP BY expression
         self.aggregates: list[AggregateCall] = []
+        self.key_table = scope.table  # the table whose bounds derive key domains (narrowed by WHERE ranges)
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
         self.keys = self._group_keys(select)
@@ -114,6 +115,7 @@ class _Binder:
         group = select.args.get("group")
         if group is None:
             return []
+        self.key_table = narrowed(self.scope.table, select.args.get("where"))
         keys: list[Column] = []
         for item in group.expressions:
             column, derived = self._key_column(item, select)
@@ -175,7 +177,7 @@ class _Binder:
             raise self.ctx.refuse("DP114", "GROUP BY a constant groups nothing", item, "group by a column or an expression over columns",
                                   span=span)
         try:
-            derived = derive_key(expr, self.scope.table)
+            derived = derive_key(expr, self.key_table)
         except NoDomain as missing:
             raise self.ctx.refuse("DP114", f"GROUP BY {expr.sql(dialect=Dpsql)}: dpsql cannot use it as a key: in "
                                   f"'{missing.node.sql(dialect=Dpsql)}', {missing.reason}", item,
