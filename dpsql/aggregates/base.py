@@ -50,6 +50,8 @@ def function_name(node: exp.Expr) -> str:
     """The lower-case SQL name of a function node."""
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
+    if isinstance(node, exp.UnixToTime):
+        return "to_timestamp"  # sqlglot's name for it is unix_to_time, which nobody writes
     return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__.lower()
 
 

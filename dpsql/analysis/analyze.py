@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from dpsql.analysis.bind import bind_select, check_budget_values, option_number
 from dpsql.analysis.context import AnalysisContext, refuse
+from dpsql.analysis.expression_types import check_query
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
@@ -72,7 +73,9 @@ def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | Publi
         scope = resolve_table(tree, ctx, sql)
     for rule in SELECT_RULES:
         rule(tree, scope, sql)
-    return bind_select(tree, scope, ctx)
+    bound = bind_select(tree, scope, ctx)
+    check_query(bound)  # DuckDB types for the engines' renderings; DP142 (analysis/expression_types.py)
+    return bound
 
 
 def _unqualified_columns(tree: exp.Select) -> exp.Select:

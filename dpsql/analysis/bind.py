@@ -18,7 +18,7 @@ from dpsql.aggregates import quantiles, registry
 from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import is_aggregate
-from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key
+from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
@@ -58,6 +58,7 @@ class _Binder:
         self.keys: list[Column] = []
         self.derived: list[GroupKey | None] = []  # per key: the derived key of a GROUP BY expression
         self.aggregates: list[AggregateCall] = []
+        self.key_table = scope.table  # the table whose bounds derive key domains (narrowed by WHERE ranges)
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
         self.keys = self._group_keys(select)
@@ -116,17 +117,34 @@ class _Binder:
         group = select.args.get("group")
         if group is None:
             return []
+        self.key_table = narrowed(self.scope.table, select.args.get("where"))
         keys: list[Column] = []
         for item in group.expressions:
             column, derived = self._key_column(item, select)
             if column.name == self.scope.table.privacy_unit and derived is None:
                 raise self.ctx.refuse("DP107", "GROUP BY the privacy unit would release one group per person", item,
                                       "group by a column that many people share")
+            if derived is None:
+                self._check_selection_can_release(column, item)
             if column not in keys:
                 keys.append(column)
                 self.derived.append(derived)
         self.derived = cap_public_groups(keys, self.derived)
         return [d.column if d is not None else c for c, d in zip(keys, self.derived)]
+
+    def _check_selection_can_release(self, column: Column, item: exp.Expr) -> None:
+        """A bare float or timestamp column without declared values (or precision) is continuous:
+        persons almost never share a value exactly, so partition selection, which releases a key
+        only when hundreds of persons hold it, can be expected to release nothing. Refused before
+        the charge (DP141) from the policy's facts alone, with the bucketing that answers."""
+        if column.public_domain or column.precision is not None or column.type not in ("float", "timestamp"):
+            return
+        bucket = (f"date_trunc('day', {column.name})" if column.type == "timestamp" else
+                  f"FLOOR({column.name} / 10000) * 10000")  # `//` divides a DOUBLE exactly in DuckDB
+        raise self.ctx.refuse("DP141", f"GROUP BY {column.name} would release almost nothing: it is a continuous "
+                              f"{column.type} column without declared values, so almost no value is shared by enough "
+                              "persons for partition selection to release it (the budget would be spent on an empty answer)",
+                              item, f"group by buckets: {bucket}; or declare the column's values in the policy")
 
     def _key_column(self, item: exp.Expr, select: exp.Select) -> tuple[Column, GroupKey | None]:
         target = item
@@ -161,7 +179,7 @@ class _Binder:
             raise self.ctx.refuse("DP114", "GROUP BY a constant groups nothing", item, "group by a column or an expression over columns",
                                   span=span)
         try:
-            derived = derive_key(expr, self.scope.table)
+            derived = derive_key(expr, self.key_table)
         except NoDomain as missing:
             raise self.ctx.refuse("DP114", f"GROUP BY {expr.sql(dialect=Dpsql)}: dpsql cannot use it as a key: in "
                                   f"'{missing.node.sql(dialect=Dpsql)}', {missing.reason}", item,

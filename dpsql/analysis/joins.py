@@ -453,7 +453,7 @@ class _JoinAnalysis:
         within = None
         if not table.public:
             compared = ((part, column, key),) if part is not None and column is not None and key is not None else ()
-            within = self._same_person(table, equalities, compared, query)
+            within = self._same_person(table, equalities, compared, query, inner)
         text = (f"{part}.{column} IN ({body.sql(dialect=Dpsql)})" if isinstance(node, exp.In)
                 else f"EXISTS ({body.sql(dialect=Dpsql)})")
         return SemiJoin(name=f"__in{index}", kind="in" if isinstance(node, exp.In) else "exists", table=table, alias=alias,
@@ -497,7 +497,7 @@ class _JoinAnalysis:
         return condition, equalities
 
     def _same_person(self, table: Table, equalities: list[Pair], compared: tuple[Pair, ...],
-                     node: exp.Expr) -> tuple[str, str, str] | None:
+                     node: exp.Expr, inner: str) -> tuple[str, str, str] | None:
         """A subquery over a private table reads the same person's rows only: it must share the
         lead's unit and be tied to the outer row by its unit or an identifier, in its WHERE
         (`equalities`) or in IN's comparison (`compared`) (DP138). The returned equality (lead
@@ -516,7 +516,7 @@ class _JoinAnalysis:
             raise refuse("DP138", f"a subquery over the private table '{table.name}' must be correlated with the same person's "
                          "rows: whether one person's value is in another person's rows is not bounded by either person's "
                          "contribution", node, self.sql,
-                         f"add {table.name}.{table.privacy_unit} = {lead.alias}.{lead.table.privacy_unit} to its WHERE (or "
+                         f"add {inner}.{table.privacy_unit} = {lead.alias}.{lead.table.privacy_unit} to its WHERE (or "
                          "equate an identifier both tables declare), or read a public table")
         assert lead.table.privacy_unit is not None and table.privacy_unit is not None
         return None if "unit" in links else (lead.alias, lead.table.privacy_unit, table.privacy_unit)

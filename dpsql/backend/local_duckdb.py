@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import duckdb
 from sqlglot import exp
@@ -52,6 +52,24 @@ class LocalDuckDB:
             except duckdb.Error:
                 return None
             return {name: numpy.asarray(values) for name, values in fetched.items()}
+
+    def reference_check(self, relations: Mapping[str, exp.Select], select: exp.Expr, params: Mapping[str, Any] | None,
+                        names: Mapping[str, str]) -> str | None:
+        """Whether DuckDB (dpsql's reference engine) runs `select` over the empty relations
+        `relations` (name -> a SELECT of typed NULLs, no rows): DuckDB's error text, or None.
+        `names` maps each session relation the statement reads to its empty stand-in.
+        Another engine's dry run asks, so that a statement DuckDB rejects (a type error its
+        binder catches) is refused on every engine. No data is present: the text is safe to show."""
+        with self._lock:
+            failure = None
+            try:
+                for name, empty in relations.items():
+                    self._con.execute(render(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", replace=True,
+                                                        expression=empty, properties=exp.Properties(expressions=[exp.TemporaryProperty()]))))
+                self._con.execute(render_for(select, "duckdb", names), dict(params or {})).fetchall()
+            except duckdb.Error as err:
+                failure = str(err)
+            return failure
 
     def close(self) -> None:
         """Close the connection if this object opened it."""

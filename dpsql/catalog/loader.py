@@ -159,7 +159,7 @@ def _engine(raw: Any, where: _Where, base: Path) -> EngineLimits:
 
 
 def _server(raw: Any, where: _Where) -> ServerSettings:
-    """`[server]`: the pgwire server's limits (README, section Server)."""
+    """`[server]`: the pgwire server's limits (docs/policy-reference.md, `[server]`)."""
     if not isinstance(raw, dict):
         raise where.error("server", "must be a table")
     _no_unknown(raw, SERVER_KEYS, "server.", where)

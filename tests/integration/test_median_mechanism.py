@@ -1,5 +1,5 @@
 """The Median Mechanism layer through the DB-API: reservation, kinds, repeats, EXPLAIN, fallbacks,
-halting, GROUP BY, clamping, SQL semantics, secrecy (DESIGN 6.6, design/median-mechanism.md)."""
+halting, GROUP BY, clamping, SQL semantics, secrecy (docs/mechanisms.md, "The Median Mechanism layer")."""
 
 from __future__ import annotations
 

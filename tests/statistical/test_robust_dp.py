@@ -3,7 +3,7 @@
 Hypothesis H0 (the DP claim): for neighbouring databases D and D' (D' plus one person) and every
 event S fixed in advance, P_D(S) <= e^eps P_D'(S) + delta, and the same with D and D' swapped.
 
-Pairs sit where PTR is tight (design/ptr-and-asamp.md 7.2): a pair at d = tau versus d = tau - 1,
+Pairs sit where PTR is tight (docs/mechanisms.md, the Propose-Test-Release test): a pair at d = tau versus d = tau - 1,
 where the release probabilities differ by exactly e^eps, and pairs where both databases are
 unsafe (d = 0) with different answers, where only delta protects. Each data set is built so the
 distances are exactly those (checked on the order statistics the real SQL returns), and each

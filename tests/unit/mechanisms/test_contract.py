@@ -1,4 +1,4 @@
-"""The mechanism contract, run over every mechanism of the registry (DESIGN 3, habit 7).
+"""The mechanism contract, run over every mechanism of the registry (docs/architecture.md, "Adding a mechanism").
 
 Every registered mechanism needs an example below (a spec, an exact input, and the public
 parameters its EXPLAIN text must name); a mechanism added without one fails

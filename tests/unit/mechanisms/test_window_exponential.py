@@ -109,6 +109,7 @@ def _probabilities(spec: we.WindowQuantileSpec, values: list[int], rho: float | 
     ([1, 2, 2, 9], we.WindowQuantileSpec(Fraction(2), Fraction(0), 1, 0, 12, 0, 2)),
     ([1, 2, 2, 9, 9, 11], we.WindowQuantileSpec(Fraction(2), Fraction(1), 2, 0, 12, -1, 2)),
 ])
+@pytest.mark.statistical
 def test_the_sampler_is_exactly_proportional_to_rho_to_the_clipped_score(values: list[int], spec: we.WindowQuantileSpec) -> None:
     expected = _probabilities(spec, values)
     draws = 30000
@@ -124,6 +125,7 @@ def test_the_sampler_is_exactly_proportional_to_rho_to_the_clipped_score(values:
         assert stats.chi2.sf(chi, max(1, len(keep) - 1)) > LEVEL, (counts, expected)
 
 
+@pytest.mark.slow
 def test_the_envelope_powers_are_upper_bounds() -> None:
     rho = we._rho(Fraction(1, 10), 27)
     upper = we._UpperPowers(rho.numerator, rho.denominator)
@@ -198,6 +200,7 @@ def _data(kind: str, rng: random.Random) -> list[int]:
     return [0] * 1500 + [100_000] * 1500  # a gap around the median: the hardest case for a rank interval
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("kind", ["lognormal", "ties", "gap"])
 @pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(9, 10), Fraction(0)])
 def test_the_interval_holds_the_true_value_in_at_least_95_percent_of_releases(kind: str, p: Fraction) -> None:
@@ -209,6 +212,7 @@ def test_the_interval_holds_the_true_value_in_at_least_95_percent_of_releases(ki
     assert stats.binom.cdf(covered, releases, 0.95) > LEVEL, (covered, releases)
 
 
+@pytest.mark.statistical
 def test_control_an_interval_without_room_for_the_rungs_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Negative control: mu = P (no ln(J / alpha) between a missing rung and the whole range) covers far
     # less than 95% when the median lies at the edge of a gap (rungs inside the gap all miss).
@@ -284,6 +288,7 @@ def _width_probabilities(spec: we.WidthSpec, value: int, values: list[int], rho:
     return [w / sum(weights) for w in weights]
 
 
+@pytest.mark.statistical
 def test_the_width_draw_is_exactly_proportional_to_rho_to_the_score() -> None:
     # Chi-square goodness of fit of 20,000 draws against the exact probabilities (level 1e-6).
     values = [3, 3, 4, 7, 7, 7, 8, 12, 15, 15, 40, 41, 90]
@@ -319,6 +324,7 @@ def _worst_width_ratio(k: int, p: Fraction, rho: float | None = None, anchor: in
     return worst
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p,anchor", [(Fraction(1, 2), 0), (Fraction(1, 4), 0), (Fraction(9, 10), 0), (Fraction(0), 2), (Fraction(1), 1)])
 def test_the_width_draw_is_within_e_to_the_epsilon_on_every_neighbouring_pair(p: Fraction, anchor: int) -> None:
     # Exact probabilities given the released value v (public), every data set of at most 3 rows on 0..4 and
@@ -326,6 +332,7 @@ def test_the_width_draw_is_within_e_to_the_epsilon_on_every_neighbouring_pair(p:
     assert _worst_width_ratio(2, p, anchor=anchor) <= math.exp(1) * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_control_the_width_score_without_max_rows_is_caught() -> None:
     # Negative control: rho = exp(-eps / (2 max(a, b - a))) ignores that a person keeps k = 2 rows: the
     # loss exceeds epsilon (by 0.2%, far above float error; the correct rho stays at 1.70 < e).
