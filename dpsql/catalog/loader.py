@@ -16,7 +16,9 @@ from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_na
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.model import (
+    AFTER_HALT,
     COLUMN_TYPES,
+    NOISES,
     Analyst,
     Budget,
     Column,
@@ -198,7 +200,7 @@ def _budget(raw: Any, where: _Where, base: Path) -> Budget:
         raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in FILTERS)}")
     chosen = filter_name(named)  # "pld" (older policies) is the valid "adaptive" filter
     noise = raw.get("noise", "laplace")
-    if noise not in ("laplace", "gaussian"):
+    if noise not in NOISES:
         raise where.error("budget.noise", "must be 'laplace' or 'gaussian'")
     for key in BUDGET_KEYS:
         if key not in raw:
@@ -279,8 +281,8 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise where.error(f"{prefix}.{key}", "must be an integer >= 1")
         limits[key] = value
-    mm = _median_mechanism(spec["median_mechanism"], columns, unit.lower(), f"{prefix}.median_mechanism", where) \
-        if "median_mechanism" in spec else None
+    layer = spec.get("median_mechanism")
+    mm = _median_mechanism(layer, columns, unit.lower(), f"{prefix}.median_mechanism", where) if layer is not None else None
     return Table(
         name=name.lower(),
         columns=MappingProxyType(columns),
@@ -349,7 +351,7 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     if candidates > 64:
         raise where.error(f"{prefix}.candidates", "must be at most 64")
     after_halt = spec.get("after_halt", "laplace")
-    if after_halt not in ("laplace", "refuse", "renew"):
+    if after_halt not in AFTER_HALT:
         raise where.error(f"{prefix}.after_halt", "must be \"laplace\", \"refuse\" or \"renew\"")
     strategy = spec.get("strategy", "auto")
     if strategy not in ("auto", "identity", "pmw"):

@@ -17,6 +17,14 @@ from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
 
 ColumnType = Literal["int", "float", "text", "bool", "date", "timestamp"]
+# The noise families a policy or a query may name for COUNT/SUM/AVG releases (`noise = ...`; the
+# mechanisms of those names: dpsql/mechanisms/registry.noise_spec), and what a halted Median
+# Mechanism layer does next (`after_halt`).
+NOISES = ("laplace", "gaussian")
+AFTER_HALT = ("laplace", "refuse", "renew")
+# The engine type of each policy column type (engine SQL casts, released values' types).
+ENGINE_TYPES: dict[str, str] = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE",
+                                "timestamp": "TIMESTAMP"}
 COLUMN_TYPES: tuple[str, ...] = ("int", "float", "text", "bool", "date", "timestamp")
 Scalar = int | float | str | bool | date | datetime
 

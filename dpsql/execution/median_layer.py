@@ -25,6 +25,7 @@ import numpy as np
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -85,7 +86,7 @@ class TableLayer:
     """The Median Mechanism layer of one table in one session."""
 
     def __init__(self, table: Table, config: MedianMechanismConfig, engine: EngineCalls, rng: RandomSource,
-                 charger: Charger) -> None:
+                 charger: Charger, released: ReleasedDatabase) -> None:
         self.table = table
         self.config = config
         self.domain = DomainIndex(config)
@@ -97,6 +98,7 @@ class TableLayer:
         self.unaffordable = False
         self.data_reads = 0  # engine queries over private data (the histogram, once per session)
         self._engine = engine
+        self._released = released  # where post-processing of its answers runs (released values only)
         self._rng = rng
         self._charger = charger
         self._masks: dict[str, np.ndarray | None] = {}
@@ -209,7 +211,7 @@ class TableLayer:
                     f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
                     "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
             return None
-        return assemble_layer(compiled, release, self.calibration, self._engine, cost)
+        return assemble_layer(compiled, release, self.calibration, self._released, cost)
 
     def _start(self, plan: LayerPlan, previous: LayerCore | None) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X (a renewal

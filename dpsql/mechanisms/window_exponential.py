@@ -60,7 +60,7 @@ from fractions import Fraction
 from typing import Sequence
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.exponential import RHO_BITS, _bernoulli_power, _power_bounds
 from dpsql.mechanisms.ranks import OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
@@ -362,11 +362,12 @@ def _accept(numerator: int, denominator: int, times: int, top: int, rng: RandomS
 
 @dataclass(frozen=True, slots=True)
 class Bracketed:
-    """A released value with the ends of its 95% interval (grid indices; low <= high)."""
+    """A released value with the ends of its 95% interval (grid indices, whole or, for a mean,
+    fractional; low <= high)."""
 
-    value: int
-    low: int
-    high: int
+    value: int | Fraction
+    low: int | Fraction
+    high: int | Fraction
 
 
 def ladder(span: int, ratio: Fraction = LADDER_RATIO) -> tuple[int, ...]:
@@ -609,9 +610,13 @@ class WindowExponentialQuantile:
 
     name = "exponential-fine"
     spec_type = QuantileIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: QuantileIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: QuantileIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: QuantileIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_interval(spec, raw, rng)
@@ -671,7 +676,7 @@ def release_iqr(spec: IQRIntervalSpec, stats: OrderStatistics, rng: RandomSource
     first, third = (release_interval(q, stats, rng) for q in spec.quartiles)
     width = spec.upper - spec.lower
 
-    def cut(value: int) -> int:
+    def cut(value: int | Fraction) -> int | Fraction:
         return min(max(value, 0), width)
 
     return Bracketed(cut(third.value - first.value), cut(third.low - first.high), cut(third.high - first.low))
@@ -682,9 +687,13 @@ class WindowExponentialIQR:
 
     name = "exponential-fine-iqr"
     spec_type = IQRIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: IQRIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: IQRIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: IQRIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_iqr(spec, raw, rng)

@@ -69,7 +69,7 @@ def forbid_engine(con: dpsql.Connection, monkeypatch: pytest.MonkeyPatch) -> lis
     """Make every engine entry point of the connection fail the test; returns the calls seen."""
     calls: list[str] = []
     engine = con.session._engine
-    for name in ("run", "ensure_bounded", "ensure_source", "postprocess", "run_public"):
+    for name in ("run", "ensure_bounded", "ensure_source", "run_public", "public_arrays"):
         def refuse(*args: Any, _name: str = name, **kwargs: Any) -> None:
             calls.append(_name)
             raise AssertionError(f"the engine's {_name} ran for a query that must not read data")

@@ -262,7 +262,7 @@ def test_smed_negative_control_shift_one_too_small_is_flagged(tmp: Path, monkeyp
     # and e * 0.099 + 0.05 = 0.32: an excess of about 0.41.
     from dpsql.mechanisms import ranks
     monkeypatch.setattr(ranks, "rank_shift", lambda k, p: max(1, math.ceil(k * max(p, 1 - p))) - 1)
-    import dpsql.planner.robust_aggregates as planner_robust
+    import dpsql.aggregates.quantiles as planner_robust
     monkeypatch.setattr(planner_robust, "rank_shift", ranks.rank_shift)
     d, d2 = pair(tmp, base, person, SMED + " ", max_rows=3)  # a new SQL text: compiled again with s = 1
     assert d.compiled.plan.robust[0].spec.shift == 1
