@@ -26,7 +26,7 @@ from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
-QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95"})
+QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp"})
 MAX_MODE_BLOCKS = 1_000_000
 
 
@@ -40,6 +40,7 @@ class RobustOptions:
     noise: str | None = None  # 'laplace' | 'gaussian' for COUNT/SUM/AVG (None: the policy's default)
     ci95: Fraction | None = None  # a 95% half-width asked for instead of an epsilon
     ci95_node: exp.Expr | None = None  # where it was written (for a refusal's caret)
+    clamp: bool = True  # released values clamped into their possible range (OPTIONS (clamp = false): unbiased)
 
 
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
@@ -89,6 +90,7 @@ class _Binder:
             mode_blocks=self.robust.mode_blocks,
             noise=self.robust.noise or self.ctx.policy.budget.noise,
             ci95=self.robust.ci95,
+            clamp=self.robust.clamp,
         )
 
     def _check_accuracy_first(self, outputs: tuple[OutputColumn, ...]) -> None:
@@ -365,6 +367,8 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
             robust["ci95_node"] = item
         elif name in ("median_bound", "mode_blocks"):
             robust[name] = _robust_number(item.expression, name, ctx)
+        elif name == "clamp":
+            robust[name] = _bool_option(item.expression, name, ctx)
         else:
             values[name] = option_number(item.expression, name, ctx)
     options = RobustOptions(**robust)  # type: ignore[arg-type]
@@ -376,6 +380,12 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
     return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+
+
+def _bool_option(node: exp.Expr, name: str, ctx: AnalysisContext) -> bool:
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    raise ctx.invalid_option(f"{name} takes true or false", node, f"write {name} = true or {name} = false")
 
 
 def _noise_option(node: exp.Expr, ctx: AnalysisContext) -> str:
