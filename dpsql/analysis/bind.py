@@ -282,11 +282,11 @@ class _Binder:
                 return derived
             if isinstance(sub, exp.Column):
                 by_alias = next((o for o in outputs if o.name.lower() == sub.name.lower() and not sub.table), None)
-                if by_alias is not None and self.scope.table.column(sub.name) is None:
-                    return by_alias.expr.copy()
                 column = self.scope.table.column(sub.name)
                 if column is not None and column in self.keys:
                     return ColumnRef("key", self.keys.index(column)).column()
+                if by_alias is not None:  # `SUM(income) AS income ... ORDER BY income`: the column alone would be DP105
+                    return by_alias.expr.copy()
                 raise self.ctx.refuse("DP105", f"'{sub.sql()}' is neither aggregated nor a GROUP BY column", sub,
                                       f"wrap it in an aggregate such as COUNT({sub.name}), or add it to GROUP BY")
             return sub

@@ -57,11 +57,29 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
             sql=sql,
             hint="send the statements one at a time",
         )
-    tree = bind_parameters(trees[0], parameters, sql)
+    tree = normalise_spellings(bind_parameters(trees[0], parameters, sql))
     check_numbers(tree, sql)
     if kind != "explain":
         kind = "select" if isinstance(tree, exp.Query) else "set" if isinstance(tree, exp.Set) else "other"
     return ParsedStatement(kind=kind, tree=tree, sql=sql, verbose=verbose)
+
+
+# Other dialects' names of aggregates dpsql has (SQL Server / Power BI, Excel-style): the same
+# computation under another name, rewritten to the sqlglot node dpsql binds.
+SPELLINGS: dict[str, type[exp.Func]] = {"count_big": exp.Count, "var": exp.Variance, "varp": exp.VariancePop,
+                                        "stdev": exp.Stddev, "stdevp": exp.StddevPop}
+
+
+def normalise_spellings(tree: exp.Expr) -> exp.Expr:
+    """COUNT_BIG(x) as COUNT(x), VAR/STDEV/VARP/STDEVP as VAR_SAMP/STDDEV_SAMP/VAR_POP/STDDEV_POP."""
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+            cls = SPELLINGS.get(str(node.this).lower())
+            if cls is not None:
+                return cls(this=node.expressions[0])
+        return node
+
+    return tree.transform(visit) if any(isinstance(n, exp.Anonymous) for n in tree.find_all(exp.Anonymous)) else tree
 
 
 # A number's decimal exponent: DOUBLE reaches 10^308 (and 10^-324); beyond +-1,000 a literal is

@@ -1,0 +1,2 @@
+-- expect: DP105
+SELECT dept, SUM(income) AS total FROM people GROUP BY dept ORDER BY income
