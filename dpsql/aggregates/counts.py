@@ -3,7 +3,9 @@ Gaussian) count each.
 
 Sensitivity (policy only): a person keeps at most k = max_rows rows in all, so COUNT(*) and
 COUNT(col) move by at most k. COUNT(DISTINCT unit) moves by 1 without GROUP BY and by k with it
-(a person is in at most k groups, since they keep at most k rows). The value is the noisy count
+(a person is in at most k groups, since they keep at most k rows). COUNT(DISTINCT col) of another
+column moves by at most k in all: a person's k rows hold at most k values, each of which may be
+the only occurrence of its value in its group (summed over the groups the rows fall in). The value is the noisy count
 itself; its 95% interval is the release's (docs/mechanisms.md, "Counts, sums and averages").
 """
 
@@ -22,7 +24,7 @@ from dpsql.ir.plan import Bounding, Plan, RawAggregate
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms.base import fmt
 
-STAR, VALUES, UNITS = "count_star", "count", "count_distinct"
+STAR, VALUES, UNITS, DISTINCT = "count_star", "count", "count_distinct", "count_distinct_values"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ class CountEstimate(LaplaceEstimate):
 class Counts:
     """COUNT in its spellings (module docstring)."""
 
-    kinds = (STAR, VALUES, UNITS)
+    kinds = (STAR, VALUES, UNITS, DISTINCT)
     classes: tuple[type[exp.Expr], ...] = (exp.Count,)
     names: tuple[str, ...] = ()
     filterable = True
@@ -61,8 +63,11 @@ class Counts:
             unit = binder.table.privacy_unit
             if len(inner) == 1 and isinstance(inner[0], exp.Column) and inner[0].name.lower() == unit:
                 return AggregateCall(kind=UNITS, column=binder.table.column(inner[0].name), text=text)
-            raise binder.refuse("DP116", "COUNT(DISTINCT ...) is accepted on the privacy unit only", node,
-                                f"count people with COUNT(DISTINCT {unit}), or GROUP BY the column")
+            if len(inner) == 1 and isinstance(inner[0], exp.Column):
+                return AggregateCall(kind=DISTINCT, column=binder.column(inner[0], node), text=text)
+            raise binder.refuse("DP116", "COUNT(DISTINCT ...) is accepted on one column", node,
+                                f"count people with COUNT(DISTINCT {unit}), distinct values with COUNT(DISTINCT col), "
+                                "or GROUP BY the columns")
         if not isinstance(arg, exp.Column):
             # Counts the rows where the value is not NULL: no bounds needed.
             expr = strip_qualifiers(arg)
@@ -73,7 +78,7 @@ class Counts:
         return None
 
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
-        if call.kind == UNITS:
+        if call.kind in (UNITS, DISTINCT):
             return False, None
         return True, call.column.name if call.column is not None else None
 
@@ -89,6 +94,8 @@ def _raw(call: AggregateCall) -> RawAggregate:
         return RawAggregate("count_rows")
     if call.kind == UNITS:
         return RawAggregate("count_units", call.column)
+    if call.kind == DISTINCT:
+        return RawAggregate("distinct_values", call.column)
     return RawAggregate("count_values", call.column, expr=call.expr)
 
 

@@ -384,6 +384,8 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
         return exp.Count(this=column)
     if raw.kind == "count_units":
         return exp.Count(this=exp.Distinct(expressions=[exp.column(plan.bounding.unit, quoted=True)]))
+    if raw.kind == "distinct_values":
+        return exp.Count(this=exp.Distinct(expressions=[column]))
     finite = _finite(column, raw)
     if raw.kind == "count_finite" and raw.expr is None and raw.column is not None and raw.column in fixed_point_columns(plan.query.table):
         return exp.Count(this=exp.column(fixed_point_name(raw.column), quoted=True))  # NULL exactly where not finite

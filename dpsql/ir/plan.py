@@ -28,7 +28,7 @@ from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ranks import Histogram
 
-RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
+RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units", "distinct_values"]
 EMPTY_HISTOGRAM = Histogram((), ())
 
 

@@ -14,6 +14,7 @@ RAW_TEXT = {
     "count_values": "COUNT({c})",
     "count_finite": "COUNT({c} finite)",
     "count_units": "COUNT(DISTINCT {c})",
+    "distinct_values": "COUNT(DISTINCT {c})",
     "sum_grid": "SUM(round(clamp({c}, {lo}, {hi}) / {grid}) - {center})",
     "sumsq_grid": "SUM((round(clamp({c}, {lo}, {hi}) / {grid}) - {center})^2 on its square grid)",
 }

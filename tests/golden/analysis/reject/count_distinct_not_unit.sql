@@ -1,2 +1,0 @@
--- expect: DP116
-SELECT COUNT(DISTINCT dept) FROM people

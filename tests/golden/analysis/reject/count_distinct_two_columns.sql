@@ -1,0 +1,2 @@
+-- expect: DP116
+SELECT COUNT(DISTINCT dept, region) FROM people
