@@ -40,6 +40,8 @@ class QueryState:
     noise: tuple[NoiseInfo | None, ...] | None = None  # noise_info's plan-only part
     shape: tuple[tuple[tuple[str, str], ...], SimpleShape] | None = None  # simple_shape, by the noisy table's types
     post: exp.Select | None = None  # post-processing SQL over the noisy table
+    replay_key: str | None = None  # execution/replay.py (None: replays off), once `replay_keyed`
+    replay_keyed: bool = False
 
     def text(self, select: exp.Expr) -> str:
         """A statement's SQL text for this session's engine, rendered once. Keyed by the statement
@@ -58,6 +60,8 @@ class PostState:
     outer_sql: str | None = None
     outer_columns: tuple[ResultColumn, ...] | None = None  # checked over empty released tables (DP127)
     charge: PlannedCharge | None = None
+    replay_key: str | None = None  # execution/replay.py (None: replays off), once `replay_keyed`
+    replay_keyed: bool = False
 
 
 class SessionState:
