@@ -68,7 +68,7 @@ class Session:
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
                  rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False,
-                 replay: ReplayScope | None = None, replay_off: str = "", round_values: bool | None = None) -> None:
+                 replay: ReplayScope | None = None, replay_off: str | None = None, round_values: bool | None = None) -> None:
         self._policy = policy
         # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
         self.ci_columns = ci_columns
@@ -356,8 +356,8 @@ class SessionOptions:
         # data has no file version (DataFrames, remote sources).
         replay = scope_for(loaded, data_version(loaded, self.database, self.tables, self.engine), rng is not None)
         ci_columns = loaded.server.ci_columns if self.ci_columns is None else self.ci_columns
-        off = " (a session with random_seed)" if rng is not None else \
-            " ([budget] replay_seconds = 0)" if loaded.budget.replay_seconds <= 0 else ""
+        # Why EXPLAIN says replay is off (a seeded session, for tests, says nothing).
+        off = None if rng is not None else " ([budget] replay_seconds = 0)" if loaded.budget.replay_seconds <= 0 else ""
         try:
             target = choose_ledger(loaded, self.ledger, demo_ledger)
         except InterfaceError:

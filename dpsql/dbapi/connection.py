@@ -256,7 +256,7 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None, prepare=True, shared=None, ci_columns=False)`, the fields of
+    progress=None, prepare=True, shared=None, ci_columns=None, round=None)`, the fields of
     `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
@@ -272,6 +272,10 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
     `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
     a fresh in-memory budget for this connection. `ci_columns=True` adds a `<col>_ci95` column (the
-    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it).
+    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it;
+    None: the policy's `[server] ci_columns`). `round=True` rounds fetched values to their
+    interval's precision (`SET dpsql.round`; None: exact in fetched rows, rounded where shown).
+    A repeated statement within the policy's `[budget] replay_seconds` gets the answer released
+    before, free (docs/privacy-model.md, "Replayed answers").
     """
     return Connection(SessionOptions(*args, **kwargs).open())

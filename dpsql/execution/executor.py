@@ -85,7 +85,7 @@ class Executor:
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
         key = self._replay_key(compiled)
         replayed = self.replays.released_at(key) is not None
-        lines[at:at] = ([] if replayed else self.budget_lines(self.cost_of(compiled))) + [self.replays.explain_line(key)]
+        lines[at:at] = ([] if replayed else self.budget_lines(self.cost_of(compiled))) + self.replays.explain_lines(key)
         lines.append(f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}")
         if compiled.keyed_columns:  # partition selection with key bounding: the keyed relation too
             lines.append(f"Keyed relation of {table.name} ({', '.join(compiled.keyed_columns)}): "
@@ -95,7 +95,7 @@ class Executor:
     def explain_post(self, compiled: CompiledPost, verbose: bool = True) -> list[str]:
         """EXPLAIN of a post-processing query on this session's engine (the engine SQL if verbose)."""
         return compiled.explain_lines(self.state.dialect, self.state.capabilities, verbose) + \
-            [self.replays.explain_line(self._post_replay_key(compiled))]
+            self.replays.explain_lines(self._post_replay_key(compiled))
 
     def cost_of_post(self, compiled: CompiledPost) -> PrivacyCost:
         """What executing a post-processing query would charge (nothing for a replay)."""

@@ -84,11 +84,11 @@ def scope_for(policy: Policy, data: str | None, seeded: bool) -> ReplayScope | N
 class Replays:
     """One session's replays: its analyst, ledger and scope (None: off)."""
 
-    def __init__(self, ledger: Ledger | None, analyst: str, scope: ReplayScope | None, reason: str = "") -> None:
+    def __init__(self, ledger: Ledger | None, analyst: str, scope: ReplayScope | None, reason: str | None = None) -> None:
         self._ledger = ledger
         self._analyst = analyst
         self.scope = scope
-        self.reason = reason  # why replays are off (EXPLAIN), when they are
+        self.reason = reason  # why replays are off (EXPLAIN), when they are; None: EXPLAIN says nothing (a seeded session)
         self._local: dict[str, tuple[float, str]] = {}
 
     @property
@@ -149,19 +149,21 @@ class Replays:
         except LedgerError:
             log.warning("an answer could not be kept for replay; its repeats will be charged")
 
-    def explain_line(self, key: str | None) -> str:
-        """EXPLAIN's line about replay for a statement with this key."""
+    def explain_lines(self, key: str | None) -> list[str]:
+        """EXPLAIN's line about replay for a statement with this key (none when off without a reason)."""
         scope = self.scope
         if key is None or scope is None:
-            return f"Replay: off{self.reason}; every run of this statement is charged and noised anew"
+            if self.reason is None:
+                return []
+            return [f"Replay: off{self.reason}; every run of this statement is charged and noised anew"]
         window = _duration(scope.window)
         released = self.released_at(key)
         if released is not None:
-            return (f"Replay: replayed: the answer released to you at {_utc(released)} is given again, unchanged and "
-                    f"free, until {_utc(released + scope.window)} (no data is read, nothing is charged)")
+            return [f"Replay: replayed: the answer released to you at {_utc(released)} is given again, unchanged and "
+                    f"free, until {_utc(released + scope.window)} (no data is read, nothing is charged)"]
         mine = " in this session" if scope.data is None else ""
-        return (f"Replay: the answer will be kept {window}{mine}: this statement again (same parameters, policy and data) "
-                "gets it again, unchanged and free")
+        return [f"Replay: the answer will be kept {window}{mine}: this statement again (same parameters, policy and data) "
+                "gets it again, unchanged and free"]
 
     def _kept(self, key: str | None) -> tuple[float, str] | None:
         scope = self.scope

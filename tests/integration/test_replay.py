@@ -13,7 +13,6 @@ probability < 0.02, so the controls assert the ledger, not the values.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,7 @@ def setup(tmp_path: Path, policy_file, people_frame: pd.DataFrame):
     opened: list[dpsql.Connection] = []
 
     def open_(analyst: str = "alice", replay_seconds: float | None = None, **kwargs: Any) -> dpsql.Connection:
-        policy = policy_file(name="replay.toml", source="people.parquet")
-        if replay_seconds is not None:
-            _replay_seconds(policy, replay_seconds)
+        policy = policy_file(name="replay.toml", source="people.parquet", replay_seconds=replay_seconds)
         con = dpsql.connect(policy=policy, tables={}, ledger=ledger, analyst=analyst, **kwargs)
         opened.append(con)
         return con
@@ -45,12 +42,6 @@ def setup(tmp_path: Path, policy_file, people_frame: pd.DataFrame):
     yield open_
     for con in opened:
         con.close()
-
-
-def _replay_seconds(policy: Path, seconds: float) -> None:
-    text, count = re.subn(r"(?m)^(\[budget\].*)$", rf"\1\nreplay_seconds = {seconds}", policy.read_text(encoding="utf-8"))
-    assert count == 1
-    policy.write_text(text, encoding="utf-8")
 
 
 def test_repeat_is_replayed_identical_and_free_across_connections(setup) -> None:

@@ -7,7 +7,6 @@ tests that count budget compare before/after for their own analyst.
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -66,10 +65,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory, people_frame: pd.DataFra
     policy = directory / "policy.toml"
     # Replay off: these tests count the charges of repeated statements (replay has its own
     # server in test_replay_server.py).
-    text = make_policy_text(source="people.parquet", extra=_analysts())
-    text, count = re.subn(r"(?m)^(\[budget\].*)$", r"\1\nreplay_seconds = 0", text)
-    assert count == 1
-    policy.write_text(text, encoding="utf-8")
+    policy.write_text(make_policy_text(source="people.parquet", extra=_analysts(), replay_seconds=0), encoding="utf-8")
     config = ServerConfig(policy=policy, port=0, ledger=directory / "ledger.sqlite")
     with ServerThread(config) as server:
         yield PgServer("127.0.0.1", server.port, config.ledger_path, policy, directory)

@@ -11,7 +11,6 @@ and a server whose policy has `replay_seconds = 0`. The ledger is read from the 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,12 +49,8 @@ def _serve(directory: Path, frame: pd.DataFrame, replay_seconds: float | None) -
     directory.mkdir()
     write_parquet(frame, directory / "people.parquet")
     analysts = "\n".join(f'[analysts.{name}]\npassword = "{make_verifier(pw)}"\n' for name, pw in PASSWORDS.items())
-    text = make_policy_text(source="people.parquet", extra=analysts)
-    if replay_seconds is not None:
-        text, count = re.subn(r"(?m)^(\[budget\].*)$", rf"\1\nreplay_seconds = {replay_seconds}", text)
-        assert count == 1
     policy = directory / "policy.toml"
-    policy.write_text(text, encoding="utf-8")
+    policy.write_text(make_policy_text(source="people.parquet", extra=analysts, replay_seconds=replay_seconds), encoding="utf-8")
     config = ServerConfig(policy=policy, port=0, ledger=directory / "ledger.sqlite")
     with ServerThread(config) as server:
         yield Served(server.port, directory / "ledger.sqlite", directory / "people.parquet")
