@@ -46,15 +46,16 @@ _lock = threading.RLock()  # reentrant: a weakref callback may run while it is h
 def frame_version(frame: Any) -> str | None:
     """An in-memory table's version (module docstring): this process's number for the frame
     object, its row count and column names; None for an object that cannot be tracked."""
+    key = id(frame)
     with _lock:
-        known = _frames.get(id(frame))
+        known = _frames.get(key)
         if known is None or known[0]() is not frame:
             try:
-                ref = weakref.ref(frame, lambda _, key=id(frame): _forget(key))
+                ref = weakref.ref(frame, lambda _: _forget(key))
             except TypeError:  # not weakly referenceable: no version
                 return None
             known = (ref, next(_counter))
-            _frames[id(frame)] = known
+            _frames[key] = known
     shape = getattr(frame, "shape", None)
     rows = shape[0] if isinstance(shape, tuple) and shape else getattr(frame, "num_rows", "?")
     columns = "\x1e".join(str(c) for c in getattr(frame, "columns", ()))

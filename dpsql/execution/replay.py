@@ -189,9 +189,10 @@ def _textless(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = {field.name for field in dataclasses.fields(value)}
         if "sql" in names:
-            return dataclasses.replace(value, sql="")  # type: ignore[type-var]
-        if "query" in names and dataclasses.is_dataclass(query := getattr(value, "query")):
-            return dataclasses.replace(value, query=_textless(query))  # type: ignore[type-var]
+            return dataclasses.replace(value, sql="")
+        query = value.query if "query" in names else None  # type: ignore[attr-defined]
+        if dataclasses.is_dataclass(query):
+            return dataclasses.replace(value, query=_textless(query))
     return value
 
 
