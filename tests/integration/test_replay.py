@@ -134,3 +134,15 @@ def test_seeded_session_never_replays(setup) -> None:
     con.execute(QUERY).fetchall()
     con.execute(QUERY).fetchall()
     assert len(con.ledger()) == 2
+
+
+def test_show_budget_and_queries_left_are_per_analyst(setup) -> None:
+    """A BI pool's new connection sees how many queries like the analyst's last one fit (from the
+    ledger), not nothing; another analyst sees their own (none charged yet)."""
+    first = setup()
+    first.execute("SELECT COUNT(*) FROM people WHERE age > 20").fetchall()
+    other = setup()
+    assert other.queries_left == first.queries_left is not None and other.queries_left > 0
+    assert other.execute("SHOW dpsql.budget").fetchall() == first.execute("SHOW dpsql.budget").fetchall()
+    bob = setup("bob")
+    assert bob.queries_left is None and "more queries like the last" not in bob.execute("SHOW dpsql.budget").fetchone()[0]
