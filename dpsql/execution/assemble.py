@@ -18,7 +18,7 @@ from dpsql.ir.plan import CONFIDENCE_MECHANISMS, Estimate, release_name, robust_
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry, variance
 from dpsql.mechanisms.sparse_vector import SVTCalibration
-from dpsql.result import Interval, NoiseInfo, NoisyResult, ResultColumn
+from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
 
 if TYPE_CHECKING:  # the layer's modules (numpy) load only for a policy that enables a layer
     from dpsql.mechanisms.median_mechanism.core import Release
@@ -41,13 +41,9 @@ def _estimate_value(estimate: Estimate, values: Sequence[Any]) -> Any:
     return min(max(mean, float(column.lower)), float(column.upper))
 
 
-Celled = tuple[Any, float | None, Interval | None]
-
-
 class _Cell(Protocol):
-    def cell(self, columns: Mapping[str, list[Any]], row: int) -> Celled:
-        """One output cell: its value, its 95% half-width (None: exact or ⊥) and, where the
-        interval is not value ± half-width, its (low, high)."""
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        """One output cell: its value and its 95% half-width (None: exact or ⊥)."""
         ...
 
 
@@ -55,8 +51,8 @@ class _Cell(Protocol):
 class _KeyCell:
     name: str
 
-    def cell(self, columns: Mapping[str, list[Any]], row: int) -> Celled:
-        return columns[self.name][row], None, None
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
+        return columns[self.name][row], None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +62,11 @@ class _RobustCell:
     name: str
     width: Any
 
-    def cell(self, columns: Mapping[str, list[Any]], row: int) -> Celled:
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
         value = columns[self.name][row]
         widths = columns.get(f"{self.name}__ci95")  # per-row intervals (ir.plan.robust_ci_name), else the plan's
         width = widths[row] if widths is not None else self.width
-        return value, width if value is not None else None, None
+        return value, width if value is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +77,12 @@ class _EstimateCell:
     widths: list[float]
     names: tuple[str, ...]  # the estimate's release columns
 
-    def cell(self, columns: Mapping[str, list[Any]], row: int) -> Celled:
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
         values = [columns[name][row] for name in self.names]
         value = _estimate_value(self.estimate, values)
         corners = [_estimate_value(self.estimate, [v + s * w for v, s, w in zip(values, signs, self.widths)])
                    for signs in itertools.product((-1, 1), repeat=len(values))]
-        low, high = min(corners), max(corners)
-        return value, float(max(high - value, value - low)), (float(low), float(high))
+        return value, float(max(max(corners) - value, value - min(corners)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +92,13 @@ class _VarianceCell:
     estimate: Estimate
     names: tuple[str, ...]  # (sum of squares, sum, count)
 
-    def cell(self, columns: Mapping[str, list[Any]], row: int) -> Celled:
+    def cell(self, columns: Mapping[str, list[Any]], row: int) -> tuple[Any, float | None]:
         spec = self.estimate.variance
         assert spec is not None
         squares, total, count = (float(columns[name][row]) for name in self.names)
         value = variance.estimate(spec, count, total, squares)
         low, high = variance.bounds(spec, count, total, squares, variance.widths(spec))
-        return value, float(max(high - value, value - low)), (float(low), float(high))
+        return value, float(max(high - value, value - low))
 
 
 SimpleShape = tuple[tuple[str, ...], tuple[str, ...], tuple[_Cell, ...]]
@@ -118,24 +113,15 @@ def simple_rows(compiled: CompiledQuery, columns: dict[str, list[Any]], types: d
     evaluation of its estimate with each release at level 1 - 0.05/m, as in postsql. `shape`:
     what to compute per cell (`simple_shape` of these types), when the caller keeps it.
     """
-    names, out_types, rows, cells, _ = _simple_cells(compiled, columns, types, shape)
-    return names, out_types, rows, cells
-
-
-def _simple_cells(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str], shape: SimpleShape | None) -> tuple[
-        tuple[str, ...], tuple[str, ...], list[tuple[Any, ...]], list[tuple[float | None, ...]], list[tuple[Interval | None, ...]]]:
-    """simple_rows, with each cell's (low, high) where the cell computes it."""
     nrows = len(next(iter(columns.values()))) if columns else 1
     names, out_types, cellers = simple_shape(compiled, types) if shape is None else shape
     rows: list[tuple[Any, ...]] = []
     cells: list[tuple[float | None, ...]] = []
-    bounds: list[tuple[Interval | None, ...]] = []
     for i in range(nrows):
-        triples = [celler.cell(columns, i) for celler in cellers]
-        rows.append(tuple(value for value, _, _ in triples))
-        cells.append(tuple(width for _, width, _ in triples))
-        bounds.append(tuple(ends for _, _, ends in triples))
-    return names, out_types, rows, cells, bounds
+        pairs = [celler.cell(columns, i) for celler in cellers]
+        rows.append(tuple(value for value, _ in pairs))
+        cells.append(tuple(width for _, width in pairs))
+    return names, out_types, rows, cells
 
 
 def simple_shape(compiled: CompiledQuery, types: dict[str, str]) -> SimpleShape:
@@ -175,25 +161,23 @@ def assemble(compiled: CompiledQuery, names: tuple[str, ...], types: tuple[str, 
     position = {name: i for i, name in enumerate(names)}
     at = [position[ColumnRef("output", i).name] for i in range(len(outputs))]
     columns = tuple(ResultColumn(o.name, types[at[i]]) for i, o in enumerate(outputs))
-    values, cells, bounds, confidences = [], [], [], []
+    values, cells, confidences = [], [], []
     sure = [position.get(ColumnRef("confidence", i).name) for i in range(len(outputs))]
     for row in rows:
         values.append(tuple(row[j] for j in at))
-        pairs = [_interval(row, position, i) for i in range(len(outputs))]
-        cells.append(tuple(None if pair is None else pair[0] for pair in pairs))
-        bounds.append(tuple(None if pair is None else pair[1] for pair in pairs))
+        cells.append(tuple(_half_width(row, position, i) for i in range(len(outputs))))
         confidences.append(tuple(None if j is None else row[j] for j in sure))
     infos = noise_info(compiled, values, cells, confidences, template)
-    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost, cell_bounds=bounds)
+    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
 
 
 def assemble_simple(compiled: CompiledQuery, columns: dict[str, list[Any]], types: dict[str, str],
                     template: Sequence[NoiseInfo | None] | None = None, shape: SimpleShape | None = None) -> NoisyResult:
     """The answer of a simple query straight from the noisy table (no post-processing SQL)."""
-    names, out_types, rows, cells, bounds = _simple_cells(compiled, columns, types, shape)
+    names, out_types, rows, cells = simple_rows(compiled, columns, types, shape)
     result_columns = tuple(ResultColumn(n, t) for n, t in zip(names, out_types))
     infos = noise_info(compiled, rows, cells, simple_confidences(compiled, columns, len(rows)), template)
-    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost, cell_bounds=bounds)
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
 
 
 def simple_confidences(compiled: CompiledQuery, columns: Mapping[str, list[Any]], nrows: int) -> list[tuple[float | None, ...]]:
@@ -209,8 +193,7 @@ def simple_confidences(compiled: CompiledQuery, columns: Mapping[str, list[Any]]
     return [tuple(None if source is None else source[i] for source in sources) for i in range(nrows)]
 
 
-def _interval(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> tuple[float, Interval] | None:
-    """An output's 95% half-width and (low, high) from post-processing's corner columns."""
+def _half_width(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> float | None:
     low_at = position.get(ColumnRef("low", i).name)
     if low_at is None:
         return None
@@ -220,7 +203,7 @@ def _interval(row: tuple[Any, ...], position: Mapping[str, int], i: int) -> tupl
     # Only a number has a half-width: a CASE over noisy values may turn them into text or a flag.
     if not all(isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) for x in (value, low, high)):
         return None
-    return float(max(high - value, value - low)), (float(low), float(high))
+    return float(max(high - value, value - low))
 
 
 def assemble_layer(compiled: CompiledQuery, release: Release, cal: SVTCalibration, engine: EngineCalls,
