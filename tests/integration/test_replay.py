@@ -13,6 +13,8 @@ probability < 0.02, so the controls assert the ledger, not the values.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import pandas as pd
 import pytest
 
 import dpsql
+from dpsql.accounting.ledger import Ledger
 from dpsql.backend.files import write_parquet
 from dpsql.execution import replay
 
@@ -146,3 +149,18 @@ def test_show_budget_and_queries_left_are_per_analyst(setup) -> None:
     assert other.execute("SHOW dpsql.budget").fetchall() == first.execute("SHOW dpsql.budget").fetchall()
     bob = setup("bob")
     assert bob.queries_left is None and "more queries like the last" not in bob.execute("SHOW dpsql.budget").fetchone()[0]
+
+
+@pytest.mark.slow
+def test_replayed_across_processes_sharing_a_ledger_file(tmp_path: Path, policy_file, people_frame: pd.DataFrame) -> None:
+    """Two CLI processes on one SQLite ledger: the second gets the first's answer, uncharged."""
+    write_parquet(people_frame, tmp_path / "people.parquet")
+    policy, ledger = policy_file(name="cli.toml", source="people.parquet"), tmp_path / "ledger.sqlite"
+    command = [sys.executable, "-m", "dpsql", "--policy", str(policy), "--ledger", str(ledger), "-c", QUERY]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    second = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "cost: epsilon 0.1" in first and "replayed" not in first
+    assert "replayed: the answer released to you at" in second
+    assert first.split("(12 rows)")[0] == second.split("(12 rows)")[0]  # the same table, cell for cell
+    with Ledger(ledger) as opened:
+        assert len(opened.entries("analyst")) == 1
