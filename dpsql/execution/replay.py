@@ -8,12 +8,13 @@ costs nothing under any accountant. Fresh noise on a repeat would be a new relea
 charged: that is what the analyst pays for once the window has passed. A repeat-averaging attack
 (send a statement many times, average the noise away) gets the same values every time.
 
-What keys an answer (`Replays.key`): the statement's plan identity (its canonical form,
-ir/identity.py: what is computed, over which declared tables and bounds, with which noise,
-epsilon and bound parameter values; two spellings of one plan are one statement), the policy's
-version (a digest of all of it), the data's version (backend/data_version.py: the files read, by
-size and modification time) and the analyst (a column of its own). A session whose data has no
-file version (DataFrames, remote sources) keeps its answers in memory, for itself only; a
+What keys an answer (`Replays.key`): the statement's plan (its canonical form, ir/identity.py,
+without the SQL text it was compiled from: what is computed, over which declared tables and
+bounds, with which noise, epsilon and bound parameter values; two spellings of one plan, or the
+plan under EXPLAIN, are one statement), the policy's version (a digest of all of it), the data's
+version (backend/data_version.py: the files read, by size and modification time; an in-memory
+frame by this process's counter) and the analyst (a column of its own). A session whose data has
+no version (remote sources, Spark catalog tables) keeps its answers in memory, for itself only; a
 session with `random_seed` (tests) neither replays nor keeps.
 
 Where answers are kept: in the ledger's storage (a `replays` table beside the charges, SQLite or
