@@ -20,6 +20,10 @@ Run by hand, not a test (bench/README.md). Every number printed is measured in t
    "(chosen)" marks the strategy the layer picks from public facts. A layer that halts answers
    nothing more (at one total budget nothing is left for a per-query fallback): those queries
    count as not within A. Columns: queries within A, their share, the median |error|.
+3. The auto decision (--part decision): the issue's layer (dept x region x age x income bins, ~257k
+   cells, 10^6 persons, reservation epsilon 0.3, A = 5,000) under the old rule (c >= 100) and
+   LayerPlan.decide, then the layer it turns on, run on latent-class data of that shape with K =
+   1,500 correlated queries, next to per-query noise on the same reservation.
 2. Latency through SQL (Session.execute, the whole path: parse, analysis, plan, mask query on the
    domain table, model, sparse vector, result) per measured, easy and hard answer at |X| = 1e3,
    1e4, 1e5 (3, 4, 5 int columns of 9 declared values + NULL, 200,000 rows), next to the ordinary
@@ -175,6 +179,48 @@ def part_utility(args: argparse.Namespace) -> None:
             utility_row(label, count, epsilon, args.accuracy, args.n, tuple(args.strategies))
 
 
+# --- part 3: the auto decision on the issue's layer -----------------------------------------
+
+ISSUE_SIZES = [8, 40, 73, 11]  # dept x region (40 declared values) x age x 11 income bins (+ NULL cells: ~257k)
+
+
+def part_decision(args: argparse.Namespace) -> None:
+    """The issue's layer (10^6 persons, reservation epsilon 0.3, A = 5,000): the old rule (c >= 100)
+    and LayerPlan.decide, then the layer run on latent-class data of that shape with a correlated
+    workload of K queries, against per-query noise on the same reservation."""
+    log("\n== 3. The auto decision: dept x region x age x income bins, 10^6 persons, epsilon 0.3, A = 5,000 ==")
+    sizes = ISSUE_SIZES
+    epsilon, accuracy = Fraction(3, 10), 5000
+    for mode in ("pure", "zcdp"):
+        for expected in (None, args.decision_queries):
+            plan = plan_layer(mode=mode, epsilon=epsilon, delta=DELTA if mode == "zcdp" else Fraction(0),  # type: ignore[arg-type]
+                              accuracy=Fraction(accuracy), sensitivity=1, sizes=tuple(x + 1 for x in sizes),
+                              expected_queries=expected)
+            on, why = plan.decide()
+            log(f"  {mode:5} expected_queries={expected}: {plan.strategy}, c = {plan.calibration.cap}; before (c >= 100): "
+                f"{'on' if plan.calibration.cap >= 100 else 'off'}; now: {'on' if on else 'off'} ({why})")
+    count = args.decision_queries
+    counts = latent_class(sizes, args.n, seed=7)
+    pairs = [(i, i + 1) for i in range(len(sizes) - 1)] + [(0, len(sizes) - 1)]
+    queries = workload(sizes, count, seed=3, pairs=pairs)
+    plan = plan_layer(mode="zcdp", epsilon=epsilon, delta=DELTA, accuracy=Fraction(accuracy), sensitivity=1,
+                      sizes=tuple(x + 1 for x in sizes))
+    log(f"\n  |X| = {counts.size:,}, n = {args.n:,}, K = {count:,} correlated queries, zCDP, the plan decide() turns on:")
+    start = time.perf_counter()
+    r = run_layer(counts, sizes, queries, plan, accuracy)
+    ms = ", ".join(f"{k} {v:.2f} ms" for k, v in r["ms"].items())  # type: ignore[attr-defined]
+    log(f"  {'layer (auto: on)':<26} {r['within']:>6,} of {count:,} within A, median |err| {r['median']:,.0f}; "
+        f"kinds {r['kinds']}; cap {r['cap']}; {ms}; {time.perf_counter() - start:.0f} s")
+    rho = rho_from_epsilon_delta(epsilon, DELTA)
+    sigma = math.sqrt(count / (2 * float(rho)))
+    within, median = gaussian_within(sigma, accuracy)
+    log(f"  {'per-query gaussian':<26} {within * count:>6,.0f} of {count:,} within A, median |err| {median:,.0f} "
+        f"(sigma {sigma:,.0f}: K answers on the same reservation)")
+    within, median = laplace_within(count / float(epsilon), accuracy)
+    log(f"  {'per-query laplace (basic)':<26} {within * count:>6,.0f} of {count:,} within A, median |err| {median:,.0f}")
+    log("  before (the layer off): per-query noise at the policy's default query epsilon spends it on every query")
+
+
 # --- part 2: latency through SQL -------------------------------------------------------------
 
 
@@ -256,7 +302,8 @@ def part_latency(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["utility", "latency", "all"], default="all")
+    parser.add_argument("--part", choices=["utility", "latency", "decision", "all"], default="all")
+    parser.add_argument("--decision-queries", type=int, default=1500, help="K of the decision part's workload")
     parser.add_argument("--epsilon", type=float, default=0.3, help="total epsilon of the utility comparison")
     parser.add_argument("--accuracy", type=int, default=5000, help="the target A (95%%)")
     parser.add_argument("--n", type=int, default=10**6, help="persons (one row each)")
@@ -274,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         part_utility(args)
     if args.part in ("latency", "all"):
         part_latency(args)
+    if args.part in ("decision", "all"):
+        part_decision(args)
     return 0
 
 

@@ -273,12 +273,15 @@ class StageProbe:
     def _wrap(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
+            post_before = self.current.get("post", 0.0) if self.current is not None else 0.0
             try:
                 return fn(*args, **kwargs)
             finally:
-                # engine.run is also called inside postprocess: count that under "post" only.
+                # engine.run is also called inside postprocess: count that under "post" only; and
+                # assembly runs post-processing inside it: that time is "post", not "assemble".
                 if self.current is not None and not (name == "engine" and self._in_post):
-                    self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - started
+                    nested = self.current.get("post", 0.0) - post_before if name == "assemble" else 0.0
+                    self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - started - nested
         return wrapper
 
     def _wrap_post(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -310,7 +313,11 @@ class StageProbe:
         if hasattr(engine, "dry_run"):  # the pre-charge check on an empty table (once per plan)
             engine.dry_run = self._wrap(engine.dry_run, "dry_run")
         engine.run = self._wrap(engine.run, "engine")
-        engine.postprocess = self._wrap_post(engine.postprocess)
+        if hasattr(engine, "postprocess"):  # post-processing on the engine's connection (before the released-values database)
+            engine.postprocess = self._wrap_post(engine.postprocess)
+        released = getattr(getattr(session, "_executor", None), "released", None)
+        if released is not None and hasattr(released, "evaluate"):  # post-processing in the released-values database
+            released.evaluate = self._wrap_post(released.evaluate)
 
     def measure(self, action: Callable[[], Any]) -> tuple[float, dict[str, float]]:
         self.current = {}

@@ -53,7 +53,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -219,10 +219,47 @@ REGIME = (
     ("MEDIAN(income) SMed", "MEDIAN(income)", ("income", 0.5)),
     ("IQR(income) Scale", "IQR(income)", ("income", None)),
 )
+# The demo's query: five aggregates share the epsilon (issue 27); the robust columns' intervals are measured.
+FIVE = ("MEDIAN(income), QUANTILE(income, 0.9), IQR(income), AVG(income), COUNT(*)",
+        (("5-to-a-query MEDIAN", ("income", 0.5)), ("5-to-a-query QUANTILE 0.9", ("income", 0.9)),
+         ("5-to-a-query IQR", ("income", None))))
 
 
 def _lower_quantile(ordered: np.ndarray, p: float) -> float:
     return float(ordered[max(1, int(np.ceil(len(ordered) * p))) - 1])
+
+
+@dataclass
+class Cell:
+    """Releases of one statistic at one (n, epsilon), pooled over the data seeds."""
+
+    runs: int = 0
+    errors: list[float] = field(default_factory=list)
+    halves: list[float] = field(default_factory=list)
+    covered: int = 0
+    times: list[float] = field(default_factory=list)
+
+    def add(self, value: Any, truth: float, half: Any, elapsed: float) -> None:
+        self.runs += 1
+        self.times.append(elapsed)
+        if value is None:
+            return
+        self.errors.append(abs(value - truth))
+        if half is not None:
+            self.halves.append(float(half))
+            self.covered += value - half <= truth <= value + half
+
+    def row(self, rows: int, eps: float, label: str, truth: float) -> str:
+        rate = len(self.errors) / self.runs if self.runs else 0.0
+        if not self.errors:
+            return f"  {rows:9,} {eps:5} {label:30} {rate:8.2f}"
+        err95 = float(np.quantile(self.errors, 0.95))
+        half = statistics.median(self.halves) if self.halves else float("nan")
+        ratio = f"{half / err95:7.2f}" if self.halves and err95 > 0 else f"{'-':>7}"
+        cover = f"{self.covered / len(self.halves):6.3f}" if self.halves else f"{'-':>6}"
+        rel = f"{100 * statistics.median(self.errors) / truth:7.3f}%" if truth else f"{'-':>8}"
+        return (f"  {rows:9,} {eps:5} {label:30} {rate:8.2f} {statistics.fmean(self.errors):10.4g} {rel} "
+                f"{err95:10.4g} {half:10.4g} {ratio} {cover} {statistics.median(self.times):6.3f}s")
 
 
 def regime(args: argparse.Namespace) -> None:
@@ -232,47 +269,62 @@ def regime(args: argparse.Namespace) -> None:
         odp.enable_features("contrib")
     except ImportError:
         odp = None
+        print("OpenDP is not installed (pip install -e '.[bench]'): its rows are left out")
     policy = Path(args.data_dir) / "robust-regime.toml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text(REGIME_POLICY, encoding="utf-8")
     dpl_quantile = _diffprivlib_quantile()
-    print("\nrealistic regime: 3 rows per person (max_rows = 3), delta 1e-6; rel = median relative error; "
-          "cover = share of answered releases whose stated 95% interval (value -+ ci95) holds the true value "
-          "(MIN/MAX: the r0-th smallest/largest value EXPLAIN names)")
-    print(f"  {'n':>9} {'eps':>4} {'statistic':28} {'answered':>8} {'MAE':>10} {'rel':>8} {'cover':>6} {'time':>7}")
+    if dpl_quantile is None:
+        print("diffprivlib is not installed (pip install -e '.[bench]'): its rows are left out")
+    print(f"\nrealistic regime: 3 rows per person (max_rows = 3), delta 1e-6; {args.data_seeds} data set(s) per n "
+          f"(seeds 7..), {args.regime_runs} releases each, pooled. MAE = mean |error|; rel = median relative error; "
+          "err95 = 95th percentile of |error|; half = median stated 95% half-width (ci95); ratio = half / err95; "
+          "cover = share of releases whose value -+ ci95 holds the true value (MIN/MAX: the r0-th value EXPLAIN names). "
+          "Peers: row-level libraries at epsilon / 3 per row (diffprivlib) or d_in = 3 (OpenDP); their IQR is two "
+          "quantiles at epsilon / 2 each")
+    print(f"  {'n':>9} {'eps':>5} {'statistic':30} {'answered':>8} {'MAE':>10} {'rel':>8} {'err95':>10} {'half':>10} "
+          f"{'ratio':>7} {'cover':>6} {'time':>7}")
     for rows in args.regime_rows:
-        frame = generate(rows)
-        frame["pid"] = frame["pid"] // 3
-        ordered = {c: np.sort(frame[c].to_numpy(dtype=float)) for c in ("income", "age")}
-        for eps in (0.1, 1.0):
-            with dpsql.connect(policy=policy, tables={"r": frame}) as con:
-                for label, call, (column, p) in REGIME:
-                    smed = "SMed" in label or "Scale" in label
-                    sql = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6"
-                           f"{SMED if smed else ''}) {call} FROM r")
-                    truth = _truth(con, sql, ordered[column], p)
-                    errors, covered, times, answered = [], 0, [], 0
+        for eps in args.regime_eps:
+            cells: dict[str, Cell] = {}
+            truths: dict[str, float] = {}
+            for seed in range(args.data_seeds):
+                frame = generate(rows, seed=7 + seed)
+                frame["pid"] = frame["pid"] // 3
+                ordered = {c: np.sort(frame[c].to_numpy(dtype=float)) for c in ("income", "age")}
+                with dpsql.connect(policy=policy, tables={"r": frame}) as con:
+                    for label, call, (column, p) in REGIME:
+                        if args.skip_ptr and ("SMed" in label or "Scale" in label):
+                            continue
+                        smed = "SMed" in label or "Scale" in label
+                        sql = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6"
+                               f"{SMED if smed else ''}) {call} FROM r")
+                        truth = _truth(con, sql, ordered[column], p)
+                        truths[label] = truth
+                        cell = cells.setdefault(label, Cell())
+                        for _ in range(args.regime_runs):
+                            cur = con.cursor()
+                            started = time.perf_counter()
+                            cur.execute(sql)
+                            value = cur.fetchall()[0][0]
+                            cell.add(value, truth, cur.noise_info[0].get("ci95"), time.perf_counter() - started)
+                    sql = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6) {FIVE[0]} FROM r"
                     for _ in range(args.regime_runs):
                         cur = con.cursor()
                         started = time.perf_counter()
                         cur.execute(sql)
-                        value = cur.fetchall()[0][0]
-                        times.append(time.perf_counter() - started)
-                        if value is None:
-                            continue
-                        answered += 1
-                        errors.append(abs(value - truth))
-                        ci = cur.noise_info[0].get("ci95")
-                        covered += ci is not None and value - ci <= truth <= value + ci
-                    rate = answered / args.regime_runs
-                    mae = f"{statistics.fmean(errors):10.4g}" if errors else f"{'-':>10}"
-                    rel = f"{100 * statistics.median(errors) / truth:7.3f}%" if errors and truth else f"{'-':>8}"
-                    cover = f"{covered / answered:6.2f}" if answered else f"{'-':>6}"
-                    print(f"  {rows:9,} {eps:4} {label:28} {rate:8.2f} {mae} {rel} {cover} {statistics.median(times):6.3f}s")
-            if odp is not None:
-                _opendp_rows(odp, rows, eps, ordered["income"], args)
-            if dpl_quantile is not None:
-                _diffprivlib_rows(dpl_quantile, rows, eps, ordered["income"], args)
+                        row = cur.fetchall()[0]
+                        elapsed = time.perf_counter() - started
+                        for index, (label, (column, p)) in enumerate(FIVE[1]):
+                            truths[label] = _truth(con, sql, ordered[column], p)
+                            cells.setdefault(label, Cell()).add(row[index], truths[label],
+                                                                cur.noise_info[index].get("ci95"), elapsed)
+                if odp is not None and not args.no_peers:
+                    _opendp_cells(odp, eps, ordered["income"], cells, truths, args)
+                if dpl_quantile is not None and not args.no_peers:
+                    _diffprivlib_cells(dpl_quantile, eps, ordered["income"], cells, truths, args)
+            for label, cell in cells.items():
+                print(cell.row(rows, eps, label, truths[label]), flush=True)
 
 
 def _truth(con: Any, sql: str, data: np.ndarray, p: Any) -> float:
@@ -301,38 +353,47 @@ def _diffprivlib_quantile() -> Any:
     return quantile
 
 
-def _diffprivlib_rows(quantile: Any, rows: int, eps: float, income: np.ndarray, args: argparse.Namespace) -> None:
+PEER_STATS = ((0.5, "q0.5"), (0.9, "q0.9"), (None, "IQR"))
+
+
+def _diffprivlib_cells(quantile: Any, eps: float, income: np.ndarray, cells: dict[str, Cell], truths: dict[str, float],
+                       args: argparse.Namespace) -> None:
     # Row-level privacy (diffprivlib has no person bound): epsilon / 3 is the per-row share of 3 rows per person.
-    for p in (0.5, 0.9):
-        truth = _lower_quantile(income, p)
-        errors, times = [], []
+    for p, name in PEER_STATS:
+        label = f"diffprivlib {name} (eps/3)"
+        truths[label] = _lower_quantile(income, 0.75) - _lower_quantile(income, 0.25) if p is None else _lower_quantile(income, p)
+        cell = cells.setdefault(label, Cell())
         for _ in range(args.regime_runs):
             started = time.perf_counter()
-            errors.append(abs(quantile(income, p, epsilon=eps / 3, bounds=(0, 500_000)) - truth))
-            times.append(time.perf_counter() - started)
-        label = f"diffprivlib q{p} (eps/3)"
-        print(f"  {rows:9,} {eps:4} {label:28} {1.0:8.2f} {statistics.fmean(errors):10.4g} "
-              f"{100 * statistics.median(errors) / truth:7.3f}% {'-':>6} {statistics.median(times):6.3f}s")
+            if p is None:
+                value = (quantile(income, 0.75, epsilon=eps / 6, bounds=(0, 500_000))
+                         - quantile(income, 0.25, epsilon=eps / 6, bounds=(0, 500_000)))
+            else:
+                value = quantile(income, p, epsilon=eps / 3, bounds=(0, 500_000))
+            cell.add(float(value), truths[label], None, time.perf_counter() - started)
 
 
-def _opendp_rows(odp: Any, rows: int, eps: float, income: np.ndarray, args: argparse.Namespace) -> None:
+def _opendp_cells(odp: Any, eps: float, income: np.ndarray, cells: dict[str, Cell], truths: dict[str, float],
+                  args: argparse.Namespace) -> None:
     space = (odp.vector_domain(odp.atom_domain(T=float, nan=False)), odp.symmetric_distance())
     candidates = [float(c) for c in np.arange(0, 500_001, 50.0)]
     values = income.tolist()
-    for p in (0.5, 0.9):
-        measure = odp.binary_search_chain(
-            lambda s, p=p: odp.m.make_private_quantile(*space, odp.max_divergence(), candidates=candidates, alpha=p, scale=s),
-            d_in=3, d_out=eps)
-        truth = _lower_quantile(income, p)
-        runs = max(3, args.regime_runs // (4 if rows >= 1_000_000 else 1))
-        errors, times = [], []
+
+    def measure(p: float, budget: float) -> Any:
+        return odp.binary_search_chain(
+            lambda s: odp.m.make_private_quantile(*space, odp.max_divergence(), candidates=candidates, alpha=p, scale=s),
+            d_in=3, d_out=budget)
+
+    runs = max(3, args.regime_runs // (4 if len(income) >= 1_000_000 else 1))
+    for p, name in PEER_STATS:
+        label = f"OpenDP EM {name} (grid 50)"
+        truths[label] = _lower_quantile(income, 0.75) - _lower_quantile(income, 0.25) if p is None else _lower_quantile(income, p)
+        cell = cells.setdefault(label, Cell())
+        pair = (measure(0.75, eps / 2), measure(0.25, eps / 2)) if p is None else (measure(p, eps),)
         for _ in range(runs):
             started = time.perf_counter()
-            errors.append(abs(measure(values) - truth))
-            times.append(time.perf_counter() - started)
-        label = f"OpenDP EM q{p} (grid 50)"
-        print(f"  {rows:9,} {eps:4} {label:28} {1.0:8.2f} {statistics.fmean(errors):10.4g} "
-              f"{100 * statistics.median(errors) / truth:7.3f}% {'-':>6} {statistics.median(times):6.3f}s")
+            value = pair[0](values) - pair[1](values) if p is None else pair[0](values)
+            cell.add(float(value), truths[label], None, time.perf_counter() - started)
 
 
 OTHERS = 50
@@ -450,6 +511,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--regime", action="store_true", help="only the realistic-regime table (3 rows per person)")
     parser.add_argument("--regime-rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--regime-runs", type=int, default=20)
+    parser.add_argument("--regime-eps", type=float, nargs="+", default=[0.1, 1.0])
+    parser.add_argument("--data-seeds", type=int, default=3, help="data sets per n in the regime table (pooled)")
+    parser.add_argument("--skip-ptr", action="store_true", help="regime table without the SMed / Scale rows")
+    parser.add_argument("--no-peers", action="store_true", help="regime table without OpenDP and diffprivlib")
     parser.add_argument("--mode-regime", action="store_true", help="only the MODE table (histogram, A_samp, noisy-max)")
     parser.add_argument("--mode-rows", type=int, nargs="+", default=[10_000, 100_000])
     args = parser.parse_args(argv)

@@ -22,6 +22,7 @@ from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
 from dpsql.backend import engines
 from dpsql.backend.engine import Engine
+from dpsql.analysis.public_facts import with_source_columns
 from dpsql.backend.public_facts import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.model import Policy
@@ -84,6 +85,8 @@ class Session:
         self._lock = threading.RLock()
         self._plans: dict[tuple[Any, ...], Statement] = {}  # compiled statements; see compile
         self._facts = EnginePublicFacts(engine)  # joins read public tables' fan-outs and domains (free)
+        # Public tables declared without [columns] take their source's (public: free to read).
+        policy = self._policy = with_source_columns(policy, self._facts)
         charger = Charger(ledger, analyst, self.id, policy.budget_for(analyst), policy.budget.accountant)
         # Answers released to this analyst before, given again free (execution/replay.py); `replay`
         # None: off (`replay_off` says why, in EXPLAIN).
@@ -101,7 +104,7 @@ class Session:
     def policy(self, policy: Policy) -> None:
         """Another policy (tests; a plan is only valid for the policy it was made for, and the
         analyst's budget is read from it)."""
-        self._policy = policy
+        self._policy = with_source_columns(policy, self._facts)
         self._plans.clear()
         self._executor.charger.budget = policy.budget_for(self.analyst)
         replays = self._executor.replays

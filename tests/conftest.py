@@ -1,4 +1,12 @@
-"""Shared fixtures: a demo-like policy file factory, a small people table, and a connect helper.
+"""Shared fixtures (a demo-like policy file factory, a small people table, a connect helper) and
+the test tiers.
+
+Tiers (CONTRIBUTING.md, "The test tiers"): every test is marked with the tier of its directory
+under tests/ (unit, golden, grammar, integration, security, statistical, audit, corpus, spark,
+slow), and a test that uses the real PostgreSQL server is marked `integration` too. A plain
+`pytest` (no path, no -m) runs the fast tiers only: the other directories are not even imported,
+and fast-directory tests marked slow, statistical, spark or integration are deselected.
+`pytest --all` runs everything (.ci/run); a path or a -m expression selects as pytest always does.
 
 Kept small on purpose; add fixtures here only when several test modules need them.
 """
@@ -16,6 +24,59 @@ import pytest
 
 import dpsql
 from dpsql.demo.people import DEMO_VERSION, PARQUET_NAME, POLICY_NAME, ensure_demo, generate_people, policy_text
+
+TESTS = Path(__file__).resolve().parent
+FAST_TIERS = ("unit", "golden", "grammar")
+OTHER_TIERS = ("integration", "security", "statistical", "audit", "corpus", "spark", "slow")
+NOT_FAST = ("slow", "statistical", "spark", "integration")  # markers that keep a test out of a plain `pytest`
+FIXTURE_TIERS = {"postgres_server": "integration"}  # a real PostgreSQL server: processes, seconds
+# The parameter of a fixture that reaches the server through request.getfixturevalue (pytest cannot
+# see that dependency, so FIXTURE_TIERS cannot): `params=["sqlite", POSTGRES]`.
+POSTGRES = pytest.param("postgres", marks=pytest.mark.integration, id="postgres")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all", action="store_true", dest="all_tiers",
+                     help="run every test tier (what .ci/run runs); without it, a plain `pytest` runs the fast tiers")
+
+
+def fast_only(config: pytest.Config) -> bool:
+    """A plain `pytest`: no --all, no -m, no path (pytest fell back to testpaths)."""
+    return (not config.getoption("all_tiers") and not config.option.markexpr
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier of a test file: its first directory under tests/."""
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in FAST_TIERS + OTHER_TIERS else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # The slow tiers' modules are not imported by a plain `pytest`: importing them (servers,
+    # clients, pyspark, scipy) was a third of the collection time.
+    if fast_only(config) and collection_path.parent == TESTS and collection_path.name in OTHER_TIERS:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(Path(str(item.path)))
+        if tier is not None:
+            item.add_marker(tier)
+        for fixture, marker in FIXTURE_TIERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+    if fast_only(config):
+        kept = [item for item in items if not any(item.get_closest_marker(m) for m in NOT_FAST)]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = kept
+
 
 PEOPLE_ROWS = 3000
 PEOPLE_SEED = 20261122
@@ -137,12 +198,17 @@ def connect(policy_file: PolicyFactory, people_frame: pd.DataFrame) -> Iterator[
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[Any]:
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A real PostgreSQL server on 127.0.0.1 (tests/postgres_server.py), for the session.
 
     Skips where the server binaries are missing, but fails under CI=true (.ci/run installs them).
+    A plain `pytest` (the fast tiers) must never start it: a test that reaches it there is missing
+    its `integration` mark (use POSTGRES as the fixture parameter).
     """
     from tests.postgres_server import PostgresServer, missing_reason
+
+    if fast_only(request.config):
+        pytest.fail("a fast-tier test started the PostgreSQL server: mark it integration (tests/conftest.py, POSTGRES)")
 
     reason = missing_reason()
     if reason is not None:

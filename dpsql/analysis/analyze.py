@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from dpsql.analysis.bind import bind_select, check_budget_values, option_number
 from dpsql.analysis.context import AnalysisContext, refuse
+from dpsql.analysis.expression_types import check_query
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
@@ -15,13 +16,16 @@ from dpsql.analysis.post import analyze_post, needs_post
 from dpsql.analysis.row_level import row_probe
 from dpsql.analysis.joins import join_relation
 from dpsql.analysis.rules import (
+    CATALOGS,
+    SCHEMAS,
     SELECT_RULES,
     check_DP102_statement_kind,
     check_DP110_single_select,
     public_tables,
     resolve_table,
 )
-from dpsql.errors import InvalidOptionError
+from dpsql.catalog.model import Table
+from dpsql.errors import CatalogError, InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
 from dpsql.frontend.spans import span_of
 from dpsql.ir.post import PostQuery
@@ -53,12 +57,12 @@ def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | Publi
     sql = ctx.sql
     public = public_tables(tree, ctx)
     if public is not None:
-        _check_public(tree, sql)
-        return PublicQuery(sql=sql, tree=tree, tables=public)
+        _check_public(tree, sql, public)
+        return PublicQuery(sql=sql, tree=_unqualified_columns(tree), tables=public)
     tree = flatten(tree, ctx.policy, sql)  # qualified names, row-level subqueries and CTEs
     public = public_tables(tree, ctx)
     if public is not None:  # a row-level view of a public table is a public query
-        _check_public(tree, sql)
+        _check_public(tree, sql, public)
         return PublicQuery(sql=sql, tree=tree, tables=public)
     joined = join_relation(tree, ctx)  # JOINs and public IN-subqueries: one JoinedTable (analysis/joins.py)
     if joined is not None:
@@ -69,10 +73,31 @@ def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | Publi
         scope = resolve_table(tree, ctx, sql)
     for rule in SELECT_RULES:
         rule(tree, scope, sql)
-    return bind_select(tree, scope, ctx)
+    bound = bind_select(tree, scope, ctx)
+    check_query(bound)  # DuckDB types for the engines' renderings; DP142 (analysis/expression_types.py)
+    return bound
 
 
-def _check_public(tree: exp.Select, sql: str) -> None:
+def _unqualified_columns(tree: exp.Select) -> exp.Select:
+    """`public.states.region` -> `states.region`: the engine reads each public table under its
+    name (its default schema is the policy's, as for the table itself)."""
+    if not any(c.args.get("db") for c in tree.find_all(exp.Column)):
+        return tree
+    tree = tree.copy()
+    for column in tree.find_all(exp.Column):
+        db, catalog = column.args.get("db"), column.args.get("catalog")
+        if db is not None and db.name.lower() in SCHEMAS and (catalog is None or catalog.name.lower() in CATALOGS):
+            column.set("db", None)
+            column.set("catalog", None)
+    return tree
+
+
+def _check_public(tree: exp.Select, sql: str, tables: tuple[Table, ...]) -> None:
+    for table in tables:
+        if not table.columns:
+            raise CatalogError(f"table '{table.name}' declares no columns, and dpsql could not read them from its source",
+                               code="DP002", sql=sql, hint=f"declare [tables.{table.name}.columns] in the policy, or give the "
+                               "table's data (a source, a table of the database, or a DataFrame)")
     for func in tree.find_all(exp.Func):
         if function_name(func) in FORBIDDEN_NAMES:
             raise refuse("DP113", f"the function {function_name(func)}() is not accepted", func, sql,

@@ -1,4 +1,8 @@
-"""Bind a validated SELECT to a BoundQuery: keys, aggregates, outputs, post-processing clauses."""
+"""Bind a validated SELECT to a BoundQuery: keys, aggregates, outputs, post-processing clauses.
+
+Each aggregate call is bound by its family module (dpsql/aggregates/), found in the registry by
+its spelling; the binder offers it the table, the options and the column checks (aggregates.base.Binder).
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,19 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost, to_fraction
+from dpsql.aggregates import quantiles, registry
+from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
-from dpsql.analysis.functions import ANONYMOUS_AGGREGATES, AGGREGATES, function_name, is_aggregate
-from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key
+from dpsql.analysis.functions import is_aggregate
+from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
-from dpsql.catalog.model import Column
-from dpsql.errors import InvalidOptionError
+from dpsql.catalog.model import NOISES, Column, Table
+from dpsql.errors import Error, InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
-from dpsql.ir.plan import median_grid
-from dpsql.ir.query import AggKind, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
+from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
-MAX_QUANTILE_DENOMINATOR = 10**15
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95"})
-QUANTILE_MECHANISMS = {"smed": "smed", "ptr_laplace": "ptr-laplace", "ptr-laplace": "ptr-laplace",
-                       "exponential": "exponential", "em": "exponential"}
 MAX_MODE_BLOCKS = 1_000_000
 
 
@@ -56,6 +58,7 @@ class _Binder:
         self.keys: list[Column] = []
         self.derived: list[GroupKey | None] = []  # per key: the derived key of a GROUP BY expression
         self.aggregates: list[AggregateCall] = []
+        self.key_table = scope.table  # the table whose bounds derive key domains (narrowed by WHERE ranges)
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
         self.keys = self._group_keys(select)
@@ -72,7 +75,7 @@ class _Binder:
         return BoundQuery(
             sql=self.ctx.sql,
             table=self.scope.table,
-            where=_strip_qualifiers(where.this) if where else None,
+            where=strip_qualifiers(where.this) if where else None,
             keys=tuple(d if d is not None else GroupKey(column=c) for c, d in zip(self.keys, self.derived)),
             aggregates=tuple(self.aggregates),
             outputs=outputs,
@@ -98,11 +101,11 @@ class _Binder:
             raise self.ctx.refuse("DP145", "ci95 needs a COUNT or SUM to size epsilon for: this query releases keys only",
                                   node, "add COUNT(*) to the select list, or name an epsilon instead of ci95")
         for call in self.aggregates:
-            if call.kind not in ("count_rows", "count", "count_units", "sum"):
+            reason = registry.for_call(call).accuracy_first(call)
+            if reason is not None:
                 raise self.ctx.refuse("DP145", f"ci95 cannot be derived for {call.label}: its interval depends on the data "
-                                      f"({'a noisy count divides it' if call.kind == 'avg' else 'its error depends on the values'})",
-                                      node, "name an epsilon instead (EXPLAIN shows the interval it gives), or ask ci95 of "
-                                      "COUNT and SUM only (AVG = SUM / COUNT after the query)")
+                                      f"({reason})", node, "name an epsilon instead (EXPLAIN shows the interval it gives), "
+                                      "or ask ci95 of COUNT and SUM only (AVG = SUM / COUNT after the query)")
         for output in outputs:
             bare = output.expr.unnest()  # parentheses around one aggregate change nothing
             if output.aggregates and (len(output.aggregates) > 1 or bare.find(exp.Column) != bare):
@@ -114,17 +117,34 @@ class _Binder:
         group = select.args.get("group")
         if group is None:
             return []
+        self.key_table = narrowed(self.scope.table, select.args.get("where"))
         keys: list[Column] = []
         for item in group.expressions:
             column, derived = self._key_column(item, select)
             if column.name == self.scope.table.privacy_unit and derived is None:
                 raise self.ctx.refuse("DP107", "GROUP BY the privacy unit would release one group per person", item,
                                       "group by a column that many people share")
+            if derived is None:
+                self._check_selection_can_release(column, item)
             if column not in keys:
                 keys.append(column)
                 self.derived.append(derived)
         self.derived = cap_public_groups(keys, self.derived)
         return [d.column if d is not None else c for c, d in zip(keys, self.derived)]
+
+    def _check_selection_can_release(self, column: Column, item: exp.Expr) -> None:
+        """A bare float or timestamp column without declared values (or precision) is continuous:
+        persons almost never share a value exactly, so partition selection, which releases a key
+        only when hundreds of persons hold it, can be expected to release nothing. Refused before
+        the charge (DP141) from the policy's facts alone, with the bucketing that answers."""
+        if column.public_domain or column.precision is not None or column.type not in ("float", "timestamp"):
+            return
+        bucket = (f"date_trunc('day', {column.name})" if column.type == "timestamp" else
+                  f"FLOOR({column.name} / 10000) * 10000")  # `//` divides a DOUBLE exactly in DuckDB
+        raise self.ctx.refuse("DP141", f"GROUP BY {column.name} would release almost nothing: it is a continuous "
+                              f"{column.type} column without declared values, so almost no value is shared by enough "
+                              "persons for partition selection to release it (the budget would be spent on an empty answer)",
+                              item, f"group by buckets: {bucket}; or declare the column's values in the policy")
 
     def _key_column(self, item: exp.Expr, select: exp.Select) -> tuple[Column, GroupKey | None]:
         target = item
@@ -151,15 +171,15 @@ class _Binder:
     def _derived_key(self, target: exp.Expr, item: exp.Expr) -> GroupKey:
         """GROUP BY an expression: its key column with the public domain derived from the policy."""
         span = self.ctx.span(item) or keyword_span(self.ctx.sql, "GROUP")
-        aggregate = next((f for f in target.find_all(exp.Func) if is_aggregate(f) or _robust_kind(f) is not None), None)
+        aggregate = next((f for f in target.find_all(exp.Func) if is_aggregate(f) or registry.for_node(f) is not None), None)
         if aggregate is not None or isinstance(target, (exp.AggFunc, exp.WithinGroup, exp.Filter)):
             raise self.ctx.refuse("DP114", "GROUP BY names an aggregate", item, "group by columns or expressions over them", span=span)
-        expr = _strip_qualifiers(target)
+        expr = strip_qualifiers(target)
         if not any(True for _ in expr.find_all(exp.Column)):
             raise self.ctx.refuse("DP114", "GROUP BY a constant groups nothing", item, "group by a column or an expression over columns",
                                   span=span)
         try:
-            derived = derive_key(expr, self.scope.table)
+            derived = derive_key(expr, self.key_table)
         except NoDomain as missing:
             raise self.ctx.refuse("DP114", f"GROUP BY {expr.sql(dialect=Dpsql)}: dpsql cannot use it as a key: in "
                                   f"'{missing.node.sql(dialect=Dpsql)}', {missing.reason}", item,
@@ -168,174 +188,73 @@ class _Binder:
                                   span=span) from None
         return GroupKey(column=derived.column, expr=expr, derivation=derived.derivation)
 
-    def _aggregate(self, node: exp.Expr) -> AggregateCall:
-        if isinstance(node, exp.Filter):
-            return self._filtered(node)
-        if _robust_kind(node) is not None:
-            return self._robust_aggregate(node)
-        text = node.sql(dialect=Dpsql)
-        arg = node.this
-        if isinstance(node, exp.Count):
-            if isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not isinstance(arg, exp.Null)):
-                return AggregateCall(kind="count_rows", column=None, text=text)
-            if not isinstance(arg, (exp.Column, exp.Distinct)):
-                return self._over_expression("count", arg, text)
-            if isinstance(arg, exp.Distinct):
-                inner = arg.expressions
-                if len(inner) == 1 and isinstance(inner[0], exp.Column) and inner[0].name.lower() == self.scope.table.privacy_unit:
-                    return AggregateCall(kind="count_units", column=self.scope.table.column(inner[0].name), text=text)
-                raise self.ctx.refuse("DP116", "COUNT(DISTINCT ...) is accepted on the privacy unit only", node,
-                                      f"count people with COUNT(DISTINCT {self.scope.table.privacy_unit}), or GROUP BY the column")
-            column = self._plain_column(arg, node)
-            return AggregateCall(kind="count", column=column, text=text)
-        kind: AggKind = AGGREGATES[type(node)]  # type: ignore[assignment]  # sum, avg, var_*, stddev_*
-        if arg is not None and not isinstance(arg, (exp.Column, exp.Distinct)):
-            return self._over_expression(kind, arg, text)
-        column = self._plain_column(arg, node)
-        if not column.numeric:
-            raise self.ctx.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
-                                  "sum, average or take the variance of an int or float column")
-        if not column.bounded:
-            raise self.ctx.refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node,
-                                  f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")
-        return AggregateCall(kind=kind, column=column, text=text)
+    # --- what an aggregate module's binding is offered (aggregates.base.Binder) ---------------------
+    @property
+    def table(self) -> Table:
+        return self.scope.table
 
-    def _filtered(self, node: exp.Filter) -> AggregateCall:
-        """COUNT/SUM/AVG(...) FILTER (WHERE c): the aggregate of CASE WHEN c THEN value END."""
-        call, where = node.this, node.expression
-        condition = where.this if isinstance(where, exp.Where) else where
-        if not isinstance(call, (exp.Count, exp.Sum, exp.Avg)) or isinstance(call.this, exp.Distinct):
-            raise self.ctx.refuse("DP115", "FILTER (WHERE ...) applies to COUNT, SUM and AVG (without DISTINCT) only", node,
-                                  "write the condition in WHERE, or use COUNT(*) FILTER (WHERE ...)")
-        inner = next((f for f in condition.find_all(exp.Func) if is_aggregate(f)), None)
-        if inner is not None:
-            raise self.ctx.refuse("DP112", "aggregates are not allowed in FILTER (WHERE ...)", inner, "filter rows, not aggregates")
-        arg = call.this
-        value = exp.Literal.number(1) if isinstance(call, exp.Count) and isinstance(arg, exp.Star) else arg
-        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
-        kind: AggKind = "count" if isinstance(call, exp.Count) else "sum" if isinstance(call, exp.Sum) else "avg"
-        return self._over_expression(kind, case, node.sql(dialect=Dpsql))
+    @property
+    def quantile_mechanism(self) -> str | None:
+        return self.robust.quantile_mechanism
 
-    def _over_expression(self, kind: AggKind, arg: exp.Expr, text: str) -> AggregateCall:
-        """COUNT, SUM or AVG of a per-row expression: a derived column with bounds from the policy."""
-        expr = _strip_qualifiers(arg)
+    @property
+    def median_bound(self) -> Fraction | None:
+        return self.robust.median_bound
+
+    def refuse(self, code: str, message: str, node: exp.Expr, hint: str) -> Error:
+        return self.ctx.refuse(code, message, node, hint)
+
+    def invalid_option(self, message: str, node: exp.Expr, hint: str) -> Error:
+        return self.ctx.invalid_option(message, node, hint)
+
+    def column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:
+        return self._plain_column(arg, node)
+
+    def per_row(self, label: str, arg: exp.Expr) -> Column:
+        """A per-row expression's derived column, named by it, with bounds from the policy."""
+        expr = strip_qualifiers(arg)
         name = expr.sql(dialect=Dpsql)
-        if kind == "count":  # counts the rows where the value is not NULL: no bounds needed
-            return AggregateCall(kind="count", column=Column(name=name, type="text"), text=text, expr=expr)
         try:
             bounds = value_bounds(expr, self.scope.table)
         except NoBounds as missing:
             part = missing.node.sql(dialect=Dpsql)
-            raise self.ctx.refuse("DP115", f"{kind.upper()}({name}) needs bounds, and dpsql cannot derive them from the "
+            raise self.ctx.refuse("DP115", f"{label}({name}) needs bounds, and dpsql cannot derive them from the "
                                   f"policy: in '{part}', {missing.reason}", arg,
                                   "use bounded numeric columns, number literals, + - * and / by a non-zero constant, CASE, "
                                   "or clamp with GREATEST(LEAST(x, upper), lower)") from None
         lower, upper = bounds.lower, bounds.upper
         assert lower is not None and upper is not None  # value_bounds returns finite intervals only
         if bounds.integer:
-            column = Column(name=name, type="int", lower=lower, upper=upper)
-        else:
-            # Widen the bounds onto the sum's fixed-point grid (a point interval such as SUM(9.36)
-            # would otherwise hold no grid value); the grid is then fixed as the column's precision.
-            grid = Column(name=name, type="float", lower=lower, upper=upper).grid()
-            lower, upper = math.floor(lower / grid) * grid, math.ceil(upper / grid) * grid
-            column = Column(name=name, type="float", lower=lower, upper=upper, precision=grid)
-        return AggregateCall(kind=kind, column=column, text=text, expr=expr)
+            return Column(name=name, type="int", lower=lower, upper=upper)
+        # Widen the bounds onto the sum's fixed-point grid (a point interval such as SUM(9.36)
+        # would otherwise hold no grid value); the grid is then fixed as the column's precision.
+        grid = Column(name=name, type="float", lower=lower, upper=upper).grid()
+        lower, upper = math.floor(lower / grid) * grid, math.ceil(upper / grid) * grid
+        return Column(name=name, type="float", lower=lower, upper=upper, precision=grid)
 
-    def _robust_aggregate(self, node: exp.Expr) -> AggregateCall:
-        """MEDIAN / QUANTILE / PERCENTILE_DISC / quantile_disc, IQR and MODE: their column and parameters."""
-        kind = _robust_kind(node)
+    def _aggregate(self, node: exp.Expr) -> AggregateCall:
         text = node.sql(dialect=Dpsql)
-        p: Fraction | None = Fraction(1, 2) if kind == "quantile" else None
-        bound: Fraction | None = None
-        if isinstance(node, exp.WithinGroup):
-            order = node.expression
-            items = order.expressions if isinstance(order, exp.Order) else []
-            if len(items) != 1 or items[0].args.get("desc"):
-                raise self.ctx.refuse("DP124", f"{function_name(node.this).upper()} WITHIN GROUP needs ORDER BY one column, ascending",
-                                      node, "write PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY income)")
-            arg = items[0].this
-            if kind == "quantile":
-                p = self._quantile_literal(node.this.this, node)
-        elif isinstance(node, exp.Anonymous):
-            args = node.expressions
-            named = function_name(node)
-            usage, most = (("QUANTILE(col, p) or QUANTILE(col, p, b)", 3) if named == "quantile" else
-                           ("MEDIAN(col) or MEDIAN(col, b)", 2) if kind == "quantile" else ("IQR(col)", 1))
-            if len(args) < (2 if named == "quantile" else 1) or len(args) > most:
-                raise self.ctx.refuse("DP124", f"{named.upper()} takes {usage}", node, f"write {usage}")
-            arg = args[0]
-            if named == "quantile":
-                p = self._quantile_literal(args[1], node)
-            if len(args) == most and kind == "quantile":
-                bound = self._bound_literal(args[-1], node)
-        else:
-            arg = node.this
-            if isinstance(node, (exp.Min, exp.Max)):
-                if node.expressions:
-                    raise self.ctx.refuse("DP124", f"{function_name(node).upper()} takes one column", node,
-                                          f"write {function_name(node).upper()}(col)")
-                p = Fraction(0) if isinstance(node, exp.Min) else Fraction(1)
-            elif isinstance(node, (exp.Quantile, exp.ApproxQuantile)):
-                p = self._quantile_literal(node.args.get("quantile"), node)
-            elif isinstance(node, (exp.PercentileDisc, exp.PercentileCont)):
-                p = self._quantile_literal(node.args.get("expression"), node)
-        column = self._plain_column(arg, node)
-        if kind == "mode":
-            return AggregateCall(kind="mode", column=column, text=text)
-        name = ("IQR" if kind == "iqr" else "MEDIAN" if p == Fraction(1, 2) else "MIN" if p == 0 else "MAX" if p == 1
-                else "QUANTILE")
-        if column.type == "timestamp":
-            raise self.ctx.refuse("DP117", f"{name} of a timestamp column is not supported; '{column.name}' is timestamp", node,
-                                  "rank a date column, or count per date_trunc('day', col) group (MODE works on any column)")
-        if column.type not in ("int", "float", "date"):
-            raise self.ctx.refuse("DP117", f"{name} needs an int, float or date column; '{column.name}' is {column.type}", node,
-                                  "rank a numeric or date column (MODE works on any column)")
-        if kind == "iqr":
-            return AggregateCall(kind="iqr", column=column, text=text)
-        bound = bound if bound is not None or name in ("MIN", "MAX") else self.robust.median_bound
-        self._check_quantile_mechanism(name, column, bound, node)
-        return AggregateCall(kind="quantile", column=column, text=text, quantile=p, bound=bound)
+        call = self._filtered(node) if isinstance(node, exp.Filter) else node
+        aggregate = registry.for_node(call)
+        assert aggregate is not None  # the rules refused aggregates without a mechanism (DP109)
+        return aggregate.bind(call, self, text)
 
-    def _check_quantile_mechanism(self, name: str, column: Column, bound: Fraction | None, node: exp.Expr) -> None:
-        option = self.robust.quantile_mechanism
-        if name in ("MIN", "MAX"):  # always the fine-grid exponential mechanism (bound and option do not apply)
-            if not column.bounded:
-                raise self.ctx.refuse("DP106", f"the approximate {name}({column.name}) needs public bounds for '{column.name}'",
-                                      node, f"declare lower and upper for {column.name} under [tables.{self.scope.table.name}.columns] in the policy")
-            return
-        if bound is not None and option in ("smed", "exponential"):
-            raise InvalidOptionError(f"{name} with a proposed bound runs PTR-Laplace, but quantile_mechanism = '{option}'",
-                                     code="DP120", span=self.ctx.span(node), sql=self.ctx.sql, hint="drop the bound or the option")
-        mechanism = quantile_mechanism(bound, option, column.bounded)
-        where = f"under [tables.{self.scope.table.name}.columns] in the policy"
-        if mechanism == "ptr-laplace" and bound is None:
-            raise InvalidOptionError(f"quantile_mechanism = 'ptr_laplace' needs a proposed bound for {name}({column.name})",
-                                     code="DP120", span=self.ctx.span(node), sql=self.ctx.sql,
-                                     hint=f"write {name}({column.name}, b) or add median_bound = b to OPTIONS")
-        if mechanism == "exponential" and not column.bounded:
-            raise self.ctx.refuse("DP106", f"the exponential-mechanism {name}({column.name}) needs public bounds for '{column.name}'",
-                                  node, f"declare lower and upper for {column.name} {where}")
-        if mechanism == "smed" and median_grid(column) is None:
-            raise self.ctx.refuse("DP106", f"{name}({column.name}) ranks a float column on a public grid: declare 'precision' "
-                                  f"(or lower and upper) for '{column.name}'", node,
-                                  f"e.g. precision = 100 for {column.name} {where}, or propose a bound: {name}({column.name}, b)")
-
-    def _quantile_literal(self, node: exp.Expr | None, call: exp.Expr) -> Fraction:
-        value = _number_literal(node)
-        # p = a/b in lowest terms scales the exponential mechanism's score sensitivity by b: keep b sane
-        if value is None or not 0 < value < 1 or value.denominator > MAX_QUANTILE_DENOMINATOR:
-            raise self.ctx.refuse("DP124", "the quantile p must be a number literal strictly between 0 and 1, "
-                                  "with at most 15 decimal digits", call,
-                                  "write QUANTILE(age, 0.25) or PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age)")
-        return value
-
-    def _bound_literal(self, node: exp.Expr, call: exp.Expr) -> Fraction:
-        value = _number_literal(node)
-        if value is None or value <= 0:
-            raise self.ctx.refuse("DP124", "the proposed bound b of MEDIAN(col, b) or QUANTILE(col, p, b) must be a number literal greater than 0", call,
-                                  "write MEDIAN(income, 100): b bounds how far one person may move the median")
-        return value
+    def _filtered(self, node: exp.Filter) -> exp.Expr:
+        """agg(x) FILTER (WHERE c) as agg(CASE WHEN c THEN x END) (COUNT(*): CASE WHEN c THEN 1 END)."""
+        call, where = node.this, node.expression
+        condition = where.this if isinstance(where, exp.Where) else where
+        aggregate = registry.for_node(call)
+        if aggregate is None or not aggregate.filterable or isinstance(call.this, exp.Distinct):
+            raise self.ctx.refuse("DP115", "FILTER (WHERE ...) applies to COUNT, SUM and AVG (without DISTINCT) only", node,
+                                  "write the condition in WHERE, or use COUNT(*) FILTER (WHERE ...)")
+        inner = next((f for f in condition.find_all(exp.Func) if is_aggregate(f)), None)
+        if inner is not None:
+            raise self.ctx.refuse("DP112", "aggregates are not allowed in FILTER (WHERE ...)", inner, "filter rows, not aggregates")
+        arg = call.this
+        value = exp.Literal.number(1) if isinstance(arg, exp.Star) else arg
+        rewritten: exp.Expr = call.copy()
+        rewritten.set("this", exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())]))
+        return rewritten
 
     def _plain_column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:
         if isinstance(arg, exp.Distinct):
@@ -351,8 +270,7 @@ class _Binder:
         """Copy `node` with aggregates and key columns as ColumnRef placeholders; other columns are refused."""
 
         def visit(sub: exp.Expr) -> exp.Expr:
-            if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or _robust_kind(sub) is not None or (
-                    isinstance(sub, exp.Filter) and isinstance(sub.this, exp.AggFunc)):
+            if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or registry.for_node(sub) is not None:
                 call = self._aggregate(sub)
                 if call not in self.aggregates:
                     self.aggregates.append(call)
@@ -377,7 +295,7 @@ class _Binder:
         """The key placeholder when `node` is a GROUP BY expression repeated (SELECT, HAVING, ORDER BY)."""
         if isinstance(node, (exp.Column, exp.Literal)) or not any(d is not None for d in self.derived):
             return None
-        text = _strip_qualifiers(node).sql(dialect=Dpsql)
+        text = strip_qualifiers(node).sql(dialect=Dpsql)
         for index, derived in enumerate(self.derived):
             if derived is not None and derived.expr is not None and derived.expr.sql(dialect=Dpsql) == text:
                 return ColumnRef("key", index).column()
@@ -453,7 +371,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
     if options.ci95 is not None and "epsilon" in {item.this.name.lower() for item in hint.expressions}:
         raise InvalidOptionError("give ci95 or epsilon, not both: ci95 = h derives the epsilon from the interval",
                                  code="DP144", span=ctx.span(options.ci95_node) if options.ci95_node is not None else None, sql=ctx.sql, hint="drop one of them")
-    if options.median_bound is not None and options.quantile_mechanism in ("smed", "exponential"):
+    if options.median_bound is not None and quantiles.bound_conflicts(options.quantile_mechanism):
         raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
@@ -462,7 +380,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
 
 def _noise_option(node: exp.Expr, ctx: AnalysisContext) -> str:
     text = node.name.lower() if isinstance(node, (exp.Literal, exp.Column, exp.Identifier, exp.Var)) else ""
-    if text not in ("laplace", "gaussian"):
+    if text not in NOISES:
         raise InvalidOptionError("noise must be 'laplace' or 'gaussian'", code="DP143", span=ctx.span(node), sql=ctx.sql,
                                  hint="e.g. noise = 'gaussian' (COUNT, SUM and AVG; needs delta > 0)")
     return text
@@ -478,10 +396,11 @@ def _ci95_option(node: exp.Expr, ctx: AnalysisContext) -> Fraction:
 
 def _mechanism_option(node: exp.Expr, ctx: AnalysisContext) -> str:
     text = node.name.lower() if isinstance(node, (exp.Literal, exp.Column, exp.Identifier, exp.Var)) else ""
-    if text not in QUANTILE_MECHANISMS:
+    mechanism = quantiles.mechanism_option(text)
+    if mechanism is None:
         raise InvalidOptionError("quantile_mechanism must be 'smed', 'ptr_laplace' or 'exponential'", code="DP120",
                                  span=ctx.span(node), sql=ctx.sql, hint="e.g. quantile_mechanism = 'exponential'")
-    return QUANTILE_MECHANISMS[text]
+    return mechanism
 
 
 def _robust_number(node: exp.Expr, name: str, ctx: AnalysisContext) -> Fraction | int:
@@ -535,41 +454,3 @@ def check_budget_values(epsilon: Fraction, delta: Fraction, ctx: AnalysisContext
     if not 0 <= delta < 1:
         raise InvalidOptionError("delta must be in [0, 1)", code="DP120", sql=ctx.sql, hint="e.g. delta = 1e-8")
     return PrivacyCost(epsilon, delta)
-
-
-def _robust_kind(node: exp.Expr) -> str | None:
-    """"quantile", "iqr" or "mode" for a robust aggregate call (WITHIN GROUP forms too), else None."""
-    if isinstance(node, exp.WithinGroup):
-        node = node.this
-    if isinstance(node, exp.Anonymous):
-        return ANONYMOUS_AGGREGATES.get(function_name(node))
-    kind = AGGREGATES.get(type(node))
-    return kind if kind in ("quantile", "mode") else None
-
-
-def quantile_mechanism(bound: Fraction | None, option: str | None, bounded: bool = False) -> str:
-    """The mechanism of a quantile, from public facts only: PTR-Laplace with a proposed bound, else
-    the option, else the exponential mechanism over a fine grid (about 2^24 steps) on a bounded
-    column (it never refuses, its rank error grows only with the log of the grid, and it states a
-    95% interval), else SMed (the only one for a column with a precision but no bounds)."""
-    if bound is not None:
-        return "ptr-laplace"
-    return option or ("exponential-fine" if bounded else "smed")
-
-
-def _number_literal(node: exp.Expr | None) -> Fraction | None:
-    if isinstance(node, exp.Literal) and not node.is_string:
-        try:
-            return to_fraction(node.this)
-        except (ValueError, ZeroDivisionError):
-            return None
-    return None
-
-
-def _strip_qualifiers(node: exp.Expr) -> exp.Expr:
-    def visit(sub: exp.Expr) -> exp.Expr:
-        if isinstance(sub, exp.Column) and sub.table:
-            return exp.column(sub.name)
-        return sub
-
-    return node.copy().transform(visit)

@@ -1,6 +1,6 @@
 """Which functions may appear in analyst SQL, and where.
 
-Aggregates are an allowlist mapped to dpsql's mechanisms. Scalar functions are an allowlist of
+Aggregates are an allowlist: the spellings the aggregate families bind (dpsql/aggregates/). Scalar functions are an allowlist of
 deterministic, side-effect-free functions: no file or network access, no environment, no
 `error()`, no randomness. Row-level predicates run inside TRY(...) in the engine, so a scalar
 function that fails on a particular value yields NULL instead of an error that depends on data.
@@ -10,26 +10,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-# sqlglot class -> dpsql aggregate kind. COUNT is refined by its argument (star, column, DISTINCT unit).
-# MEDIAN, QUANTILE, quantile_disc/quantile_cont, approx_quantile, PERCENTILE_DISC/PERCENTILE_CONT(x, p)
-# and PERCENTILE_DISC/PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col) are quantiles (the exponential
-# mechanism or PTR): one DP estimate of the p-quantile. The continuous spellings are answered by the
-# same release: interpolating between two neighbouring order statistics is finer than the noise.
-# MODE is A_samp. MEDIAN is the *lower* median (quantile_disc). MIN and MAX are approximate: the
-# exponential mechanism's estimate of the r0-th smallest (largest) value, r0 its own rank error.
-AGGREGATES: dict[type[exp.Expr], str] = {
-    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
-    exp.Median: "quantile", exp.Quantile: "quantile", exp.PercentileDisc: "quantile", exp.PercentileCont: "quantile",
-    exp.ApproxQuantile: "quantile", exp.Mode: "mode",
-    # From noisy count, centred sum and centred sum of squares (mechanisms/variance.py).
-    exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
-    exp.StddevPop: "stddev_pop",
-    exp.Min: "quantile", exp.Max: "quantile",  # approximate: an order statistic near the end (p = 0 / 1)
-}
-# Aggregates the dpsql dialect keeps as anonymous calls: IQR(col), and MEDIAN(col, b) or
-# QUANTILE(col, p, b) with a proposed bound.
-ANONYMOUS_AGGREGATES: dict[str, str] = {"iqr": "iqr", "median": "quantile", "quantile": "quantile"}
+from dpsql.aggregates import registry
+from dpsql.aggregates.base import function_name as function_name  # re-exported: the analysis names calls with it
 
+# The aggregates with a mechanism are those of dpsql/aggregates/registry.py: each family module
+# lists the sqlglot classes and the anonymous names it binds (MEDIAN(col, b), IQR(col), ...).
+AGGREGATES: tuple[type[exp.Expr], ...] = registry.CLASSES
 # Aggregates DuckDB knows that dpsql refuses until a mechanism exists (DP109 names them).
 REFUSED_AGGREGATE_NAMES = frozenset(
     {
@@ -48,7 +34,8 @@ SCALAR_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.DateTrunc, exp.Cast, exp.TryCast, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Sign,
     exp.Trim, exp.Concat, exp.If, exp.Case, exp.StartsWith, exp.RegexpLike, exp.Left, exp.Right,
     exp.DayOfWeek, exp.Quarter, exp.Week, exp.StrPosition, exp.Replace, exp.DateDiff, exp.DateAdd,
-    exp.DateSub, exp.CurrentDate, exp.Initcap, exp.Reverse, exp.Trunc,
+    exp.DateSub, exp.CurrentDate, exp.Reverse, exp.Trunc,
+    exp.UnixToTime,  # to_timestamp(seconds since 1970)
     exp.And, exp.Or,  # sqlglot 30 makes AND/OR Func subclasses: they are connectives, not calls
 )
 SCALAR_NAMES = frozenset(
@@ -56,10 +43,14 @@ SCALAR_NAMES = frozenset(
         "ends_with", "suffix", "prefix", "contains", "lpad", "rpad", "ltrim", "rtrim", "isnan",
         "isinf", "isfinite", "hour", "minute", "second", "dayofyear", "yearweek", "date_part",
         "datepart", "strftime", "nullif", "ifnull", "log10", "log2", "pi", "degrees", "radians",
-        "even", "gcd", "lcm", "factorial", "cbrt", "trunc", "signbit", "ascii", "chr", "repeat",
-        "instr", "position", "strlen", "len", "char_length", "bit_length", "regexp_full_match",
+        "cbrt", "trunc", "ascii", "repeat", "instr", "position", "strlen", "len", "char_length", "bit_length",
+        "regexp_full_match",
     }
 )
+# Not on the list: functions that exist on one engine only, or mean something else on another, and
+# that no rendering makes agree (dpsql answers the same on every engine): even, gcd, lcm, factorial,
+# chr (DuckDB's code points vs Spark's bytes), signbit (the sign of a NaN), initcap (DuckDB has
+# none; the word boundaries differ).
 # sqlglot's names, once parsed, for allowlisted functions (dayofyear, isinf, isnan, lpad/rpad,
 # strftime, and DuckDB's date_trunc, a TimestampTrunc node): not names an analyst writes.
 _PARSED_NAMES = frozenset({"day_of_year", "is_inf", "is_nan", "pad", "time_to_str", "timestamp_trunc"})
@@ -74,25 +65,18 @@ FORBIDDEN_NAMES = frozenset(
 )
 
 
-def function_name(node: exp.Expr) -> str:
-    """The lower-case SQL name of a function node."""
-    if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
-    return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__.lower()
-
-
 def is_aggregate(node: exp.Expr) -> bool:
     """Whether the node is an aggregate call (allowed or not)."""
     if isinstance(node, exp.AggFunc):
         return True
     name = function_name(node) if isinstance(node, exp.Anonymous) else ""
-    return name in REFUSED_AGGREGATE_NAMES or name in ANONYMOUS_AGGREGATES
+    return name in REFUSED_AGGREGATE_NAMES or name in registry.NAMES
 
 
 def allowed_aggregate(node: exp.Expr) -> bool:
     """Whether an aggregate call has a mechanism in dpsql."""
     if isinstance(node, exp.Anonymous):
-        return function_name(node) in ANONYMOUS_AGGREGATES
+        return function_name(node) in registry.NAMES
     return type(node) in AGGREGATES
 
 
@@ -118,7 +102,7 @@ def allowed_function_names() -> dict[str, str]:
         ('aggregate', 'scalar')
     """
     names = {name: "aggregate" for cls in AGGREGATES for name in cls.sql_names()}
-    names.update({name.upper(): "aggregate" for name in ANONYMOUS_AGGREGATES})
+    names.update({name.upper(): "aggregate" for name in registry.NAMES})
     for cls in SCALAR_CLASSES:
         names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})
     names.update({name.upper(): "scalar" for name in SCALAR_NAMES})

@@ -13,7 +13,19 @@ expression over *sets* of possible values taken from the policy:
 - CASE / IF take the union of their result branches, plus NULL when there is no ELSE;
 - a comparison or other predicate is {false, true};
 - FLOOR, CEIL, ROUND and `//` of a bounded numeric expression give every integer of its
-  interval (analysis/value_bounds.py).
+  interval (analysis/value_bounds.py), and so does EXTRACT(EPOCH ...) under them (Grafana's
+  `floor(extract(epoch from t) / 86400) * 86400`);
+- CAST keeps a set's values in the target type as the engine converts them (an integer target
+  keeps the values it holds, rounds a DOUBLE half to even and a DECIMAL half away from zero: both
+  are listed for a half, since dpsql does not tell the two apart; a DATE target truncates a
+  timestamp), and `to_timestamp(seconds)` maps seconds since 1970 to timestamps (Tableau's
+  `CAST(EXTRACT(YEAR FROM t) AS INTEGER)`, Metabase's `CAST(date_trunc('month', d) AS date)`);
+- a date or timestamp operand may be a column or a CAST of one to DATE or TIMESTAMP
+  (`date_trunc('month', CAST(t AS DATE))`).
+
+`narrowed` intersects a column's bounds with the constant ranges the WHERE clause puts on it
+(`t >= '2025-01-01' AND t < '2025-04-01'`, BETWEEN): rows outside them are filtered out, so
+the keys only they could produce would be empty groups. The constants are in the SQL (public).
 
 A domain of more than MAX_DERIVED_KEYS keys, or an expression whose values cannot be listed
 (an unbounded column, a function not modelled here), has no public domain: its keys are then
@@ -35,13 +47,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from sqlglot import exp
 
-from dpsql.analysis.value_bounds import NoBounds, value_bounds
+from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
 from dpsql.catalog.model import Column, ColumnType, Table
 from dpsql.frontend.dialect import Dpsql
 
@@ -141,6 +153,12 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:
         return _arithmetic(node, table)
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         return _truncation(node, table)
+    epoch = epoch_operand(node)
+    if epoch is not None:
+        _span(epoch, table)  # a date or timestamp column, not the unit; its seconds are too many to list
+        return _Values("float", None, node)
+    if isinstance(node, exp.UnixToTime):
+        return _from_epoch(node, table)
     part = _date_part(node)
     if part is not None:
         return _part(node, part[0], part[1], table)
@@ -150,7 +168,120 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):
         inner = _evaluate(node.this, table)
         return _map(node, "text", [inner], lambda v: None if v is None else _as_text(v))
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        return _cast(node, table)
     raise NoDomain(f"dpsql lists no domain through {node.key.upper()}", node)
+
+
+# --- casts -------------------------------------------------------------------------------------
+
+# Integer targets and the bits of their signed range (a value outside it fails the cast: NULL).
+_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                 exp.DataType.Type.BIGINT: 64}
+_DATE = (exp.DataType.Type.DATE,)
+_TIMESTAMP = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME)
+
+
+def _cast(node: exp.Cast, table: Table) -> _Values:
+    """CAST to an integer, DOUBLE, DATE or TIMESTAMP type, as the engine converts each value."""
+    target = node.to.this
+    if target in _DATE + _TIMESTAMP and _spanned(node.this):
+        return _cast_instants(node, table)
+    bits = _INTEGER_BITS.get(target)
+    if bits is not None:
+        return _cast_integer(node, bits, table)
+    inner = _evaluate(node.this, table)
+    if target == exp.DataType.Type.DOUBLE and inner.type in ("int", "float"):
+        return _map(node, "float", [inner], lambda v: None if v is None else float(v))
+    if target == exp.DataType.Type.BOOLEAN and inner.type == "bool":
+        return inner
+    if target in _DATE and inner.type in ("date", "timestamp"):
+        return _map(node, "date", [inner], lambda v: None if v is None else v.date() if isinstance(v, dt.datetime) else v)
+    if target in _TIMESTAMP and inner.type in ("date", "timestamp"):
+        return _map(node, "timestamp", [inner], lambda v: None if v is None else
+                    v if isinstance(v, dt.datetime) else dt.datetime(v.year, v.month, v.day))
+    raise NoDomain(f"dpsql lists no domain through CAST to {node.to.sql(dialect=Dpsql)} of this type", node)
+
+
+def _cast_integer(node: exp.Cast, bits: int, table: Table) -> _Values:
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    inner = _evaluate(node.this, table)
+    if inner.type == "bool":
+        return _map(node, "int", [inner], lambda v: None if v is None else int(v))
+    if inner.type not in ("int", "float"):
+        raise NoDomain(f"dpsql lists no domain through CAST of {inner.type} to an integer", node)
+    if inner.values is None:
+        try:
+            interval = value_bounds(node.this, table)
+        except NoBounds:
+            raise _TooMany("int") from None
+        assert interval.lower is not None and interval.upper is not None
+        first, last = max(math.floor(interval.lower), low), min(math.ceil(interval.upper), high)
+        if last - first + 1 > MAX_DERIVED_KEYS:
+            raise _TooMany("int")
+        return _Values("int", frozenset(range(first, last + 1)), node)
+    out: set[Any] = set()
+    for value in inner.values:
+        for converted in _to_integers(value):
+            if low <= converted <= high:
+                out.add(converted)
+    return _Values("int", frozenset(out), node)
+
+
+def _to_integers(value: Any) -> tuple[int, ...]:
+    """The integers the engines may cast a number to: itself, or a fraction's rounding (a DOUBLE
+    rounds half to even, a DECIMAL half away from zero: both, when they differ); none for NULL,
+    NaN or an infinity (the cast fails: NULL)."""
+    if value is None or isinstance(value, float) and not math.isfinite(value):
+        return ()
+    if isinstance(value, int):
+        return (value,)
+    return tuple({round(value), _round_half_away(value)})
+
+
+def _spanned(operand: exp.Expr) -> bool:
+    """Whether an operand is a column (or a cast of one): its instants come from the bounds."""
+    while isinstance(operand, (exp.Paren, exp.Cast, exp.TryCast)):
+        operand = operand.this
+    return isinstance(operand, exp.Column)
+
+
+def _cast_instants(node: exp.Cast, table: Table) -> _Values:
+    """CAST(t AS DATE) or CAST(d AS TIMESTAMP) of a bounded column: its days (a timestamp cast to
+    a date truncates), or its timestamps (too many to list unless it is a date cast up)."""
+    try:
+        kind, first, last = _span(node, table)
+    except _TooMany:
+        raise _TooMany("date" if node.to.this in _DATE else "timestamp") from None
+    if kind == "date":
+        return _Values("date", frozenset(_days(first, last)), node)
+    source, _, _ = _span(node.this, table)
+    if source == "date":  # midnight of every day
+        return _Values("timestamp", frozenset(dt.datetime(d.year, d.month, d.day) for d in _days(first, last)), node)
+    return _Values("timestamp", None, node)
+
+
+def _from_epoch(node: exp.UnixToTime, table: Table) -> _Values:
+    """to_timestamp(seconds): the timestamp that many seconds after 1970-01-01 00:00 (UTC, no
+    zone), to the microsecond (rounded half to even, as the engines cast)."""
+    if any(node.args.get(a) is not None for a in ("scale", "zone", "hours", "minutes", "format", "target_type")):
+        raise NoDomain("to_timestamp takes one argument, the seconds since 1970", node)
+    inner = _evaluate(node.this, table)
+    if inner.type not in ("int", "float"):
+        raise NoDomain("to_timestamp applies to numbers", node)
+    if inner.values is None:
+        raise _TooMany("timestamp")
+
+    def instant_of(seconds: Any) -> Any:
+        if seconds is None or isinstance(seconds, float) and not math.isfinite(seconds):
+            return None
+        micros = round(Fraction(seconds) * 1_000_000)
+        try:
+            return EPOCH + dt.timedelta(microseconds=micros)
+        except OverflowError:
+            return None  # outside years 1-9999: no key (the engine's value is NULL there)
+
+    return _map(node, "timestamp", [inner], instant_of)
 
 
 def _literal(node: exp.Literal) -> _Values:
@@ -397,7 +528,15 @@ def _part_name(text: str, node: exp.Expr) -> str:
 
 
 def _span(operand: exp.Expr, table: Table) -> tuple[ColumnType, dt.datetime, dt.datetime]:
-    """The type and [first, last] instant of a date or timestamp column, from its bounds."""
+    """The type and [first, last] instant of a date or timestamp column (or of a CAST of one to
+    DATE or TIMESTAMP: a date cast truncates to the day), from its bounds."""
+    if isinstance(operand, exp.Paren):
+        return _span(operand.this, table)
+    if isinstance(operand, (exp.Cast, exp.TryCast)) and operand.to.this in _DATE + _TIMESTAMP:
+        _, first, last = _span(operand.this, table)
+        if operand.to.this in _DATE:
+            return "date", truncate(first, "day"), truncate(last, "day")
+        return "timestamp", first, last
     if not isinstance(operand, exp.Column):
         raise NoDomain("date parts and truncations apply to a date or timestamp column", operand)
     column = table.column(operand.name)
@@ -577,3 +716,166 @@ def _text(node: exp.Expr, fn: Callable[[exp.Expr, str], Any], table: Table) -> _
         raise NoDomain(f"{node.key.upper()} applies to text", node)
     kind: ColumnType = "int" if isinstance(node, exp.Length) else "text"
     return _map(node, kind, [inner], lambda v: None if v is None else fn(node, v))
+
+
+# --- narrowing by constant WHERE ranges ------------------------------------------------------------
+
+_COMPARISONS: dict[type, str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "="}
+_FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
+_MICROSECOND = Fraction(1, 1_000_000)
+
+
+def narrowed(table: Table, where: exp.Expr | None) -> Table:
+    """`table` with each column's bounds intersected with the constant ranges that the WHERE's
+    top-level conjuncts put on it (`t >= c1`, `t < c2`, `t BETWEEN c1 AND c2`, `t = c`, constants
+    on either side), for deriving key domains.
+
+    A row the WHERE keeps satisfies every conjunct, so its value lies in the range; a key only
+    rows outside the range could produce would be an empty group. The constants are in the SQL
+    (public), so the narrowed domain still depends on the policy and the query only. A range is
+    read as the engines compare: a date column against a constant with a time of day widens to
+    that day (`d < '2025-03-31 12:00'` keeps 2025-03-31); a timestamp's strict bound is one
+    microsecond inside (the engines' resolution); a constant dpsql does not read (a time zone
+    offset, an expression) narrows nothing. A range that leaves no value changes nothing."""
+    if where is None:
+        return table
+    ranges: dict[str, tuple[Fraction | None, Fraction | None]] = {}
+    for conjunct in _conjuncts(where.this if isinstance(where, exp.Where) else where):
+        for name, lower, upper in _ranges(conjunct, table):
+            low, high = ranges.get(name, (None, None))
+            ranges[name] = (lower if low is None or lower is not None and lower > low else low,
+                            upper if high is None or upper is not None and upper < high else high)
+    if not ranges:
+        return table
+    columns = dict(table.columns)
+    for name, (lower, upper) in ranges.items():
+        column = columns[name]
+        low = column.lower if lower is None or column.lower is not None and column.lower > lower else lower
+        high = column.upper if upper is None or column.upper is not None and column.upper < upper else upper
+        if low is not None and high is not None and low > high:
+            continue  # no row passes: keep the policy's domain (all empty) rather than none
+        columns[name] = replace(column, lower=low, upper=high)
+    return replace(table, columns=columns)
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _ranges(node: exp.Expr, table: Table) -> list[tuple[str, Fraction | None, Fraction | None]]:
+    """(column, lower, upper) for each bound one conjunct puts on a column (None: no bound)."""
+    if isinstance(node, exp.Between) and not node.args.get("symmetric"):
+        column = _range_column(node.this, table)
+        if column is None:
+            return []
+        low, high = _bound(column, ">=", node.args["low"]), _bound(column, "<=", node.args["high"])
+        return [(column.name, low[0], high[1])]
+    op = _COMPARISONS.get(type(node))
+    if op is None:
+        return []
+    left, right = node.this, node.expression
+    column = _range_column(left, table)
+    if column is None:
+        column, right, op = _range_column(right, table), left, _FLIPPED[op]
+    if column is None:
+        return []
+    lower, upper = _bound(column, op, right)
+    return [(column.name, lower, upper)] if lower is not None or upper is not None else []
+
+
+def _range_column(node: exp.Expr, table: Table) -> Column | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Column):
+        return None
+    column = table.column(node.name)
+    return column if column is not None and column.type in ("int", "float", "date", "timestamp") else None
+
+
+def _bound(column: Column, op: str, node: exp.Expr) -> tuple[Fraction | None, Fraction | None]:
+    """The (lower, upper) bound `column op constant` implies, in the column's bound units (a day
+    ordinal for a date, seconds since 1970 for a timestamp); (None, None) when it implies none
+    that dpsql reads."""
+    value = _constant(node, column.type)
+    if value is None:
+        return None, None
+    point, exact = value  # exact: a date constant without a time of day
+    if column.type == "int":
+        lower = Fraction(math.floor(point) + 1) if op == ">" else Fraction(math.ceil(point))
+        upper = Fraction(math.ceil(point) - 1) if op == "<" else Fraction(math.floor(point))
+    elif column.type == "date":
+        # A constant with a time of day: the engines compare it as a timestamp or truncate it to
+        # the date; the day itself is within both readings (a widening, never a narrowing too far).
+        day = Fraction(math.floor(point))
+        lower = day + 1 if op == ">" else day
+        upper = day - 1 if op == "<" and exact else day
+    elif column.type == "timestamp":
+        lower = point + _MICROSECOND if op == ">" else point
+        upper = point - _MICROSECOND if op == "<" else point
+    else:
+        lower = upper = point  # a float: the closed bound covers the open one
+    if op in (">", ">="):
+        return lower, None
+    if op in ("<", "<="):
+        return None, upper
+    return lower, upper  # "="
+
+
+def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
+    """A constant in the bound units of a `kind` column, and whether it is a whole day; None when
+    the node is no constant dpsql reads for that column type."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if kind in ("int", "float"):
+        negative = isinstance(node, exp.Neg)
+        inner = node.this if negative else node
+        if isinstance(inner, exp.Literal) and not inner.is_string:
+            try:
+                number = Fraction(inner.this)
+            except (ValueError, ZeroDivisionError):
+                return None
+            return (-number if negative else number), True
+        return None
+    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _DATE + _TIMESTAMP:
+        instant = _instant_text(node.this)
+        if instant is None:
+            return None
+        if node.to.this in _DATE:
+            instant = dt.datetime(instant.year, instant.month, instant.day)
+    elif isinstance(node, exp.Literal) and node.is_string:
+        instant = _instant_text(node)
+    else:
+        return None
+    if instant is None:
+        return None
+    whole_day = instant.time() == dt.time()
+    seconds = _seconds(instant)
+    if kind == "date":
+        return Fraction(instant.toordinal()) + Fraction(seconds % 86_400) / 86_400, whole_day
+    return seconds, whole_day
+
+
+def _seconds(instant: dt.datetime) -> Fraction:
+    delta = instant - EPOCH
+    return Fraction(delta.days * 86_400 + delta.seconds) + Fraction(delta.microseconds, 1_000_000)
+
+
+def _instant_text(node: exp.Expr) -> dt.datetime | None:
+    """An ISO date or timestamp literal ('2025-01-01', '2025-01-01T00:00:00Z'); None for anything
+    else, and for a time zone offset other than UTC (DuckDB's TIMESTAMP cast drops the offset)."""
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        return None
+    text = node.this.strip()
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if value.tzinfo is not None:
+        if value.utcoffset() != dt.timedelta(0):
+            return None
+        value = value.replace(tzinfo=None)
+    return value

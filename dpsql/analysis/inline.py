@@ -20,7 +20,7 @@ from sqlglot import exp
 from dpsql.analysis.context import refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name, is_aggregate
-from dpsql.analysis.rules import CATALOGS, SCHEMAS, check_functions
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, SUBQUERY_HINT, SUBQUERY_REFUSED, check_functions
 from dpsql.analysis.views import referenced_views
 from dpsql.catalog.model import Policy
 from dpsql.errors import UnknownColumnError
@@ -54,6 +54,7 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     if select.args.get("laterals") or select.args.get("from_") is None:
         return select
     select, views = referenced_views(select, policy)  # the policy's views: inlined like CTEs defined outside
+    select = _hoisted(select)  # FROM (a JOIN b ON ...): the join itself
     if select.args.get("joins"):
         return _flatten_join_operands(select, policy, sql, views)
     source = select.args["from_"].this
@@ -258,21 +259,60 @@ def _relation(source: exp.Expr, ctes: dict[str, exp.Select], policy: Policy, sql
         return _Relation(base=bare, columns={n.lower(): [exp.column(n)] for n in names}, where=None,
                          hidden=frozenset(n.lower() for n in names))
     if isinstance(source, exp.Subquery):
-        body = source.this
-        if not isinstance(body, exp.Select):
-            raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", body, sql,
+        inner = _parenthesised(source)
+        if not isinstance(inner, exp.Select):
+            raise refuse("DP110", "set operations (UNION, INTERSECT, EXCEPT) are not accepted", inner, sql,
                          "ask one SELECT at a time", span=keyword_span(sql, "UNION"))
-        return _derived(body, ctes, policy, sql, depth)
+        return _derived(inner, ctes, policy, sql, depth)
     raise refuse("DP103", "a file path, function or subquery in FROM is outside the policy", source, sql,
                  "read a table declared in the policy by its name")
 
 
+def _parenthesised(source: exp.Subquery) -> exp.Expr:
+    """What a FROM item in parentheses stands for: `((SELECT ...)) AS t` is that SELECT (Power BI
+    doubles the parentheses), `(people) AS t` and `((SELECT ...) AS a) AS t` are SELECT * from the
+    inner item, and a parenthesised join `((SELECT ...) AS a JOIN b ON ...) AS t` is `SELECT *
+    FROM (SELECT ...) AS a JOIN b ON ...` (Power BI's model relationships): a join, not a set
+    operation."""
+    inner = _unwrapped(source.this)
+    if isinstance(inner, (exp.Subquery, exp.Table)):
+        return _hoisted(exp.Select(expressions=[exp.Star()], from_=exp.From(this=inner.copy())))
+    return inner
+
+
+def _unwrapped(node: exp.Expr) -> exp.Expr:
+    """`node` without parentheses that carry no name and no join."""
+    while isinstance(node, exp.Subquery) and not node.alias and not node.args.get("joins"):
+        node = node.this
+    return node
+
+
+def _hoisted(select: exp.Select) -> exp.Select:
+    """A SELECT whose FROM item is a parenthesised join without a name (`FROM (a JOIN b ON ...)`,
+    which sqlglot keeps as joins of the first operand) with that join as its own FROM and JOINs."""
+    from_ = select.args.get("from_")
+    if from_ is None:
+        return select
+    source = _unwrapped(from_.this)
+    if not isinstance(source, (exp.Subquery, exp.Table)) or not source.args.get("joins"):
+        return select
+    first = source.copy()
+    first.set("joins", None)
+    hoisted = select.copy()
+    hoisted.set("from_", exp.From(this=first))
+    hoisted.set("joins", [j.copy() for j in source.args["joins"]] + [j.copy() for j in select.args.get("joins") or []])
+    return hoisted
+
+
 def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str, depth: int) -> _Relation:
     """The relation a row-level SELECT defines, in terms of its base table."""
+    body = _hoisted(body)
     _check_row_level(body, sql)
     ctes = _ctes(body, sql, ctes)
     if body.args.get("joins"):
-        return _joined(body, ctes, policy, sql)
+        # Row-level operands (Power BI's `(SELECT * FROM t AS [$Table]) AS [$Outer]`) become their
+        # tables under the operands' names first, as in a join the analyst writes.
+        return _joined(_flatten_join_operands(body, policy, sql, ctes), ctes, policy, sql)
     inner = body.args["from_"].this
     if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Func):
         raise refuse("DP103", f"the table function {function_name(inner.this)}() is outside the policy", inner, sql,
@@ -433,9 +473,15 @@ def _refuse_expression_subqueries(select: exp.Select, sql: str) -> None:
         if part is None:
             continue
         node = part.find(exp.Subquery, exp.Select, exp.Union, exp.Exists)
-        if node is not None:
-            raise refuse("DP110", "subqueries in expressions are not accepted yet", node, sql,
-                         "use a single SELECT over one table", span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+        if node is None:
+            continue
+        span = span_of(node, sql) or keyword_span(sql, "SELECT")
+        if isinstance(node, exp.Exists) or isinstance(node.parent, exp.In):
+            # The subquery's own columns would be taken for the derived relation's.
+            raise refuse("DP110", "[NOT] EXISTS and IN (SELECT ...) are not accepted beside a subquery or CTE in FROM, nor "
+                         "inside one", node, sql, "write the query over the tables of the policy themselves (joins included), "
+                         "with the EXISTS or IN in its WHERE", span=span)
+        raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span)
 
 
 def _unqualify(table: exp.Table, policy: Policy, sql: str) -> exp.Table:

@@ -43,6 +43,13 @@ def check_DP102_statement_kind(tree: exp.Expr, sql: str) -> None:
                  span=keyword_span(sql, first))
 
 
+# DP110 for a subquery where dpsql takes none: the same words wherever it is found.
+SUBQUERY_REFUSED = ("this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) "
+                    "and col [NOT] IN (SELECT ...)")
+SUBQUERY_HINT = ("EXISTS and IN may read a public table, or a private table correlated on the privacy unit; a value computed "
+                 "over rows (a scalar subquery) is a release of its own: ask it as its own query")
+
+
 def check_DP110_single_select(select: exp.Select, sql: str) -> None:
     """DP110: one table, no joins, no CTEs, no subqueries, no set operations."""
     if select.args.get("with_"):
@@ -53,8 +60,7 @@ def check_DP110_single_select(select: exp.Select, sql: str) -> None:
                      if select.args.get("joins") else None, sql, "query one table at a time", span=keyword_span(sql, "JOIN"))
     for node in select.find_all(exp.Subquery, exp.Select, exp.Union, exp.Exists):
         if node is not select:
-            raise refuse("DP110", "subqueries are not accepted yet", node, sql, "use a single SELECT over one table",
-                         span=span_of(node, sql) or keyword_span(sql, "SELECT"))
+                raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span_of(node, sql) or keyword_span(sql, "SELECT"))
     sample = select.find(exp.TableSample)
     if sample is not None:
         # Sampling inside the engine would be randomness the mechanism does not account for, and
@@ -193,6 +199,27 @@ def check_DP121_no_distinct_select(select: exp.Select, scope: Scope, sql: str) -
                      span=keyword_span(sql, "DISTINCT"))
 
 
+def check_DP140_no_group_by_identifier(select: exp.Select, scope: Scope, sql: str) -> None:
+    """DP140: GROUP BY a column the policy marks as an identifier (an order key) groups per person."""
+    group = select.args.get("group")
+    if group is None:
+        return
+    outputs = select.expressions
+    aliases = {e.alias.lower(): e.this for e in outputs if isinstance(e, exp.Alias)}
+    for item in group.expressions:
+        key: exp.Expr = item
+        if isinstance(item, exp.Literal) and item.is_int and 1 <= int(item.this) <= len(outputs):
+            key = outputs[int(item.this) - 1]  # GROUP BY 1
+        elif isinstance(item, exp.Column) and not item.table and scope.table.column(item.name) is None:
+            key = aliases.get(item.name.lower(), item)  # GROUP BY an output alias
+        for column in key.find_all(exp.Column):
+            declared = scope.table.column(column.name)
+            if declared is not None and declared.identifier is not None:
+                raise refuse("DP140", f"GROUP BY {column.name} would release one group per {declared.identifier}: {column.name} "
+                             "identifies rows held by one person", item, sql,
+                             "group by a column many persons share; count or sum over the identifier's rows instead")
+
+
 SELECT_RULES: tuple[Callable[[exp.Select, Scope, str], None], ...] = (
     check_DP104_no_star,
     check_DP108_no_window,
@@ -202,6 +229,7 @@ SELECT_RULES: tuple[Callable[[exp.Select, Scope, str], None], ...] = (
     check_DP109_aggregates,
     check_DP112_aggregate_placement,
     check_DP121_no_distinct_select,
+    check_DP140_no_group_by_identifier,
 )
 
 

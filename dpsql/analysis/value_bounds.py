@@ -9,7 +9,9 @@ the expression's value on every possible row; it is derived here from the policy
 - -x, x + y, x - y, x * y are the interval operations; x / y needs y's interval to exclude 0;
 - CASE / IF take the hull of their result branches (a missing ELSE is NULL, which no sum reads);
 - LEAST / GREATEST take the least / greatest of the operands' ends, so an unbounded column can
-  be clamped explicitly: GREATEST(LEAST(x, 100), 0) is within [0, 100] whatever x is.
+  be clamped explicitly: GREATEST(LEAST(x, 100), 0) is within [0, 100] whatever x is;
+- EXTRACT(EPOCH FROM c) (or date_part('epoch', c)) of a bounded date or timestamp column is the
+  seconds since 1970-01-01 of its bounds (Grafana's `floor(extract(epoch from t) / 86400)`).
 
 Privacy does not rest on this arithmetic alone: the engine clamps every value into the interval
 before summing (backend/sqlgen.py), so a value outside it (float rounding, NaN) cannot raise the
@@ -18,6 +20,7 @@ sensitivity; a tight interval only keeps the clamp from changing honest values.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -29,6 +32,8 @@ from dpsql.catalog.model import Table
 
 # The largest magnitude a derived bound may have (declared column bounds are far below it).
 MAX_MAGNITUDE = Fraction(10**15)
+SECONDS_PER_DAY = 86_400
+EPOCH_DAY = dt.date(1970, 1, 1).toordinal()  # a date bound is a day ordinal; a timestamp bound is seconds since 1970
 
 
 class NoBounds(Exception):
@@ -84,6 +89,9 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
             raise NoBounds(f"'{node.name}' is not a numeric column", node)
         why = None if column.bounded else NoBounds(f"'{node.name}' has no declared bounds: clamp it with LEAST and GREATEST", node)
         return Interval(column.lower, column.upper, column.type == "int", why)
+    epoch = epoch_operand(node)
+    if epoch is not None:
+        return _epoch(epoch, table)
     if isinstance(node, exp.Neg):
         inner = _interval(node.this, table)
         return None if inner is None else Interval(_neg(inner.upper), _neg(inner.lower), inner.integer, inner.why)
@@ -106,6 +114,31 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
         # Any other numeric function: no bounds of its own, but LEAST/GREATEST around it can clamp it.
         return _unbounded(NoBounds(f"dpsql derives no bounds through {node.key.upper()}: clamp it with LEAST and GREATEST", node))
     raise NoBounds(f"dpsql derives no bounds through {node.key.upper()}", node)
+
+
+def epoch_operand(node: exp.Expr) -> exp.Expr | None:
+    """x of EXTRACT(EPOCH FROM x) or date_part('epoch', x); None for anything else."""
+    if isinstance(node, exp.Extract) and node.this is not None and node.this.name.lower() == "epoch":
+        return node.expression
+    if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart") and len(node.expressions) == 2:
+        part = node.expressions[0]
+        if isinstance(part, exp.Literal) and part.is_string and part.this.lower() == "epoch":
+            return node.expressions[1]
+    return None
+
+
+def _epoch(operand: exp.Expr, table: Table) -> Interval:
+    """Seconds since 1970 of a date or timestamp column, from its declared bounds (a DOUBLE on
+    the engines: a timestamp's seconds have a fraction)."""
+    column = table.column(operand.name) if isinstance(operand, exp.Column) else None
+    if column is None or column.type not in ("date", "timestamp"):
+        raise NoBounds("EPOCH applies to a date or timestamp column", operand)
+    if not column.bounded:
+        return _unbounded(NoBounds(f"'{operand.name}' has no declared bounds", operand))
+    assert column.lower is not None and column.upper is not None
+    if column.type == "date":
+        return Interval((column.lower - EPOCH_DAY) * SECONDS_PER_DAY, (column.upper - EPOCH_DAY) * SECONDS_PER_DAY, False)
+    return Interval(column.lower, column.upper, False)
 
 
 def _unbounded(why: NoBounds) -> Interval:

@@ -16,6 +16,9 @@ of ours, with one rendering per engine written here:
 - Guarded(predicate): a predicate whose errors become NULL (DuckDB TRY; Spark runs with ANSI
   mode off, where errors already are NULL).
 - IntegerSeries(n): a table of 0..n-1 in one column.
+
+The analyst's own expressions (typed by the analysis) render for Spark with DuckDB's meaning
+(`backend/spark_semantics.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
+
+from dpsql.backend.spark_semantics import duckdb_unix_to_time, with_duckdb_meaning
 
 if TYPE_CHECKING:  # sqlglot's Spark, Spark2 and Hive dialects load only for the Spark engine (_spark)
     from sqlglot.generators.spark import SparkGenerator
@@ -232,6 +237,7 @@ class EngineDuckDBGenerator(DuckDBGenerator):
         Guarded: _duckdb_guarded,
         WideInt: _duckdb_wide,
         IntegerSeries: _series,
+        exp.UnixToTime: duckdb_unix_to_time,  # to_timestamp(seconds): no time zone, years 1-9999
     }
 
 
@@ -253,7 +259,7 @@ def _spark() -> Dialect:
         def identifier_sql(self, expression: exp.Identifier) -> str:
             return super().identifier_sql(_relation(self, expression))
 
-        TRANSFORMS = {
+        TRANSFORMS = with_duckdb_meaning({  # the analyst's expressions with DuckDB's meaning (backend/spark_semantics.py)
             **SparkGenerator.TRANSFORMS,
             KeyedHash: _md5,
             HashBits: _spark_hash_bits,
@@ -264,7 +270,7 @@ def _spark() -> Dialect:
             WideInt: _spark_wide,
             IntegerSeries: _series,
             exp.TryCast: _spark_try_cast,
-        }
+        })
 
     class EngineSpark(Spark):
         Generator = EngineSparkGenerator

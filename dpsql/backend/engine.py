@@ -123,17 +123,14 @@ class SharedRelations(Protocol):
 
 
 class ReleasedValues(Protocol):
-    """Where released values are post-processed and public domain tables live (a local DuckDB,
-    backend/local_duckdb.py, for every engine): never private rows."""
+    """Where public domain tables live (a local DuckDB, backend/local_duckdb.py, for every engine):
+    never private rows. Released values are post-processed apart, in backend/released_db.py."""
 
     def ensure_public_table(self, name: str, create: exp.Create) -> str:
         """Create a session table of public rows once."""
 
     def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
         """Columns of a query over public tables; None when the query is rejected."""
-
-    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
-        """Post-processing SQL over released values."""
 
     def close(self) -> None:
         """Release the local database if owned."""
@@ -574,8 +571,9 @@ class Engine:
         """Run a query over public tables only, exactly (in this engine's dialect)."""
         with self._lock:
             rewritten = tree.copy()
+            named = {t.name: t for t in tables}  # the analysis's tables (public columns read from a source included)
             for node in list(rewritten.find_all(exp.Table)):
-                table = self._policy.table(node.name)
+                table = named.get(node.name.lower()) or self._policy.table(node.name)
                 assert table is not None and table.public
                 # Keep the name the query uses (its alias, else the table name) so `b.name` still binds.
                 alias = node.args.get("alias")
@@ -587,7 +585,7 @@ class Engine:
         """Column names and types of a public query, with no rows (LIMIT 0)."""
         return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
 
-    # --- released values and public domains: the local DuckDB ------------------------------------------
+    # --- public domains: the local DuckDB --------------------------------------------------------------
     def ensure_public_table(self, name: str, create: exp.Create) -> str:
         """Create a session table that holds public rows only (the Median Mechanism domain), once."""
         return self.local.ensure_public_table(name, create)
@@ -595,10 +593,6 @@ class Engine:
     def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
         """Columns of a query over public session tables; None when DuckDB rejects the query."""
         return self.local.public_arrays(select)
-
-    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
-        """Evaluate post-processing SQL over the noisy table (released values only)."""
-        return self.local.postprocess(columns, types, select)
 
     def interrupt(self) -> None:
         """Ask the backend to stop the statement it runs now (the server's statement_timeout; from

@@ -9,8 +9,10 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.backend.dialects import IsFinite
-from dpsql.backend.engine import Engine
-from dpsql.catalog.model import Scalar, Table
+from dpsql.backend.engine import BackendFailure, Engine, type_name
+from dpsql.backend.schema_reader import policy_type
+from dpsql.catalog.model import Column, Scalar, Table
+from dpsql.errors import CatalogError
 
 
 class EnginePublicFacts:
@@ -54,6 +56,24 @@ class EnginePublicFacts:
             return None
         low, high = rows[0]
         return _fraction(low), _fraction(high)
+
+
+    def source_columns(self, table: Table) -> dict[str, Column] | None:
+        # The schema only (LIMIT 0), under a name of its own: the typed source view the session
+        # builds later registers the same data again under the table's raw name.
+        probe = f"__dpsql_columns_{table.name}"
+        try:
+            self._engine.backend.register(table, probe)
+            schema = self._engine.backend.schema(probe)
+        except (CatalogError, BackendFailure):
+            return None
+        columns = {}
+        for field in schema:
+            kind = policy_type(type_name(field.type))
+            name = field.name.lower()
+            if kind is not None and name not in columns:
+                columns[name] = Column(name=name, type=kind)  # type: ignore[arg-type]
+        return columns
 
 
 def _fraction(value: object) -> Fraction:

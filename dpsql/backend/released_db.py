@@ -1,4 +1,8 @@
-"""A database of released rows only: where the outer query of a post-processing query runs.
+"""A database of released rows only: where every released value is post-processed.
+
+Two kinds of statements run here: a query's own post-processing (its outputs, HAVING, ORDER BY
+and LIMIT over its released aggregates: `evaluate`, SQL from backend/output_sql.py) and the outer
+query of a post-processing query over several releases (`check`, then `run`).
 
 One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
 connection (a cursor). A statement binds its released tables (noisy values, released keys,
@@ -10,13 +14,15 @@ switched off and the configuration locked before any analyst SQL runs, so `read_
 or an installed extension cannot reach data either. Whatever the outer query computes, and
 whether it fails, is a function of released values only: post-processing, free of charge.
 
-Memory. One database for the process means one memory limit for every session's outer queries
+Memory. One database for the process means one memory limit for every session's statements
 (`MEMORY_LIMIT`): a database per session cost about 4 MB each even idle, and its own limit
 (100 sessions x 512 MB). What DuckDB hands back is capped too: the outer query returns at most
 `MAX_ROWS` rows and `MAX_BYTES` of values (a LIMIT one above the cap is added to its SQL, and the
 rows are fetched in small batches, counted as they come), else it is refused (DP129) before
 more is fetched. The cap is the same for every dataset; whether it is reached depends on the
-released rows only (post-processing), and the refusal's text on nothing else.
+released rows only (post-processing), and the refusal's text on nothing else. A query's own
+post-processing is not capped: it returns at most the released rows it reads, as the query alone
+would.
 """
 
 from __future__ import annotations
@@ -96,7 +102,13 @@ class ReleasedDatabase:
         a compiled query renders it once), with its LIMIT at most one above MAX_ROWS."""
         return render(_capped(_typed(query, tables)), "duckdb")
 
-    def _run(self, tables: Sequence[ReleasedTable], sql: str) -> EngineResult:
+    @staticmethod
+    def render_own(table: ReleasedTable, query: exp.Expr) -> str:
+        """A query's own post-processing SQL over its released aggregates' schema (rendered once):
+        no cap, it returns at most the released rows it reads (no join, no table function)."""
+        return render(_typed(query, [table]), "duckdb")
+
+    def _run(self, tables: Sequence[ReleasedTable], sql: str, capped: bool = True) -> EngineResult:
         """Raises duckdb.Error (callers sanitize it)."""
         params = {p: list_values([row[j] for row in table.rows])
                   for i, table in enumerate(tables) for j, p in enumerate(_parameters(i, table))}
@@ -106,7 +118,7 @@ class ReleasedDatabase:
                 cursor = con.execute(sql, params)
                 names = tuple(d[0] for d in cursor.description)
                 types = tuple(str(d[1]) for d in cursor.description)
-                return EngineResult(names, types, _fetch(cursor))
+                return EngineResult(names, types, _fetch(cursor) if capped else cursor.fetchall())
             finally:
                 con.abort()  # a result refused part way (TooLarge) is dropped unread
 
@@ -125,6 +137,20 @@ class ReleasedDatabase:
                 f"the outer query returns more than {MAX_ROWS:,} rows or {MAX_BYTES // 2**20} MiB of values; the releases "
                 "were charged", code="DP129", hint=f"add LIMIT {MAX_ROWS:,} or less, filter, or aggregate in the outer "
                 "query; an aggregated query on its own (without an outer query) returns all its released rows")
+        if result is None:
+            raise EngineError(ENGINE_FAILED, code="DP300")
+        return result
+
+    def evaluate(self, table: ReleasedTable, sql: str) -> EngineResult:
+        """A query's own post-processing over its released aggregates (after the charge, or over an
+        empty table before it to type its outputs; SQL from `render_own`), uncapped: it returns at
+        most the rows it was given, which an aggregated query releases in full. Failures are
+        sanitized (DP300)."""
+        result = None
+        try:
+            result = self._run([table], sql, capped=False)
+        except duckdb.Error:
+            pass  # raised below, outside the except block (no __context__)
         if result is None:
             raise EngineError(ENGINE_FAILED, code="DP300")
         return result

@@ -26,10 +26,12 @@ from sqlglot import exp
 
 from dpsql.backend.dialects import render
 from dpsql.backend.local_duckdb import LocalDuckDB
-from dpsql.backend.engine import BackendFailure, Engine, Progress
+from dpsql.backend.engine import (BackendFailure, Engine, Progress, bounded_name, empty_keyed_name, empty_name, engine_reason,
+                                  keyed_name)
 from dpsql.backend.spark_rules import spark_refusal
+from dpsql.backend.sqlgen import TYPE_NAMES, UNIT_KEY, fixed_point_selects
 from dpsql.catalog.model import Policy, Table
-from dpsql.errors import CatalogError, InterfaceError
+from dpsql.errors import CatalogError, InterfaceError, UnsupportedQueryError
 
 DIALECT = "spark"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -268,7 +270,7 @@ class SparkBackend:
         message = None
         with self._lock, self._watch():
             try:
-                return self._sql(sql, params).toArrow()
+                return _naive_timestamps(self._sql(sql, params).toArrow())
             except Exception as err:  # noqa: BLE001 - py4j and pyspark raise many kinds
                 message = _first_line(err)
         raise BackendFailure(message)
@@ -361,6 +363,21 @@ class SparkEngine(Engine):
         super().__init__(policy, SparkBackend(policy, spark, master=master, remote=remote, frames=frames, conf=conf,
                                               progress=progress), LocalDuckDB())
 
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+        """Spark's own dry run, then DuckDB's: DuckDB is the reference engine, so a statement its
+        binder rejects (`dept + 1`, `factorial(BIGINT)`) is refused here too, uncharged, in the
+        same words, rather than answered by Spark's implicit casts (`'sales' + 1` is NULL there).
+        Both read the same empty stand-ins of the session relations the statement names."""
+        super().dry_run(table, select, params, keys)
+        empty, keyed = empty_name(table), empty_keyed_name(table)
+        names = {bounded_name(table): empty, empty: empty, keyed: keyed}
+        if keys:
+            names[keyed_name(table, keys)] = keyed
+        failure = self.local.reference_check(_reference_relations(table), select, params, names)
+        if failure is not None:
+            raise UnsupportedQueryError(f"the engine rejects this query: {engine_reason(BackendFailure(failure))}",
+                                        code="DP123", hint="rewrite the expression named above; nothing was charged")
+
     @property
     def progress(self) -> Progress | None:
         """The stage-progress callback (the REPL and CLI set one)."""
@@ -369,3 +386,24 @@ class SparkEngine(Engine):
     @progress.setter
     def progress(self, report: Progress | None) -> None:
         self.backend.progress = report  # type: ignore[attr-defined]
+
+
+def _naive_timestamps(table: pyarrow.Table) -> pyarrow.Table:
+    """Spark's TIMESTAMP is an instant (Arrow: timestamp with zone UTC, the session's zone), DuckDB's
+    and the policy's a wall-clock time without zone: the same UTC wall clock, so a timestamp key
+    equals its derived domain's keys and DuckDB's on every engine."""
+    fields = [pyarrow.field(f.name, pyarrow.timestamp(f.type.unit), f.nullable)
+              if pyarrow.types.is_timestamp(f.type) and f.type.tz is not None else f for f in table.schema]
+    schema = pyarrow.schema(fields)
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+def _reference_relations(table: Table) -> dict[str, exp.Select]:
+    """The dry-run relations of a table for DuckDB (the reference): the bounded relation's columns
+    (the policy's types, then the prepared fixed-point columns) and the keyed relation's flag, no rows."""
+    typed = exp.select(*[exp.alias_(exp.cast(exp.Null(), TYPE_NAMES[c.type]), c.name, quoted=True)
+                         for c in table.columns.values()]).limit(0)
+    prepared = fixed_point_selects(table)
+    empty = exp.select("*", *prepared).from_(typed.subquery("__dry")) if prepared else typed
+    keyed = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(empty.copy().subquery("__dry_keyed"))
+    return {empty_name(table): empty, empty_keyed_name(table): keyed}

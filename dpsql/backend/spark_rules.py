@@ -1,5 +1,6 @@
 """What the Spark engine refuses before the charge, because on Spark it could fail on private
-data or answer differently from DuckDB (tests/spark records each case).
+data (tests/spark records each case). Functions whose meaning differs are rendered with DuckDB's
+meaning instead (backend/spark_semantics.py), or refused on every engine (DP142, DP113).
 
 Spark evaluates with ANSI mode off, so most failing expressions yield NULL, but not all: a
 regular expression, LIKE escape or datetime format that is not a constant is compiled per row,
@@ -15,13 +16,6 @@ from sqlglot import exp
 
 from dpsql.analysis.function_arguments import CONSTANT_ARGUMENTS, SIZE_ARGUMENTS, is_constant
 
-# Functions whose Spark meaning differs from DuckDB's (so the same SQL would answer differently).
-DIFFERENT_MEANING: dict[type[exp.Expr], str] = {
-    exp.DayOfWeek: "the day of the week is numbered from Sunday = 1 on Spark, 0 on DuckDB",
-    exp.DateDiff: "date differences count month and year boundaries differently on Spark",
-}
-_EXTRACT_PARTS = {"dow", "dayofweek", "weekday", "isodow"}
-
 
 def spark_refusal(tree: exp.Expr) -> str | None:
     """Why the Spark engine refuses this engine query (before the charge), or None."""
@@ -33,11 +27,4 @@ def spark_refusal(tree: exp.Expr) -> str | None:
             name = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
             return (f"on the Spark engine the {argument if argument != 'expression' else 'pattern'} of {name} must be a constant: "
                     "Spark compiles it per row, and a bad value would fail the query on private data")
-        reason = DIFFERENT_MEANING.get(type(node))
-        if reason is not None:
-            return f"{node.sql_name() if isinstance(node, exp.Func) else node.key} is not available on the Spark engine: {reason}"
-        if isinstance(node, exp.Extract) and node.this is not None and node.this.name.lower() in _EXTRACT_PARTS:
-            return f"EXTRACT({node.this.name}) is not available on the Spark engine: {DIFFERENT_MEANING[exp.DayOfWeek]}"
-        if isinstance(node, exp.Log) and node.args.get("expression") is None:
-            return "LOG(x) with one argument is base 10 on DuckDB and natural on Spark: write LOG10(x) or LN(x)"
     return None

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dpsql.backend.dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_input
 from dpsql.backend.safe_predicates import cannot_fail
-from dpsql.catalog.model import Column, Table
+from dpsql.catalog.model import ENGINE_TYPES, Column, Table
 from dpsql.ir.plan import Plan, RawAggregate, release_name, square_grid, square_units
 from dpsql.ir.query import GroupKey, key_name
 
@@ -26,7 +26,7 @@ SEED = "seed"
 ROW_RANK = "__rank"
 REP_RANK = "__rep"
 UNIT_KEY = "__unit_key"
-TYPE_NAMES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP"}
+TYPE_NAMES = ENGINE_TYPES
 FIXED_POINT = "__fx_"
 
 

@@ -16,8 +16,10 @@ from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_na
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.model import (
+    AFTER_HALT,
     COLUMN_TYPES,
     DEFAULT_REPLAY_SECONDS,
+    NOISES,
     Analyst,
     Budget,
     Column,
@@ -36,10 +38,11 @@ VIEW_KEYS = frozenset({"sql", "description"})
 MAX_VIEW_SQL = 100_000  # characters of one view's SELECT
 ENGINE_KEYS = frozenset({"memory_limit", "threads", "temp_directory"})
 BUDGET_KEYS = frozenset({"epsilon", "delta", "default_query_epsilon", "default_query_delta"})
-PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
+PRIVATE_TABLE_KEYS = frozenset({"privacy_unit", "unit", "max_rows", "max_groups", "join_max_rows", "source", "table", "columns",
                                 "median_mechanism"})
 PUBLIC_TABLE_KEYS = frozenset({"public", "source", "table", "columns"})
-COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision"})
+COLUMN_KEYS = frozenset({"type", "lower", "upper", "values", "precision", "identifier"})
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")  # a unit or identifier name: lower-case letters, digits and _
 ANALYST_KEYS = frozenset({"password", "epsilon", "delta"})
 # Sub-tables owned by later capabilities; also kept verbatim in Policy.extra.
 EXTENSION_KEYS = frozenset({"median_mechanism"})
@@ -159,7 +162,7 @@ def _engine(raw: Any, where: _Where, base: Path) -> EngineLimits:
 
 
 def _server(raw: Any, where: _Where) -> ServerSettings:
-    """`[server]`: the pgwire server's limits (README, section Server)."""
+    """`[server]`: the pgwire server's limits (docs/policy-reference.md, `[server]`)."""
     if not isinstance(raw, dict):
         raise where.error("server", "must be a table")
     _no_unknown(raw, SERVER_KEYS, "server.", where)
@@ -205,7 +208,7 @@ def _budget(raw: Any, where: _Where, base: Path) -> Budget:
         raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in FILTERS)}")
     chosen = filter_name(named)  # "pld" (older policies) is the valid "adaptive" filter
     noise = raw.get("noise", "laplace")
-    if noise not in ("laplace", "gaussian"):
+    if noise not in NOISES:
         raise where.error("budget.noise", "must be 'laplace' or 'gaussian'")
     for key in BUDGET_KEYS:
         if key not in raw:
@@ -270,20 +273,31 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     if engine_table is not None and source is not None:
         raise where.error(f"{prefix}.table", "give either source (a file) or table (an engine table), not both")
     if public:
+        for col, column in columns.items():
+            if column.identifier is not None:
+                raise where.error(f"{prefix}.columns.{col}.identifier", "applies to columns of private tables",
+                                  "a public table's keys are not held by persons: remove it")
         return Table(name=name.lower(), columns=MappingProxyType(columns), public=True, source=source_path, engine_table=engine_table)
     unit = spec.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise where.error(f"{prefix}.privacy_unit", "missing", "name the column that identifies a person, or set public = true")
     if unit.lower() not in columns:
         raise where.error(f"{prefix}.privacy_unit", f"names '{unit}', which is not a declared column")
+    if columns[unit.lower()].identifier is not None:
+        raise where.error(f"{prefix}.columns.{unit.lower()}.identifier", "is set on the privacy unit",
+                          "the privacy unit identifies persons already: remove it")
+    unit_name = spec.get("unit", unit)
+    if not isinstance(unit_name, str) or not _NAME.fullmatch(unit_name.lower()):
+        raise where.error(f"{prefix}.unit", "must be a name (letters, digits and _), e.g. \"customer\"",
+                          "tables naming the same unit protect the same persons and may be joined on their privacy_unit columns")
     limits = {}
     for key in ("max_rows", "max_groups", "join_max_rows"):
         value = spec.get(key, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise where.error(f"{prefix}.{key}", "must be an integer >= 1")
         limits[key] = value
-    mm = _median_mechanism(spec["median_mechanism"], columns, unit.lower(), f"{prefix}.median_mechanism", where) \
-        if "median_mechanism" in spec else None
+    layer = spec.get("median_mechanism")
+    mm = _median_mechanism(layer, columns, unit.lower(), f"{prefix}.median_mechanism", where) if layer is not None else None
     return Table(
         name=name.lower(),
         columns=MappingProxyType(columns),
@@ -294,6 +308,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
         source=source_path,
         engine_table=engine_table,
         median_mechanism=mm,
+        unit=unit_name.lower(),
     )
 
 
@@ -351,7 +366,7 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     if candidates > 64:
         raise where.error(f"{prefix}.candidates", "must be at most 64")
     after_halt = spec.get("after_halt", "laplace")
-    if after_halt not in ("laplace", "refuse", "renew"):
+    if after_halt not in AFTER_HALT:
         raise where.error(f"{prefix}.after_halt", "must be \"laplace\", \"refuse\" or \"renew\"")
     strategy = spec.get("strategy", "auto")
     if strategy not in ("auto", "identity", "pmw"):
@@ -359,7 +374,7 @@ def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: 
     config = MedianMechanismConfig(
         strategy=strategy,
         domains=tuple(domains), epsilon=epsilon, accuracy=accuracy, mode=mode, delta=delta, beta=beta,
-        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots", 100),
+        candidates=candidates, expected_queries=ints.get("expected_queries"), min_hard_slots=ints.get("min_hard_slots"),
         after_halt=after_halt, public_seed=ints.get("public_seed"),
     )
     if config.domain_size > MM_MAX_CELLS or config.domain_size * candidates > MM_MAX_CANDIDATE_CELLS:
@@ -427,7 +442,16 @@ def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
         values = tuple(_domain_value(v, ctype, f"{key}.values", where) for v in spec["values"])
         if len(set(values)) != len(values):
             raise where.error(f"{key}.values", "lists a value twice")
-    return Column(name=name.lower(), type=ctype, lower=lower, upper=upper, values=values, precision=precision)
+    identifier = spec.get("identifier")
+    if isinstance(identifier, bool):
+        identifier = name.lower() if identifier else None  # true: named after the column itself
+    elif identifier is not None:
+        if not isinstance(identifier, str) or not _NAME.fullmatch(identifier.lower()):
+            raise where.error(f"{key}.identifier", "must be true or a name (letters, digits and _), e.g. \"order\"",
+                              "columns naming the same identifier hold the same keys (an order key in orders and lineitem)")
+        identifier = identifier.lower()
+    return Column(name=name.lower(), type=ctype, lower=lower, upper=upper, values=values, precision=precision,
+                  identifier=identifier)
 
 
 def _bound(value: Any, ctype: str, key: str, where: _Where) -> Fraction:

@@ -17,6 +17,14 @@ from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
 
 ColumnType = Literal["int", "float", "text", "bool", "date", "timestamp"]
+# The noise families a policy or a query may name for COUNT/SUM/AVG releases (`noise = ...`; the
+# mechanisms of those names: dpsql/mechanisms/registry.noise_spec), and what a halted Median
+# Mechanism layer does next (`after_halt`).
+NOISES = ("laplace", "gaussian")
+AFTER_HALT = ("laplace", "refuse", "renew")
+# The engine type of each policy column type (engine SQL casts, released values' types).
+ENGINE_TYPES: dict[str, str] = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE",
+                                "timestamp": "TIMESTAMP"}
 COLUMN_TYPES: tuple[str, ...] = ("int", "float", "text", "bool", "date", "timestamp")
 Scalar = int | float | str | bool | date | datetime
 
@@ -31,6 +39,11 @@ class Column:
     upper: Fraction | None = None
     values: tuple[Scalar, ...] | None = None
     precision: Fraction | None = None
+    # `identifier`: the column identifies rows held by one person (an order key): GROUP BY it would
+    # release per-person values (DP140). A name ("order") says what it identifies: columns naming
+    # the same identifier in tables of one unit hold the same keys, so equating them joins rows
+    # of one person (the join adds the unit equality that enforces it).
+    identifier: str | None = None
 
     @property
     def bounded(self) -> bool:
@@ -125,7 +138,7 @@ class MedianMechanismConfig:
     beta: Fraction = Fraction(1, 20)
     candidates: int = 9
     expected_queries: int | None = None
-    min_hard_slots: int = 100
+    min_hard_slots: int | None = None  # None: decided from public facts (LayerPlan.decide)
     after_halt: Literal["laplace", "refuse", "renew"] = "laplace"  # laplace: the ordinary per-query path
     public_seed: int | None = None  # kept for older policies: the learned model uses no random stream
     strategy: Literal["auto", "identity", "pmw"] = "auto"  # auto: chosen from public facts (docs/mechanisms.md)
@@ -162,10 +175,25 @@ class Table:
     median_mechanism: MedianMechanismConfig | None = None
     engine_table: str | None = None  # a table the engine already holds (a Spark catalog table, an attached DuckDB's)
     join_max_rows: int | None = None  # rows kept per person of a join with this table (None: the product of the limits)
+    # The name of the kind of person the table protects (`unit = "customer"`): private tables join
+    # on their unit columns only when they name the same unit. None: the privacy_unit column's name.
+    unit: str | None = None
 
     def column(self, name: str) -> Column | None:
         """The declared column of that name (case-insensitive), or None."""
         return self.columns.get(name.lower())
+
+    @property
+    def unit_name(self) -> str | None:
+        """The unit the table protects: `unit`, else its privacy_unit column's name (None: public)."""
+        return self.unit if self.unit is not None else self.privacy_unit
+
+    def shares_unit(self, other: Table) -> bool:
+        """Whether two private tables protect the same persons: the same unit name and unit column type."""
+        if self.public or other.public or self.privacy_unit is None or other.privacy_unit is None:
+            return False
+        return self.unit_name == other.unit_name and \
+            self.columns[self.privacy_unit].type == other.columns[other.privacy_unit].type
 
     @property
     def source_format(self) -> str | None:

@@ -17,8 +17,10 @@ from dpsql.errors import BudgetExhaustedError
 from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.ir.plan import Plan, RobustRelease
 from dpsql.mechanisms import registry
+from dpsql.mechanisms.sparse_vector import MedianMechanismReservation
 
 LAYER_PLAN_HASH = "median-mechanism"
+LAYER_MECHANISM = MedianMechanismReservation.name  # a layer's reservation in the ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +132,7 @@ class Charger:
         """Charge a Median Mechanism layer's whole reservation: one entry, before any data."""
         params = {**params, "losses": [loss.record() for loss in cost.losses]}
         self.ledger.charge(analyst=self._analyst, session=self._session, query=query, plan_hash=LAYER_PLAN_HASH,
-                           mechanism="median_mechanism", params=params, cost=cost, budget=self.budget,
+                           mechanism=LAYER_MECHANISM, params=params, cost=cost, budget=self.budget,
                            accountant=self.accountant)
 
 
@@ -168,11 +170,5 @@ def robust_params(plan: Plan, release: RobustRelease) -> dict[str, Any]:
     cost = registry.cost(release.spec)
     record: dict[str, Any] = {"mechanism": release.mechanism, "aggregate": plan.query.aggregates[release.aggregate].label,
                               "epsilon": str(cost.epsilon), "delta": str(cost.delta)}
-    test = getattr(release.spec, "test", None)
-    if test is not None:
-        record.update({"test_scale": str(test.scale), "threshold": test.threshold, "cap": test.cap})
-    for name in ("shift", "bound", "blocks", "candidates", "epsilon_step"):
-        value = getattr(release.spec, name, None)
-        if value is not None:
-            record[name] = str(value)
+    record.update(registry.parameters(release.spec))
     return record

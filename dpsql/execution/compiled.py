@@ -26,10 +26,12 @@ from dpsql.backend.engine import (
     source_name,
 )
 from dpsql.backend.join_sql import joined_select
-from dpsql.backend.postsql import post_select
+from dpsql.backend.output_sql import OUTPUTS, output_select, output_table
+from dpsql.backend.released_db import ReleasedTable
 from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
 from dpsql.backend.bounding import bounding_steps
 from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
+from dpsql.execution import intervals
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.join import JoinedTable
 from dpsql.catalog.model import Table
@@ -67,9 +69,21 @@ class CompiledQuery:
         return engine_select(self.plan, empty_keyed_name(table) if self.keyed_columns else empty_name(table))
 
     @property
+    def corners(self) -> dict[int, tuple[int, ...]]:
+        """The outputs whose interval is a corner evaluation, with their releases (execution/intervals.py)."""
+        return intervals.corners(self.plan)
+
+    @property
     def post(self) -> exp.Select:
-        """Post-processing SQL over the noisy table (built on each access: the executor keeps its session's)."""
-        return post_select(self.plan)
+        """Post-processing SQL over the released aggregates (built on each access: the executor keeps its session's)."""
+        return output_select(self.plan, self.corners)
+
+    @property
+    def post_table(self) -> ReleasedTable:
+        """The released aggregates' table as post-processing reads it: names and types, no rows
+        (built on each access: the executor keeps its session's)."""
+        names, types = output_table(self.plan, self.corners)
+        return ReleasedTable(OUTPUTS, names, types, [])
 
     @property
     def simple_outputs(self) -> bool:

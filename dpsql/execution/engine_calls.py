@@ -172,11 +172,7 @@ class EngineCalls:
         of `keys`), over empty tables of the same schema: query-only errors, uncharged."""
         self.engine.dry_run(table, select, params, keys)
 
-    # --- public data and released values --------------------------------------------------------
-    def postprocess(self, columns: dict[str, list[Any]], types: dict[str, str], select: exp.Select) -> EngineResult:
-        """Post-processing SQL over released values only."""
-        return self.engine.postprocess(columns, types, select)
-
+    # --- public data ---------------------------------------------------------------------------------
     def run_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
         return self.engine.run_public(tree, tables)
 

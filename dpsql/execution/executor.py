@@ -17,22 +17,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlglot import exp
-
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.engine import Engine
-from dpsql.backend.released_db import ReleasedDatabase
+from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
 from dpsql.backend.robust_sql import GroupKey, Reads, RobustQuery, reads
 from dpsql.catalog.model import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
-from dpsql.execution.assemble import assemble, assemble_simple, simple_shape
+from dpsql.execution.assemble import assemble_post, assemble_simple, released_table, table_types
 from dpsql.execution.charge import Charger, more_text, post_charge, query_charge
 from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
 from dpsql.execution.post_run import filled, noisy_outputs, post_result, released_schemas
-from dpsql.execution.release import noisy_types, release_robust_rows, release_rows
+from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.execution.replay import Replays
 from dpsql.execution.state import PostState, QueryState, SessionState
 from dpsql.ir.query import ColumnRef, PublicQuery
@@ -50,12 +48,12 @@ class Executor:
         self.calls = EngineCalls(engine, rng)
         # Answers released before, given again free (execution/replay.py); off unless the session says.
         self.replays = replays if replays is not None else Replays(None, charger.analyst, None)
-        self.released = ReleasedDatabase()  # post-processing queries' released rows only (backend/released_db.py)
+        self.released = ReleasedDatabase()  # released values only: all post-processing runs there (backend/released_db.py)
         self.charger = charger
         self.state = SessionState(engine.dialect, engine.capabilities, policy.budget.default_query)
         self._rng = rng
         # Counting queries on tables with a [median_mechanism] policy go to the layer first (docs/mechanisms.md).
-        self.layers = MedianMechanismLayers(policy, self.calls, rng, charger)
+        self.layers = MedianMechanismLayers(policy, self.calls, rng, charger, self.released)
         if prepare:
             # Cold start: the bounded relations of the private tables whose source the policy names
             # are built in the background from now on; the first query waits only for the rest.
@@ -123,10 +121,10 @@ class Executor:
     def describe_private(self, compiled: CompiledQuery) -> tuple[ResultColumn, ...]:
         """Output columns of a private query: post-processing over an EMPTY noisy table (no release)."""
         outputs = compiled.plan.query.outputs
-        names, types = noisy_types(compiled)
+        _, types = table_types(compiled)
         if compiled.simple_outputs:
             return tuple(ResultColumn(o.name, t) for o, t in zip(outputs, types))
-        post = self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), self._post(self.state.query(compiled), compiled))
+        post = self.released.evaluate(*self._post(self.state.query(compiled), compiled))
         position = {name: i for i, name in enumerate(post.names)}
         return tuple(ResultColumn(o.name, post.types[position[ColumnRef("output", i).name]]) for i, o in enumerate(outputs))
 
@@ -233,9 +231,8 @@ class Executor:
     def _dry_run_post(self, compiled: CompiledQuery, state: QueryState) -> None:
         """Post-processing over an EMPTY noisy table, before the charge: arithmetic the engine cannot
         type (e.g. a number divided by a text MODE) is refused uncharged (DP123)."""
-        names, types = noisy_types(compiled)
         try:
-            self.calls.postprocess({n: [] for n in names}, dict(zip(names, types)), self._post(state, compiled))
+            self.released.evaluate(*self._post(state, compiled))
             return
         except EngineError:
             pass  # raised below, outside the except block
@@ -264,14 +261,13 @@ class Executor:
         columns, types = release_rows(compiled, raw, self._rng)
         if compiled.plan.robust:  # MEDIAN/IQR/MODE: their requests' reads, then a value or ⊥ each
             release_robust_rows(compiled, columns, types, self._robust_reads(compiled, state), self._rng)
+        # Every aggregate's estimate and interval, once, by its module (execution/assemble.py); the
+        # analyst's outputs, HAVING, ORDER BY and LIMIT over them in the released-values database.
         template = self._noise(state, compiled)
         if compiled.simple_outputs:
-            key = tuple(sorted(types.items()))
-            if state.shape is None or state.shape[0] != key:
-                state.shape = (key, simple_shape(compiled, types))
-            return assemble_simple(compiled, columns, types, template, state.shape[1])
-        post = calls.postprocess(columns, types, self._post(state, compiled))
-        return assemble(compiled, post.names, post.types, post.rows, template)
+            return assemble_simple(compiled, columns, types, template)
+        table, sql = self._post(state, compiled)
+        return assemble_post(compiled, self.released.evaluate(released_table(compiled, columns, table), sql), template)
 
     def _robust_reads(self, compiled: CompiledQuery, state: QueryState) -> list[dict[GroupKey, Any]]:
         """Each robust request's exact reads over the bounded relation (after the charge). A
@@ -299,9 +295,11 @@ class Executor:
             state.robust = compiled.robust_queries_for(state.capabilities) if compiled.plan.robust else ()
         return state.robust
 
-    def _post(self, state: QueryState, compiled: CompiledQuery) -> exp.Select:
+    def _post(self, state: QueryState, compiled: CompiledQuery) -> tuple[ReleasedTable, str]:
+        """The released aggregates' table (no rows) and the post-processing SQL over it, rendered once."""
         if state.post is None:
-            state.post = compiled.post
+            table = compiled.post_table
+            state.post = (table, ReleasedDatabase.render_own(table, compiled.post))
         return state.post
 
     def _noise(self, state: QueryState, compiled: CompiledQuery) -> tuple[NoiseInfo | None, ...]:

@@ -14,6 +14,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Policy
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
+from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.planner.measurable import MMQuery, measurable
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 class MedianMechanismLayers:
     """The session hook: which queries the Median Mechanism layers take, and their EXPLAIN lines."""
 
-    def __init__(self, policy: Policy, engine: EngineCalls, rng: RandomSource, charger: Charger) -> None:
+    def __init__(self, policy: Policy, engine: EngineCalls, rng: RandomSource, charger: Charger,
+                 released: ReleasedDatabase) -> None:
         self._policy = policy
         self._engine = engine
+        self._released = released  # where the layers' answers are post-processed
         self._rng = rng
         self._charger = charger
         self._layers: dict[str, TableLayer] = {}
@@ -44,7 +47,7 @@ class MedianMechanismLayers:
                 from dpsql.execution.median_layer import TableLayer  # numpy and the layer's algorithm: only here
 
                 self._layers[declared.name] = TableLayer(declared, declared.median_mechanism, self._engine, self._rng,
-                                                         self._charger)
+                                                         self._charger, self._released)
             return self._layers[declared.name]
 
     def _route(self, compiled: object) -> tuple[TableLayer, MMQuery | str] | None:

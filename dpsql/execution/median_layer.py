@@ -25,6 +25,7 @@ import numpy as np
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.released_db import ReleasedDatabase
 from dpsql.backend.mmsql import (
     COUNT,
     X_ID,
@@ -46,7 +47,7 @@ from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, measured_width
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.median_mechanism.model import PublicModel
-from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
+from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer, turn_on_hint
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration
 from dpsql.planner.measurable import MMQuery
@@ -85,18 +86,19 @@ class TableLayer:
     """The Median Mechanism layer of one table in one session."""
 
     def __init__(self, table: Table, config: MedianMechanismConfig, engine: EngineCalls, rng: RandomSource,
-                 charger: Charger) -> None:
+                 charger: Charger, released: ReleasedDatabase) -> None:
         self.table = table
         self.config = config
         self.domain = DomainIndex(config)
         self.plan = plan_for(config, table.max_rows)
         self.calibration = self.plan.calibration
-        self.enabled = self.plan.strategy == "identity" or self.calibration.cap >= config.min_hard_slots
+        self.enabled = self.plan.decide(config.min_hard_slots)[0]
         self.core: LayerCore | None = None
         self.reservations = 0  # reservations charged in this session (more than one: renewed after halting)
         self.unaffordable = False
         self.data_reads = 0  # engine queries over private data (the histogram, once per session)
         self._engine = engine
+        self._released = released  # where post-processing of its answers runs (released values only)
         self._rng = rng
         self._charger = charger
         self._masks: dict[str, np.ndarray | None] = {}
@@ -108,7 +110,7 @@ class TableLayer:
                 if self._chain_key in _LEARNED:  # continue the model of an earlier session (no warm start)
                     self.plan = plan_for(config, table.max_rows, True)
                     self.calibration = self.plan.calibration
-                    self.enabled = self.calibration.cap >= config.min_hard_slots
+                    self.enabled = self.plan.decide(config.min_hard_slots)[0]
 
     # --- public state ---------------------------------------------------------------------------
     @property
@@ -168,9 +170,14 @@ class TableLayer:
         """Why the layer does not answer (public)."""
         cal = self.calibration
         if not self.enabled:
-            return (f"the Median Mechanism layer of '{self.table.name}' is off: its calibration gives {cal.cap} hard "
-                    f"slot(s), fewer than min_hard_slots = {self.config.min_hard_slots} (epsilon {_fmt(cal.epsilon)}, "
-                    f"accuracy {cal.accuracy}, mode {cal.mode}); per-query noise answers its counting queries")
+            _, why = self.plan.decide(self.config.min_hard_slots)
+            config = self.config
+            hint = turn_on_hint(mode=config.mode, epsilon=config.epsilon, delta=config.delta, accuracy=config.accuracy,
+                                sensitivity=self.table.max_rows, sizes=tuple(d.size for d in config.domains),
+                                beta=config.beta, expected_queries=config.expected_queries,
+                                min_hard_slots=config.min_hard_slots)
+            return (f"the Median Mechanism layer of '{self.table.name}' is off: {why} (epsilon {_fmt(cal.epsilon)}, "
+                    f"accuracy {cal.accuracy}, mode {cal.mode}); per-query noise answers its counting queries; {hint}")
         return (f"the Median Mechanism layer of '{self.table.name}' is off for this session: its reservation "
                 f"(epsilon {_fmt(cal.cost.epsilon)}, delta {float(cal.cost.delta):.3g}) does not fit the remaining "
                 "budget; per-query noise answers its counting queries")
@@ -204,7 +211,7 @@ class TableLayer:
                     f"the Median Mechanism layer of '{self.table.name}' has used all {self.calibration.cap} hard slots "
                     "and the policy refuses further counting queries on it in this session (after_halt = \"refuse\")")
             return None
-        return assemble_layer(compiled, release, self.calibration, self._engine, cost)
+        return assemble_layer(compiled, release, self.calibration, self._released, cost)
 
     def _start(self, plan: LayerPlan, previous: LayerCore | None) -> LayerCore:
         """After the charge: read the bounded data once into the secret histogram over X (a renewal

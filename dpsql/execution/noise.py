@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sqlglot import exp
-
-from dpsql.backend.postsql import release_deps, release_width, robust_deps
 from dpsql.execution.compiled import CompiledQuery
-from dpsql.ir.plan import Plan, RobustRelease
+from dpsql.ir.plan import Plan
+from dpsql.ir.query import OutputColumn
 from dpsql.mechanisms import registry
 from dpsql.result import NoiseInfo
 
@@ -62,69 +60,41 @@ def fill_ci(infos: list[NoiseInfo | None], cells: Sequence[tuple[float | None, .
 def plan_noise_info(compiled: CompiledQuery) -> list[NoiseInfo | None]:
     """The NoiseInfo of each output column that the plan alone determines (no answer yet)."""
     plan = compiled.plan
-    infos: list[NoiseInfo | None] = []
-    for output in plan.query.outputs:
-        deps = release_deps(output.expr, plan)
-        robust = robust_deps(output.expr, plan)
-        if robust:
-            infos.append(_robust_info(plan, output.expr, deps, robust))
-            continue
-        if not deps:
-            infos.append(None)
-            continue
-        releases = [plan.releases[r] for r in deps]
-        scales = [float(r.spec.scale * r.unit) for r in releases]
-        kinds = {plan.estimates[a].kind for a in output.aggregates}
-        single = len(deps) == 1 and output.expr.find(exp.Column) == output.expr
-        noise = registry.mechanism_for(releases[0].spec).name  # one noise family per query
-        infos.append(NoiseInfo(
-            mechanism=noise if single else f"{noise} (" + ", ".join(sorted(kinds)) + ", post-processed)",
-            scale=scales[0] if len(scales) == 1 else tuple(scales),
-            ci95=float(release_width(plan, deps[0], 1)) if single else None,
-            epsilon=float(sum(r.spec.epsilon for r in releases)),
-            delta=float(sum(getattr(r.spec, "delta", 0) for r in releases)),
-        ))
-    return infos
+    return [_output_info(plan, output) for output in plan.query.outputs]
 
 
-def _robust_info(plan: Plan, expr: exp.Expr, deps: tuple[int, ...], robust: tuple[int, ...]) -> NoiseInfo:
-    infos = [describe(plan, plan.robust[r]) for r in robust]
-    if len(robust) == 1 and not deps and expr.find(exp.Column) == expr:
-        return infos[0]
-    refusals = [i.refusal for i in infos if i.refusal is not None]
+def _output_info(plan: Plan, output: OutputColumn) -> NoiseInfo | None:
+    """A bare aggregate's noise facts are its Estimate's; arithmetic over aggregates combines theirs."""
+    if output.aggregate is not None:
+        return NoiseInfo(**plan.estimates[output.aggregate].noise(plan))
+    estimates = [plan.estimates[a] for a in output.aggregates]
+    releases = sorted({r for e in estimates for r in e.releases})
+    robust = sorted({e.robust for e in estimates if e.robust is not None})
+    if not releases and not robust:
+        return None
+    specs = [plan.releases[r].spec for r in releases]
+    noise = registry.name(specs[0]) if specs else None  # one noise family per query
+    if robust:
+        infos = [NoiseInfo(**plan.estimates[plan.robust[r].aggregate].noise(plan)) for r in robust]
+        refusals = [i.refusal for i in infos if i.refusal is not None]
+        return NoiseInfo(
+            mechanism=", ".join([i.mechanism for i in infos] + ([noise] if noise else [])) + " (post-processed)",
+            scale=None,
+            ci95=None,
+            epsilon=sum(i.epsilon for i in infos) + float(sum(spec.epsilon for spec in specs)),
+            delta=sum(i.delta for i in infos),
+            refusal=" ".join(refusals) if refusals else None,
+            refused=False if refusals else None,
+        )
+    scales = [float(plan.releases[r].spec.scale * plan.releases[r].unit) for r in releases]
+    kinds = sorted({e.kind for e in estimates})
     return NoiseInfo(
-        mechanism=", ".join([i.mechanism for i in infos] + (["laplace"] if deps else [])) + " (post-processed)",
-        scale=None,
+        mechanism=f"{noise} (" + ", ".join(kinds) + ", post-processed)",
+        scale=scales[0] if len(scales) == 1 else tuple(scales),
         ci95=None,
-        epsilon=sum(i.epsilon for i in infos) + float(sum(plan.releases[r].spec.epsilon for r in deps)),
-        delta=sum(i.delta for i in infos),
-        refusal=" ".join(refusals) if refusals else None,
-        refused=False if refusals else None,
+        epsilon=float(sum(spec.epsilon for spec in specs)),
+        delta=float(sum(getattr(spec, "delta", 0) for spec in specs)),
     )
-
-
-def refusal_sentence(release: RobustRelease, label: str, reason: str) -> str:
-    """The ⊥ message: public facts only (the aggregate, the mechanism family, its cost)."""
-    cost = registry.cost(release.spec)
-    return f"{label} refused: {reason} Its budget (epsilon {float(cost.epsilon):.4g}, delta {float(cost.delta):.3g}) was spent."
-
-
-def describe(plan: Plan, release: RobustRelease) -> NoiseInfo:
-    """noise_info of a bare robust output (ci95 filled per cell by the caller)."""
-    cost = registry.cost(release.spec)
-    error = registry.error(release.spec)
-    details = dict(error.details)
-    reason = registry.refusal(release.spec)
-    if reason is not None:  # a stability test: the release can be ⊥
-        label = plan.query.aggregates[release.aggregate].label
-        details.update({"refusal": refusal_sentence(release, label, reason), "refused": False})
-    ci95 = error.ci95
-    if release.mechanism == "smed" and release.values is not None:
-        # SMed releases the exact order statistic of the values rounded to the public grid: the
-        # quantile of the unrounded values lies within half a grid step (0 on ints and dates).
-        ci95 = float(release.values.grid) / 2 if release.values.indexed and release.values.grid is not None else 0.0
-    return NoiseInfo(mechanism=release.mechanism, scale=error.scale, ci95=ci95,
-                     epsilon=float(cost.epsilon), delta=float(cost.delta), **details)
 
 
 def mark_refusals(infos: list[NoiseInfo | None], rows: Sequence[Sequence[Any]]) -> list[NoiseInfo | None]:

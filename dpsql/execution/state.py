@@ -21,7 +21,6 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.backend.dialects import render
 from dpsql.backend.released_db import ReleasedTable
 from dpsql.backend.robust_sql import RobustQuery
-from dpsql.execution.assemble import SimpleShape
 from dpsql.execution.charge import PlannedCharge
 from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.result import NoiseInfo, ResultColumn
@@ -38,8 +37,7 @@ class QueryState:
     dry_runs_passed: bool = False
     charge: PlannedCharge | None = None
     noise: tuple[NoiseInfo | None, ...] | None = None  # noise_info's plan-only part
-    shape: tuple[tuple[tuple[str, str], ...], SimpleShape] | None = None  # simple_shape, by the noisy table's types
-    post: exp.Select | None = None  # post-processing SQL over the noisy table
+    post: tuple[ReleasedTable, str] | None = None  # the released aggregates' schema and the post-processing SQL over it
     replay_key: str | None = None  # execution/replay.py (None: replays off), once `replay_keyed`
     replay_keyed: bool = False
 

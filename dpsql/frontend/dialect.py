@@ -13,6 +13,8 @@ from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
 from sqlglot.tokens import TokenType
 
+from dpsql.frontend.time_formats import postgres_timestamp
+
 
 class PrivacyOptions(exp.Expression):
     """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`: expressions are EQ nodes."""
@@ -35,10 +37,25 @@ def _quantile(args: list[exp.Expr]) -> exp.Expr:
     return exp.Anonymous(this="QUANTILE", expressions=args)
 
 
-class DpsqlParser(DuckDBParser):
-    """DuckDB's parser with the privacy options clause after SELECT, MEDIAN(col, b) and QUANTILE(col, p, b)."""
+def _to_timestamp(args: list[exp.Expr]) -> exp.Expr:
+    # to_timestamp(seconds) is DuckDB's (and PostgreSQL's) epoch conversion. PostgreSQL's
+    # to_timestamp(text, format), as Superset writes its time filters, is read here when both are
+    # constants (frontend/time_formats.py); otherwise it stays a call by its own name (DP113).
+    if len(args) == 1:
+        return exp.UnixToTime(this=args[0])
+    text, template = (args + [exp.Null()])[:2]
+    if len(args) == 2 and all(isinstance(a, exp.Literal) and a.is_string for a in (text, template)):
+        value = postgres_timestamp(text.this, template.this)
+        if value is not None:
+            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build("TIMESTAMP"))
+    return exp.Anonymous(this="to_timestamp", expressions=args)
 
-    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median, "QUANTILE": _quantile}
+
+class DpsqlParser(DuckDBParser):
+    """DuckDB's parser with the privacy options clause after SELECT, MEDIAN(col, b) and QUANTILE(col, p, b),
+    and PostgreSQL's to_timestamp(text, format) of constants."""
+
+    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median, "QUANTILE": _quantile, "TO_TIMESTAMP": _to_timestamp}
     # DuckDB's QUANTILE has a dedicated parser that keeps two arguments: parse it as a plain call.
     FUNCTION_PARSERS = {name: parse for name, parse in DuckDBParser.FUNCTION_PARSERS.items() if name != "QUANTILE"}
 

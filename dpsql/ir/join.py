@@ -1,6 +1,6 @@
 """A joined relation as one private table: what the analysis made of a query's JOINs and
-`IN (SELECT ... FROM public_table)` predicates (analysis/joins.py), for the planner, the backend
-(backend/join_sql.py builds its SQL) and EXPLAIN.
+`[NOT] EXISTS` / `[NOT] IN (SELECT ...)` predicates (analysis/joins.py), for the planner, the
+backend (backend/join_sql.py builds its SQL) and EXPLAIN.
 
 A JoinedTable is a Table whose rows are the join's rows: every later stage (bounding, keyed
 relations, dry runs, release) treats it as one private table with a privacy unit and a
@@ -19,18 +19,24 @@ from sqlglot import exp
 from dpsql.catalog.model import Table
 
 JoinKind = Literal["from", "inner", "left"]
+SemiKind = Literal["in", "exists"]
 
 
 @dataclass(frozen=True, slots=True)
 class JoinPart:
     """One table of the join: its policy table, its alias in the join SQL, how it is joined, and
-    its ON equalities as (earlier part's alias, earlier part's column, this part's column)."""
+    its ON equalities as (earlier part's alias, earlier part's column, this part's column).
+
+    `within`: for a private table joined through an identifier (an order key) rather than its
+    unit column, the equality (lead's alias, lead's unit column, this part's unit column) that the
+    join adds, so that it pairs rows of one person only whatever the data hold."""
 
     table: Table
     alias: str
     kind: JoinKind
     on: tuple[tuple[str, str, str], ...] = ()
     fanout: int = 1  # public part: most rows sharing one value of its ON columns (public, read exactly)
+    within: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +50,31 @@ class JoinColumn:
 
 @dataclass(frozen=True, slots=True)
 class SemiJoin:
-    """`part.column IN (SELECT key FROM table [WHERE where])` over a public table: a boolean column
-    `name` of the joined relation (the predicate itself, NULLs included); it never adds rows."""
+    """A subquery predicate of WHERE as a boolean column `name` of the joined relation (it never
+    adds rows): `part.column IN (SELECT key FROM table AS alias WHERE where)` (kind "in", SQL's
+    three-valued result) or `EXISTS (SELECT 1 FROM table AS alias WHERE where)` (kind "exists").
+
+    `where` is the subquery's condition with its own columns qualified by `alias` and the outer
+    query's by their part's alias (a correlated subquery). A private `table` is read through its
+    bounded relation and only for the same person: correlated on the unit, or on an identifier,
+    for which `within` = (lead's alias, lead's unit column, the table's unit column) is added to
+    the condition. `text` is the analyst's subquery (EXPLAIN)."""
 
     name: str
-    part: str
-    column: str
+    kind: SemiKind
     table: Table
-    key: str
+    alias: str
+    text: str
     where: exp.Expr | None = None
+    part: str | None = None
+    column: str | None = None
+    key: str | None = None
+    within: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class JoinedTable(Table):
-    """The rows of a join (or of one table with public semi-joins), as one private table."""
+    """The rows of a join (or of one table with semi-joins), as one private table."""
 
     parts: tuple[JoinPart, ...] = ()
     mapping: tuple[JoinColumn, ...] = ()
@@ -66,11 +83,12 @@ class JoinedTable(Table):
 
     @property
     def private_parts(self) -> tuple[Table, ...]:
-        """The private tables the join reads (their session bounded relations)."""
-        return tuple(p.table for p in self.parts if not p.table.public)
+        """The private tables the join reads (their session bounded relations), semi-joins' too."""
+        found = [p.table for p in self.parts if not p.table.public] + [s.table for s in self.semijoins if not s.table.public]
+        return tuple({t.name: t for t in found}.values())
 
     @property
     def public_tables(self) -> tuple[Table, ...]:
         """The public tables the join reads exactly."""
-        found = [p.table for p in self.parts if p.table.public] + [s.table for s in self.semijoins]
+        found = [p.table for p in self.parts if p.table.public] + [s.table for s in self.semijoins if s.table.public]
         return tuple({t.name: t for t in found}.values())

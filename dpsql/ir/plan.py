@@ -10,34 +10,25 @@ that turn them into a value or ⊥ with a PTR, Scale, A_samp or exponential-mech
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from datetime import date
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal, Mapping, NamedTuple, Protocol, Sequence
 
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column
 from dpsql.ir.query import SPELLING, BoundQuery
-from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
+from dpsql.mechanisms import registry
 from dpsql.mechanisms.gaussian import GaussianSpec
-from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.laplace import LaplaceSpec
-from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
-from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
-from dpsql.mechanisms.ptr import PTRLaplaceSpec, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram
-from dpsql.mechanisms.subsample import ASampSpec
-from dpsql.mechanisms.variance import VarianceSpec
 
 RawKind = Literal["count_rows", "count_values", "count_finite", "sum_grid", "sumsq_grid", "count_units"]
-EstimateKind = Literal["count", "sum", "avg", "variance", "robust"]
-RobustMechanism = Literal["smed", "ptr-laplace", "exponential", "exponential-iqr", "scale", "asamp", "noisy-max",
-                          "exponential-fine", "exponential-fine-iqr", "stable-histogram"]
-RobustSpec = (SMedSpec | PTRLaplaceSpec | ExponentialQuantileSpec | ExponentialIQRSpec | ScaleSpec | ASampSpec | NoisyMaxModeSpec
-              | QuantileIntervalSpec | IQRIntervalSpec | HistogramModeSpec)
 EMPTY_HISTOGRAM = Histogram((), ())
 
 
@@ -51,19 +42,36 @@ def robust_name(index: int) -> str:
     return f"{SPELLING['robust']}{index}"
 
 
-INTERVAL_MECHANISMS = frozenset({"exponential-fine", "exponential-fine-iqr"})
+def aggregate_name(index: int) -> str:
+    """The column of analyst aggregate `index` (its estimate) in the table post-processing reads."""
+    return f"{SPELLING['aggregate']}{index}"  # ColumnRef("aggregate", index).name, without the object
 
 
-CONFIDENCE_MECHANISMS = frozenset({"noisy-max", "asamp", "stable-histogram"})  # MODE: each release states a confidence
+def aggregate_width_name(index: int) -> str:
+    """The column of analyst aggregate `index`'s per-cell 95% half-widths (post-processing's table)."""
+    return f"{aggregate_name(index)}__w"
+
+
+def aggregate_confidence_name(index: int) -> str:
+    """The column of analyst aggregate `index`'s per-cell confidence (MODE; post-processing's table)."""
+    return f"{aggregate_name(index)}__cf"
+
+
+def corner_name(index: int, output: int, corner: int) -> str:
+    """The column of analyst aggregate `index` evaluated at corner `corner` of output `output`'s
+    releases (its interval; execution/intervals.py)."""
+    return f"{aggregate_name(index)}__c{output}_{corner}"
 
 
 def robust_confidence_name(index: int) -> str:
-    """The noisy table's column of robust release `index`'s per-row confidence (CONFIDENCE_MECHANISMS)."""
+    """The noisy table's column of robust release `index`'s per-row confidence (its mechanism's
+    `output.confidence`: MODE)."""
     return f"{robust_name(index)}__conf"
 
 
 def robust_ci_name(index: int) -> str:
-    """The noisy table's column of robust release `index`'s per-row 95% half-widths (INTERVAL_MECHANISMS)."""
+    """The noisy table's column of robust release `index`'s per-row 95% half-widths (its
+    mechanism's `output.interval`)."""
     return f"{robust_name(index)}__ci95"
 
 
@@ -102,16 +110,83 @@ class Release:
         return self.raw.grid if self.raw.kind == "sum_grid" else Fraction(1)
 
 
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """How one analyst aggregate is computed from releases (post-processing only)."""
+def release_width(plan: Plan, index: int, parts: int) -> Fraction:
+    """Half-width, in real units, of release `index` at level 1 - 0.05/parts (a union bound over
+    `parts` releases keeps their joint level at 95%)."""
+    release = plan.releases[index]
+    return _width(release.spec, parts) * release.unit
 
-    kind: EstimateKind
-    releases: tuple[int, ...]
-    column: Column | None = None
-    center: Fraction = Fraction(0)
-    robust: int | None = None  # index into Plan.robust when kind == "robust"
-    variance: VarianceSpec | None = None  # releases (sum of squares, sum, count) when kind == "variance"
+
+@functools.lru_cache(maxsize=4096)
+def _width(spec: LaplaceSpec | GaussianSpec, parts: int) -> int:
+    # Depends on the public spec only; cached because every answer reports it.
+    return spec.half_width(1 - 0.05 / parts)
+
+
+class Cell(NamedTuple):
+    """One group's released value of an aggregate: the value (None for ⊥), its 95% half-width
+    (None: none stated) and, for MODE, the confidence that it is the mode."""
+
+    value: Any
+    half_width: float | None = None
+    confidence: float | None = None
+
+
+class Estimate(Protocol):
+    """One analyst aggregate as its module planned it (dpsql/aggregates/<family>.py): which of
+    the plan's releases it reads, and the one definition of its value, type, 95% interval and
+    noise facts. It reads public facts of the plan and released values only (post-processing);
+    execution evaluates it (execution/assemble.py), EXPLAIN prints `expected`."""
+
+    @property
+    def kind(self) -> str:
+        """How noise_info names it inside a post-processed column ("count", "avg", ...)."""
+        ...
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        """The Laplace/Gaussian releases (Plan.releases) it reads, in `value`'s order."""
+        ...
+
+    @property
+    def robust(self) -> int | None:
+        """The robust release (Plan.robust) whose noisy column it reads, or None."""
+        ...
+
+    @property
+    def corners(self) -> bool:
+        """Whether `value` is monotone in each release, so that evaluating it at the corners of
+        its releases' intervals bounds it (the 95% interval of arithmetic over it)."""
+        ...
+
+    def value(self, released: Sequence[Any]) -> Any:
+        """Its value from its releases' noisy values (in `releases` order)."""
+        ...
+
+    def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
+        """Its value, 95% half-width and confidence in each of the noisy table's `rows` groups."""
+        ...
+
+    def output_type(self, plan: Plan) -> str:
+        """The engine type of its values (known from the plan alone)."""
+        ...
+
+    def noise(self, plan: Plan) -> dict[str, Any]:
+        """The noise_info fields of an output that is this aggregate alone (public)."""
+        ...
+
+    def expected(self, plan: Plan) -> str:
+        """EXPLAIN's expected 95% interval, before anything is read (public)."""
+        ...
+
+    def reads(self, release: RobustRelease, raw: Any, columns: Mapping[str, Sequence[Any]], row: int) -> Any:
+        """What its robust release's mechanism reads in one group: the engine's exact answer,
+        with released values it needs (Scale's n_hat)."""
+        ...
+
+    def decode(self, released: Any) -> Cell:
+        """Its robust release's output in one group, in the column's units (None for ⊥)."""
+        ...
 
 
 def largest_deviation(raw: RawAggregate) -> Fraction:
@@ -196,6 +271,22 @@ class ValueMap:
         span = self.index_range
         return None if span is None else span[1] - span[0] + 1
 
+    @property
+    def step(self) -> Fraction:
+        """One mapped unit in column units: the grid when values are indexed, else 1."""
+        return self.grid if self.indexed and self.grid is not None else Fraction(1)
+
+    def decode(self, mapped: Any) -> Any:
+        """A released mapped value back in the column's units (grid index * grid; ordinal -> date)."""
+        value: Any = mapped
+        if self.indexed:
+            assert self.grid is not None
+            exact = Fraction(mapped) * self.grid
+            value = int(exact) if exact.denominator == 1 and self.column.type in ("int", "date") else float(exact)
+        if self.column.type == "date":
+            return date.fromordinal(min(max(int(round(value)), 1), date.max.toordinal()))
+        return value
+
 
 @dataclass(frozen=True, slots=True)
 class RankRequest:
@@ -256,14 +347,19 @@ class ModeRequest:
 
 @dataclass(frozen=True, slots=True)
 class RobustRelease:
-    """One robust aggregate: its mechanism, spec, the engine request it reads, and its decoding."""
+    """One robust aggregate: its mechanism's spec (any registered one), the engine request it
+    reads, and how its values were mapped."""
 
-    mechanism: RobustMechanism
     aggregate: int
-    spec: RobustSpec
+    spec: object
     request: int
     values: ValueMap | None = None
     n_hat: int | None = None  # the Laplace release whose noisy value is Scale's n_hat
+
+    @property
+    def mechanism(self) -> str:
+        """The name of its mechanism (from the registry: the spec's type decides)."""
+        return registry.name(self.spec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +378,7 @@ class Plan:
     query: BoundQuery
     bounding: Bounding
     releases: tuple[Release, ...]
-    estimates: tuple[Estimate, ...]
+    estimates: tuple[Estimate, ...]  # one per analyst aggregate (query.aggregates), by its module
     selection: PartitionSelectionSpec | None
     cost: PrivacyCost
     notes: tuple[str, ...] = ()

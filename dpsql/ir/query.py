@@ -17,22 +17,17 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.catalog.model import Column, Table
 
-AggKind = Literal["count_rows", "count", "count_units", "sum", "avg", "quantile", "iqr", "mode",
-                  "var_samp", "var_pop", "stddev_samp", "stddev_pop"]
-VARIANCE_KINDS: frozenset[str] = frozenset({"var_samp", "var_pop", "stddev_samp", "stddev_pop"})
-ROBUST_KINDS: frozenset[str] = frozenset({"quantile", "iqr", "mode"})
-
-
-RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high", "confidence"]
+RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high", "width", "confidence"]
 SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",
-                             "output": "__o", "low": "__lo", "high": "__hi", "confidence": "__cf"}
+                             "output": "__o", "low": "__lo", "high": "__hi", "width": "__w", "confidence": "__cf"}
 _REF = "dpsql_ref"  # the sqlglot node meta key that holds a placeholder's ColumnRef
 
 
 @dataclass(frozen=True, slots=True)
 class ColumnRef:
     """A column of a plan's intermediate tables: group key i, aggregate j, release r, robust
-    release q (the noisy table), or output i and its interval bounds (post-processing)."""
+    release q (the noisy table), or output i, its interval bounds or half-width and its
+    confidence (post-processing)."""
 
     kind: RefKind
     index: int
@@ -67,22 +62,21 @@ def key_name(index: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AggregateCall:
-    """One aggregate the query asks for (deduplicated across SELECT, HAVING and ORDER BY)."""
+    """One aggregate the query asks for (deduplicated across SELECT, HAVING and ORDER BY).
 
-    kind: AggKind
+    `kind` names the registered aggregate that bound it and plans it (dpsql/aggregates/registry.py);
+    only that aggregate's module reads it.
+    """
+
+    kind: str
     column: Column | None
     text: str
-    quantile: Fraction | None = None  # p of QUANTILE / PERCENTILE_DISC (1/2 for MEDIAN)
+    p: Fraction | None = None  # a fraction argument: QUANTILE's p (1/2 for MEDIAN), TRIMMED_MEAN's trim
     bound: Fraction | None = None  # b proposed by MEDIAN(col, b) or OPTIONS (median_bound = b)
     # The per-row value when the argument is an expression (SUM(1), AVG(income / 12), a FILTER
     # as a CASE): over policy columns, unqualified. `column` is then a derived column named by the
     # expression, with the bounds the analysis derived from the policy (analysis/value_bounds.py).
     expr: exp.Expr | None = None
-
-    @property
-    def robust(self) -> bool:
-        """Whether the aggregate is released by PTR, Scale, A_samp or the EM (not by Laplace)."""
-        return self.kind in ROBUST_KINDS
 
     @property
     def label(self) -> str:

@@ -42,6 +42,23 @@ class ErrorDescription:
     details: tuple[tuple[str, Any], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What one release of a mechanism hands back besides its value: public facts of the
+    mechanism, never of the data. The noisy table gets a column for each (per row, None for ⊥).
+
+    `interval`: the release is a `Bracketed` value carrying its own 95% interval (the fine-grid
+    exponential mechanism's ends); `confidence`: a `Confident` value carrying the confidence that
+    it is the mode (MODE's mechanisms).
+    """
+
+    interval: bool = False
+    confidence: bool = False
+
+
+Parameters = tuple[tuple[str, object], ...]
+
+
 class Mechanism(Protocol):
     """One DP mechanism, found by the type of its spec (dpsql.mechanisms.registry)."""
 
@@ -55,8 +72,17 @@ class Mechanism(Protocol):
         """The frozen spec class this mechanism releases with (the registry's key)."""
         ...
 
+    @property
+    def output(self) -> Output:
+        """What a release carries besides its value (a per-row interval, a confidence)."""
+        ...
+
     def cost(self, spec: Any) -> PrivacyCost:
         """What releasing with `spec` costs, from the spec alone (no data; deterministic)."""
+        ...
+
+    def parameters(self, spec: Any) -> Parameters:
+        """The public parameters the ledger records for a release with `spec` (name, value), in order."""
         ...
 
     def release(self, spec: Any, raw: Any, rng: RandomSource) -> Any:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.rng import RandomSource
 
@@ -204,9 +204,13 @@ class ExponentialQuantile:
 
     name = "exponential"
     spec_type = ExponentialQuantileSpec
+    output = Output()
 
     def cost(self, spec: ExponentialQuantileSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: ExponentialQuantileSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: ExponentialQuantileSpec, raw: Histogram, rng: RandomSource) -> int:
         return release(spec, raw, rng)
@@ -271,9 +275,13 @@ class ExponentialIQR:
 
     name = "exponential-iqr"
     spec_type = ExponentialIQRSpec
+    output = Output()
 
     def cost(self, spec: ExponentialIQRSpec) -> PrivacyCost:
         return PrivacyCost.of(PrivacyLoss("bounded_range", "exponential-iqr", spec.epsilon, Fraction(0)))
+
+    def parameters(self, spec: ExponentialIQRSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: ExponentialIQRSpec, raw: Histogram, rng: RandomSource) -> int:
         return iqr_release(spec, raw, rng)

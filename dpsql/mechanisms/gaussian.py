@@ -21,7 +21,7 @@ from fractions import Fraction
 from statistics import NormalDist
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_gaussian, discrete_gaussian_ci
 
@@ -98,9 +98,13 @@ class Gaussian:
 
     name = "gaussian"
     spec_type = GaussianSpec
+    output = Output()
 
     def cost(self, spec: GaussianSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: GaussianSpec) -> Parameters:
+        return ()
 
     def release(self, spec: GaussianSpec, raw: int, rng: RandomSource) -> int:
         return int(raw) + discrete_gaussian(spec.sigma2, rng)

@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.confidence import Confident, histogram_alpha
 from dpsql.mechanisms.ptr import REFUSED, _Refused
 from dpsql.mechanisms.rng import RandomSource
@@ -118,9 +118,13 @@ class HistogramMode:
 
     name = "stable-histogram"
     spec_type = HistogramModeSpec
+    output = Output(confidence=True)
 
     def cost(self, spec: HistogramModeSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: HistogramModeSpec) -> Parameters:
+        return ()
 
     def release(self, spec: HistogramModeSpec, raw: Mapping[Hashable, int] | None, rng: RandomSource) -> Confident | _Refused:
         return release_confident(spec, raw or {}, rng)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci
 
@@ -60,9 +60,13 @@ class Laplace:
 
     name = "laplace"
     spec_type = LaplaceSpec
+    output = Output()
 
     def cost(self, spec: LaplaceSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: LaplaceSpec) -> Parameters:
+        return ()
 
     def release(self, spec: LaplaceSpec, raw: int, rng: RandomSource) -> int:
         return int(raw) + discrete_laplace(spec.scale, rng)  # = release(spec, raw, rng), one call less per cell

@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any, Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.confidence import Confident, noisy_max_alpha
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci
@@ -77,9 +77,13 @@ class NoisyMaxMode:
 
     name = "noisy-max"
     spec_type = NoisyMaxModeSpec
+    output = Output(confidence=True)
 
     def cost(self, spec: NoisyMaxModeSpec) -> PrivacyCost:
         return PrivacyCost.of(PrivacyLoss("approx_dp", "noisy-max", spec.epsilon, Fraction(0)))
+
+    def parameters(self, spec: NoisyMaxModeSpec) -> Parameters:
+        return ()
 
     def release(self, spec: NoisyMaxModeSpec, raw: Mapping[Hashable, int], rng: RandomSource) -> Confident:
         return release_confident(spec, raw, rng)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_threshold
 
@@ -58,9 +58,13 @@ class PartitionSelection:
 
     name = "partition_selection"
     spec_type = PartitionSelectionSpec
+    output = Output()
 
     def cost(self, spec: PartitionSelectionSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: PartitionSelectionSpec) -> Parameters:
+        return ()
 
     def release(self, spec: PartitionSelectionSpec, raw: int, rng: RandomSource) -> bool:
         return keep(spec, raw, rng)

@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import Callable
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.ranks import OrderStatistics, Value, quantile_rank
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace, discrete_laplace_ci, discrete_laplace_threshold
@@ -389,6 +389,11 @@ def describe_test(test: PTRTest) -> str:
     return f"test: distance + discrete Laplace (scale {fmt(test.scale)}) >= tau {test.threshold}, distance capped at {test.cap}"
 
 
+def test_parameters(test: PTRTest) -> Parameters:
+    """The ledger's record of a PTR test (public)."""
+    return (("test_scale", str(test.scale)), ("threshold", test.threshold), ("cap", test.cap))
+
+
 def test_details(test: PTRTest, shift: int | None = None) -> tuple[tuple[str, object], ...]:
     """The public parameters a PTR-tested release reports per cell."""
     details: tuple[tuple[str, object], ...] = (("threshold", test.threshold), ("cap", test.cap))
@@ -414,9 +419,13 @@ class SMed:
 
     name = "smed"
     spec_type = SMedSpec
+    output = Output()
 
     def cost(self, spec: SMedSpec) -> PrivacyCost:
         return smed_cost(spec)
+
+    def parameters(self, spec: SMedSpec) -> Parameters:
+        return test_parameters(spec.test) + (("shift", str(spec.shift)),)
 
     def release(self, spec: SMedSpec, raw: OrderStatistics, rng: RandomSource) -> Value | _Refused:
         return smed_release(spec, raw, rng)
@@ -437,9 +446,13 @@ class PTRLaplace:
 
     name = "ptr-laplace"
     spec_type = PTRLaplaceSpec
+    output = Output()
 
     def cost(self, spec: PTRLaplaceSpec) -> PrivacyCost:
         return ptr_laplace_cost(spec)
+
+    def parameters(self, spec: PTRLaplaceSpec) -> Parameters:
+        return test_parameters(spec.test) + (("shift", str(spec.shift)), ("bound", str(spec.bound)))
 
     def release(self, spec: PTRLaplaceSpec, raw: OrderStatistics, rng: RandomSource) -> float | _Refused:
         return ptr_laplace_release(spec, raw, rng)
@@ -463,9 +476,13 @@ class Scale:
 
     name = "scale"
     spec_type = ScaleSpec
+    output = Output()
 
     def cost(self, spec: ScaleSpec) -> PrivacyCost:
         return scale_cost(spec)
+
+    def parameters(self, spec: ScaleSpec) -> Parameters:
+        return test_parameters(spec.test) + (("shift", str(spec.shift)), ("epsilon_step", str(spec.epsilon_step)))
 
     def release(self, spec: ScaleSpec, raw: ScaleInput, rng: RandomSource) -> float | _Refused:
         return scale_release(spec, raw.stats, raw.n_hat, rng)

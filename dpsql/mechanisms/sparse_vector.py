@@ -39,7 +39,7 @@ from fractions import Fraction
 from typing import Literal
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import (
     discrete_gaussian,
@@ -483,9 +483,13 @@ class MedianMechanismReservation:
 
     name = "median_mechanism"
     spec_type = SVTCalibration
+    output = Output()
 
     def cost(self, spec: SVTCalibration) -> PrivacyCost:
         return spec.cost
+
+    def parameters(self, spec: SVTCalibration) -> Parameters:
+        return ()
 
     def release(self, spec: SVTCalibration, raw: int, rng: RandomSource) -> int:
         return int(raw) + answer_noise(spec, rng)

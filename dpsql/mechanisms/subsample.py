@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.confidence import Confident, stability_alpha
-from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, describe_test, test_details
+from dpsql.mechanisms.ptr import REFUSED, PTRTest, _Refused, describe_test, test_details, test_parameters
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_laplace
 
@@ -125,9 +125,13 @@ class ASamp:
 
     name = "asamp"
     spec_type = ASampSpec
+    output = Output(confidence=True)
 
     def cost(self, spec: ASampSpec) -> PrivacyCost:
         return cost(spec)
+
+    def parameters(self, spec: ASampSpec) -> Parameters:
+        return test_parameters(spec.test) + (("blocks", str(spec.blocks)),)
 
     def release(self, spec: ASampSpec, raw: Mapping[Hashable, int] | None, rng: RandomSource) -> Confident | _Refused:
         return release_confident(spec, raw or {}, rng)

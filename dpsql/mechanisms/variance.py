@@ -33,7 +33,7 @@ from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms import laplace
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.rng import RandomSource
 
@@ -110,12 +110,16 @@ class Variance:
 
     name = "variance"
     spec_type = VarianceSpec
+    output = Output()
 
     def cost(self, spec: VarianceSpec) -> PrivacyCost:
         # Three discrete Laplace releases, composed (each its own loss term for the accountant).
         terms = [PrivacyCost.of(PrivacyLoss("discrete_laplace", self.name, s.epsilon, Fraction(0), sensitivity=s.sensitivity,
                                             scale=s.scale)) for s in (spec.count, spec.total, spec.squares)]
         return terms[0] + terms[1] + terms[2]
+
+    def parameters(self, spec: VarianceSpec) -> Parameters:
+        return ()
 
     def release(self, spec: VarianceSpec, raw: tuple[int, int, int], rng: RandomSource) -> float:
         """`raw`: the exact count, centred sum and centred sum of squares, in grid units."""

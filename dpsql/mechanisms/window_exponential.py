@@ -2,7 +2,7 @@
 
 Candidates are every grid index c in lower..upper (public: bounds and grid from the policy; the
 planner picks about 2^24 of them, so the grid step is negligible and the error grows only with
-log K). With p = a/b, a rank offset o (0 for the quantile itself, -+m for the interval's ends) and
+log K). With p = a/b, a rank offset o (0 for every release dpsql makes; kept for tests) and
     f(i) = b i - a n - b o      (zero where i = n p + o),
 candidate c scores the distance of the target from the ranks c's tie run covers:
     U(c) = max(0, f(#lt(c)), -f(#le(c))),   #lt = #{x < c}, #le = #{x <= c},
@@ -31,12 +31,18 @@ uniform drawn bit by bit with refined bounds of rho^d. The output is exactly pro
 rho^min(U, T); no floating point touches a probability, and a draw reads O(levels + log T) order
 statistics whatever the window's width.
 
-The interval (`QuantileIntervalSpec`): besides the quantile itself (3/4 of epsilon) two more
-releases of the same kind at rank offsets -m and +m (1/8 of epsilon each). A lower end above
-x_(rho) needs #lt(c) >= rho, hence U >= b m, while U(x_(rho - m)) = 0 (or U(lower) = 0 when
-rho - m < 1): it happens with probability at most K rho_end^(b m) <= alpha / 2 by the choice of m.
-So [low, high] holds x_(rho) with probability >= 1 - alpha whatever the data, and nothing is read
-twice (the three draws use the same order statistics, all charged at once).
+The interval (`QuantileIntervalSpec`): the value v is the release above at `value_share` of epsilon
+(3/4 by default); the rest buys its 95% interval [v - w, v + w], w drawn by a second exponential
+mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
+range, plus the whole range (PostRI: Humphries, Li, Zhang, Knopf and He, "Interpreting the Error of
+Differentially Private Median Queries through Randomization Intervals", 2026). A rung's score is the
+distance of a target mu from its coverage margin, where the margin counts (in score units) how far
+beyond the true order statistic the interval reaches on its tighter side, as a range over the
+end's tie run; it moves by at most Delta per person, so the draw is (eps_w, 0)-DP given v, and the
+two draws compose to (eps, 0). A rung that misses the truth scores >= mu + 1, the whole range
+scores the public P, so P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the
+data (J rungs). The width adapts to the data (no worst-case log K term), and the interval costs no
+extra read: the margins use the order statistics within `reach` ranks of the target, like the value.
 
 MIN and MAX (p = 0 and 1, b = 2): the target is min(2 r0, n) (MIN) or max(2 (n + 1 - r0), n) (MAX)
 in place of a n, i.e. the r0-th smallest / largest value, or the median when there are fewer than
@@ -54,15 +60,17 @@ from fractions import Fraction
 from typing import Sequence
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.mechanisms.base import Describing, ErrorDescription, fmt
-from dpsql.mechanisms.exponential import RHO_BITS, _power_bounds
+from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
+from dpsql.mechanisms.exponential import RHO_BITS, _bernoulli_power, _power_bounds
 from dpsql.mechanisms.ranks import OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
 
 ENVELOPE_BITS = 64
 CLIP_MASS = 1e-6  # K rho^T: the most probability the clip can move
-MAIN_SHARE = Fraction(3, 4)  # of an interval release's epsilon; each end gets (1 - MAIN_SHARE) / 2
+VALUE_SHARE = Fraction(3, 4)  # of an interval release's epsilon; the half-width gets the rest
 ALPHA = 0.05
+FULL_MASS = 0.05  # about how often the interval is the whole range when a rung fits (rho^P)
+LADDER_RATIO = Fraction(5, 4)  # consecutive public half-widths differ by this factor (rounded up)
 
 
 def _rho(epsilon: Fraction, sensitivity: int) -> Fraction:
@@ -354,18 +362,170 @@ def _accept(numerator: int, denominator: int, times: int, top: int, rng: RandomS
 
 @dataclass(frozen=True, slots=True)
 class Bracketed:
-    """A released value with the ends of its 95% interval (grid indices; low <= high)."""
+    """A released value with the ends of its 95% interval (grid indices, whole or, for a mean,
+    fractional; low <= high)."""
 
-    value: int
-    low: int
-    high: int
+    value: int | Fraction
+    low: int | Fraction
+    high: int | Fraction
+
+
+def ladder(span: int, ratio: Fraction = LADDER_RATIO) -> tuple[int, ...]:
+    """The public half-widths (grid steps) the width release chooses from: 0, then ceil(ratio^j)
+    without repeats, up to the first one that reaches `span` (upper - lower). Public: bounds only."""
+    widths = [0]
+    step = Fraction(1)
+    while widths[-1] < span:
+        width = min(-(-step.numerator // step.denominator), span)
+        if width > widths[-1]:
+            widths.append(width)
+        step *= ratio
+    return tuple(widths)
+
+
+def _count_lt(stats: OrderStatistics, value: int, first: int, last: int) -> int | None:
+    """#{x < value} when it lies in first - 1 .. last (ranks first..last are readable), else None."""
+    if stats.n == 0:
+        return 0
+    if stats.at(first) >= value:
+        return None if first > 1 else 0
+    if stats.at(last) < value:
+        return None if last < stats.n else stats.n
+    low, high = first, last  # x_(low) < value <= x_(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if stats.at(middle) < value:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+@dataclass(frozen=True, slots=True)
+class WidthSpec:
+    """The interval's half-width around a released value v: an exponential mechanism over a public
+    ladder of half-widths w_0 < ... < w_(J-1) (`ladder`) plus the whole range (PostRI; Humphries, Li,
+    Zhang, Knopf and He, "Interpreting the Error of Differentially Private Median Queries through
+    Randomization Intervals", 2026).
+
+    Margins in score units, with t = b x the target rank: the lower end v - w has the range
+    [t - b #{x <= v - w} - 1, t - b #{x < v - w} - 1], whose top is >= 0 iff v - w <= x_(rho) (rho's
+    defining inequalities); the upper end v + w has [b #{x < v + w} - t, b #{x <= v + w} - t], whose
+    top is >= 0 iff v + w >= x_(rho); +inf for an end clamped to a bound. The range's width is the
+    end's tie run. The tighter side's range is [min of the bottoms, min of the tops], and the rung
+    scores S(w) = min(dist(mu, that range), T): 0 when mu lies in it. Each bound moves by at most
+    Delta per person (as the EM's score), and so do min, the distance and the clip: the draw, with
+    weights rho^S and rho >= exp(-eps / (2 Delta)), is (eps, 0)-DP given v.
+    Coverage: a rung that misses x_(rho) has a top <= -1, so S >= mu + 1 (T > mu), while the whole
+    range weighs rho^P: P(miss) <= J rho^(mu + 1 - P) <= alpha by the choice of mu, whatever the data
+    and whatever v. Ties: when the tie run next to v holds the target, the next rung scores 0
+    instead of over-covering by the whole run. The whole range is drawn with probability about rho^P
+    (~ p_full) when a rung scores near 0.
+    """
+
+    epsilon: Fraction
+    p: Fraction
+    max_rows: int
+    lower: int
+    upper: int
+    anchor: int = 0
+    alpha: float = ALPHA
+    full_mass: float = FULL_MASS
+
+    @property
+    def quantile(self) -> WindowQuantileSpec:
+        """The score's shape (target, Delta, rho) at this release's epsilon."""
+        return WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper, anchor=self.anchor)
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return ladder(self.upper - self.lower)
+
+    def _log_rho(self) -> float:
+        return self.quantile._log_rho()
+
+    @property
+    def full_score(self) -> int:
+        """P: rho^P <= full_mass."""
+        log_rho = self._log_rho()
+        return 0 if log_rho == 0 else math.ceil(math.log(1 / self.full_mass) / log_rho)
+
+    @property
+    def target_margin(self) -> int:
+        """mu (score units): J rho^(mu + 1 - P) <= alpha, with one more unit of slack for the float log."""
+        log_rho = self._log_rho()
+        if log_rho == 0:
+            return 0
+        return self.full_score + 1 + math.ceil(math.log(len(self.widths) / self.alpha) / log_rho)
+
+    @property
+    def clip(self) -> int:
+        """T > mu: (J + 1) rho^T <= CLIP_MASS beyond mu; the clip keeps the sensitivity."""
+        log_rho = self._log_rho()
+        if log_rho == 0:
+            return 1
+        return self.target_margin + 1 + math.ceil(math.log((len(self.widths) + 1) / CLIP_MASS) / log_rho)
+
+    @property
+    def reach(self) -> int:
+        """Ranks around the target rank the margins read: beyond them every score is clipped."""
+        return -(-(self.target_margin + self.clip) // self.quantile.scale) + 2
+
+    def scores(self, value: int, stats: OrderStatistics) -> list[int]:
+        """S(w) for every rung, then P for the whole range (reads ranks centre -+ reach only)."""
+        quantile = self.quantile
+        target, b = quantile.target(stats.n), quantile.scale
+        centre = quantile.centre(stats.n)
+        first, last = max(1, centre - self.reach), min(stats.n, centre + self.reach)
+        big = self.target_margin + self.clip  # a margin this far from mu on either side scores T
+
+        def count(bound: int) -> int | None:
+            """#{x < bound}, or None when it lies outside the window (then the sign says which side)."""
+            return _count_lt(stats, bound, first, last)
+
+        def margin(bound: int, sign: int, offset: int) -> int:
+            """sign (b #{x < bound} - t) - offset, or -+big outside the window (provably beyond it)."""
+            counted = count(bound)
+            if counted is None:
+                above = stats.at(first) < bound  # #{x < bound} >= last, else <= first - 1
+                return big if (sign > 0) == above else -big
+            return sign * (b * counted - target) - offset
+
+        out = []
+        for width in self.widths:
+            low, high = value - width, value + width
+            lows = (big, big) if low <= self.lower else (margin(low + 1, -1, 1), margin(low, -1, 1))
+            highs = (big, big) if high >= self.upper else (margin(high, 1, 0), margin(high + 1, 1, 0))
+            out.append(_interval_score(min(lows[0], highs[0]), min(lows[1], highs[1]), self.target_margin, self.clip))
+        out.append(self.full_score)
+        return out
+
+
+def _interval_score(least: int, most: int, mu: int, clip: int) -> int:
+    """The distance of mu from the tighter side's margin range [least, most] (tie runs), clipped at T."""
+    return min(max(0, least - mu, mu - most), clip)
+
+
+def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: RandomSource) -> tuple[int, int]:
+    """[low, high] around `value`: a rung (or the whole range) drawn exactly proportional to rho^S."""
+    rho = spec.quantile.rho
+    scores = spec.scores(value, stats)
+    least = min(scores)
+    while True:
+        index = rng.randbelow(len(scores))
+        if _bernoulli_power(rho.numerator, rho.denominator, scores[index] - least, rng):
+            break
+    if index == len(spec.widths):
+        return spec.lower, spec.upper
+    width = spec.widths[index]
+    return max(spec.lower, value - width), min(spec.upper, value + width)
 
 
 @dataclass(frozen=True, slots=True)
 class QuantileIntervalSpec:
-    """A quantile (3/4 of epsilon) and the two ends of its 95% interval (1/8 each), one charge.
+    """A quantile (`value_share` of epsilon) and the half-width of its 95% interval (the rest), one charge.
 
-    `alpha` is the interval's total miss probability (0.05; IQR's two quantiles use 0.025 each).
+    `alpha` is the interval's miss probability (0.05; IQR's two quantiles use 0.025 each).
     """
 
     epsilon: Fraction
@@ -374,9 +534,12 @@ class QuantileIntervalSpec:
     lower: int
     upper: int
     alpha: float = ALPHA
+    value_share: Fraction = VALUE_SHARE
 
     def __post_init__(self) -> None:
         WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper)  # validates
+        if not 0 < self.value_share < 1:
+            raise ValueError("the value's share of epsilon must be in (0, 1)")
 
     @property
     def anchor(self) -> int:
@@ -385,32 +548,20 @@ class QuantileIntervalSpec:
         it), or the median when there are fewer than 2 r0 values (public)."""
         if 0 < self.p < 1:
             return 0
-        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower,
-                                         self.upper).rank_error())
+        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows,
+                                         self.lower, self.upper).rank_error())
 
     @property
     def main(self) -> WindowQuantileSpec:
         """The quantile's own release."""
-        return WindowQuantileSpec(Fraction(self.epsilon) * MAIN_SHARE, self.p, self.max_rows, self.lower, self.upper,
-                                  anchor=self.anchor)
+        return WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows, self.lower,
+                                  self.upper, anchor=self.anchor)
 
     @property
-    def margin(self) -> int:
-        """m: the ends target ranks rho -+ m; K rho_end^(b m) <= alpha / 2."""
-        end = self._end(0)
-        log_rho = end._log_rho()
-        if log_rho == 0:
-            return 0
-        return math.ceil(math.log(2 * self.candidates / self.alpha) / log_rho / end.scale)
-
-    def _end(self, offset: int) -> WindowQuantileSpec:
-        share = Fraction(self.epsilon) * (1 - MAIN_SHARE) / 2
-        return WindowQuantileSpec(share, self.p, self.max_rows, self.lower, self.upper, offset, self.anchor)
-
-    @property
-    def ends(self) -> tuple[WindowQuantileSpec, WindowQuantileSpec]:
-        """The releases of the interval's lower and upper end."""
-        return self._end(-self.margin), self._end(self.margin)
+    def width(self) -> WidthSpec:
+        """The release of the interval's half-width."""
+        return WidthSpec(Fraction(self.epsilon) * (1 - self.value_share), self.p, self.max_rows, self.lower,
+                         self.upper, self.anchor, self.alpha)
 
     @property
     def candidates(self) -> int:
@@ -420,10 +571,9 @@ class QuantileIntervalSpec:
     @property
     def reach(self) -> int:
         """The order statistics read around rho_p (the engine's window centre; 1 for p = 0): enough
-        for all three releases."""
-        low, high = self.ends
+        for both releases."""
         shift = self.anchor + (1 if self.p == 0 else 0)
-        return shift + max(self.main.reach, self.margin + low.reach, self.margin + high.reach)
+        return shift + max(self.main.reach, self.width.reach)
 
     @property
     def sensitivity(self) -> int:
@@ -437,10 +587,10 @@ class QuantileIntervalSpec:
 
 
 def release_interval(spec: QuantileIntervalSpec, stats: OrderStatistics, rng: RandomSource) -> Bracketed:
-    """The quantile and its interval's ends: three draws, always all three."""
+    """The quantile, then its interval around it: two draws, always both."""
     value = sample(spec.main, stats, rng)
-    low, high = (sample(end, stats, rng) for end in spec.ends)
-    return Bracketed(value, min(low, high), max(low, high))
+    low, high = release_width(spec.width, value, stats, rng)
+    return Bracketed(value, low, high)
 
 
 def cost(spec: QuantileIntervalSpec | IQRIntervalSpec | WindowQuantileSpec, name: str) -> PrivacyCost:
@@ -449,14 +599,24 @@ def cost(spec: QuantileIntervalSpec | IQRIntervalSpec | WindowQuantileSpec, name
     return PrivacyCost.of(PrivacyLoss("bounded_range", name, Fraction(spec.epsilon), Fraction(0)))
 
 
+def _interval_text(width: WidthSpec) -> str:
+    return (f"95% interval: a half-width drawn by a second exponential mechanism from {len(width.widths)} public "
+            f"widths around the value (or the whole range), aiming at {width.target_margin} score units beyond the "
+            f"true value (miss probability <= {width.alpha:g} whatever the data)")
+
+
 class WindowExponentialQuantile:
     """MEDIAN/QUANTILE/MIN/MAX of a bounded column over a fine grid, with its 95% interval (never ⊥)."""
 
     name = "exponential-fine"
     spec_type = QuantileIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: QuantileIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: QuantileIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: QuantileIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_interval(spec, raw, rng)
@@ -468,8 +628,8 @@ class WindowExponentialQuantile:
                f"(its own 95% rank error; the median of fewer than 2 r0 values), by the ")
         return (f"{end}exponential mechanism over {spec.candidates} public candidates{context.values} (never ⊥), reading "
                 f"order statistics within {spec.reach} ranks; score sensitivity {spec.sensitivity}, 95% within about "
-                f"{main.rank_error()} ranks; 95% interval from two more releases at ranks -+{spec.margin}; "
-                f"epsilon {fmt(main.epsilon)} + 2 x {fmt(spec.ends[0].epsilon)} (interval ends), delta 0")
+                f"{main.rank_error()} ranks; {_interval_text(spec.width)}; "
+                f"epsilon {fmt(main.epsilon)} (value) + {fmt(spec.width.epsilon)} (interval), delta 0")
 
     def error(self, spec: QuantileIntervalSpec) -> ErrorDescription:
         return ErrorDescription(details=(("rank_error95", spec.main.rank_error()), ("candidates", spec.candidates)))
@@ -491,13 +651,14 @@ class IQRIntervalSpec:
     max_rows: int
     lower: int
     upper: int
+    value_share: Fraction = VALUE_SHARE
 
     @property
     def quartiles(self) -> tuple[QuantileIntervalSpec, QuantileIntervalSpec]:
         """The two quartile releases with their intervals."""
         half = Fraction(self.epsilon) / 2
-        return tuple(QuantileIntervalSpec(half, q, self.max_rows, self.lower, self.upper, ALPHA / 2)  # type: ignore[return-value]
-                     for q in (Fraction(1, 4), Fraction(3, 4)))
+        return tuple(QuantileIntervalSpec(half, q, self.max_rows, self.lower, self.upper, ALPHA / 2,  # type: ignore[return-value]
+                                          self.value_share) for q in (Fraction(1, 4), Fraction(3, 4)))
 
     @property
     def candidates(self) -> int:
@@ -515,7 +676,7 @@ def release_iqr(spec: IQRIntervalSpec, stats: OrderStatistics, rng: RandomSource
     first, third = (release_interval(q, stats, rng) for q in spec.quartiles)
     width = spec.upper - spec.lower
 
-    def cut(value: int) -> int:
+    def cut(value: int | Fraction) -> int | Fraction:
         return min(max(value, 0), width)
 
     return Bracketed(cut(third.value - first.value), cut(third.low - first.high), cut(third.high - first.low))
@@ -526,9 +687,13 @@ class WindowExponentialIQR:
 
     name = "exponential-fine-iqr"
     spec_type = IQRIntervalSpec
+    output = Output(interval=True)
 
     def cost(self, spec: IQRIntervalSpec) -> PrivacyCost:
         return cost(spec, self.name)
+
+    def parameters(self, spec: IQRIntervalSpec) -> Parameters:
+        return (("candidates", str(spec.candidates)),)
 
     def release(self, spec: IQRIntervalSpec, raw: OrderStatistics, rng: RandomSource) -> Bracketed:
         return release_iqr(spec, raw, rng)
@@ -537,8 +702,8 @@ class WindowExponentialIQR:
         first = spec.quartiles[0]
         return (f"Q3 - Q1 of two exponential-mechanism quartiles over {spec.candidates} public candidates{context.values} "
                 f"(never ⊥, always in [0, upper - lower]), score sensitivity {first.sensitivity}, each 95% within about "
-                f"{first.main.rank_error()} ranks, 95% interval from their interval ends at ranks -+{first.margin}; "
-                f"epsilon 2 x ({fmt(first.main.epsilon)} + 2 x {fmt(first.ends[0].epsilon)}), delta 0")
+                f"{first.main.rank_error()} ranks; each quartile's {_interval_text(first.width)}, the IQR's from their ends; "
+                f"epsilon 2 x ({fmt(first.main.epsilon)} (value) + {fmt(first.width.epsilon)} (interval)), delta 0")
 
     def error(self, spec: IQRIntervalSpec) -> ErrorDescription:
         return ErrorDescription(details=(("rank_error95", spec.quartiles[0].main.rank_error()), ("candidates", spec.candidates)))
@@ -555,4 +720,25 @@ def brute_scores(spec: WindowQuantileSpec, values: Sequence[int]) -> list[int]:
         lt = None if c == spec.lower else sum(v < c for v in values)
         le = None if c == spec.upper else sum(v <= c for v in values)
         out.append(_Scorer.of(spec, n)(lt, le))
+    return out
+
+
+def brute_width_scores(spec: WidthSpec, value: int, values: Sequence[int]) -> list[int]:
+    """The width release's scores from all the values (tests: the window must agree)."""
+    quantile = spec.quantile
+    target, b = quantile.target(len(values)), quantile.scale
+    out = []
+    for width in spec.widths:
+        low, high = value - width, value + width
+        if low <= spec.lower:
+            lows = (math.inf, math.inf)
+        else:
+            lows = (target - b * sum(v <= low for v in values) - 1, target - b * sum(v < low for v in values) - 1)
+        if high >= spec.upper:
+            highs = (math.inf, math.inf)
+        else:
+            highs = (b * sum(v < high for v in values) - target, b * sum(v <= high for v in values) - target)
+        least, most = min(lows[0], highs[0]), min(lows[1], highs[1])
+        out.append(spec.clip if least == math.inf else _interval_score(int(least), int(min(most, 10**18)), spec.target_margin, spec.clip))
+    out.append(spec.full_score)
     return out

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpsql.mechanisms import gaussian
-from dpsql.mechanisms.gaussian import GaussianSpec
-from dpsql.mechanisms.laplace import LaplaceSpec, half_width
+from dpsql.mechanisms import registry
 
 _LOW, _HIGH = 1e-9, 1e9  # the epsilons searched (a request outside them is refused by the planner)
 
@@ -28,9 +26,7 @@ def _round_up(value: float) -> Fraction:
 
 def width(noise: str, sensitivity: Fraction, epsilon: Fraction, delta: Fraction) -> int:
     """The 95% half-width, in grid units, of one release at ``epsilon`` (and ``delta`` for Gaussian)."""
-    if noise == "gaussian":
-        return gaussian.half_width(GaussianSpec(sensitivity, epsilon, delta))
-    return half_width(LaplaceSpec(sensitivity, epsilon))
+    return registry.noise_spec(noise, sensitivity, epsilon, delta).half_width()
 
 
 def epsilon_for(noise: str, sensitivity: Fraction, target_units: Fraction, delta: Fraction) -> Fraction | None:

@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from dpsql.aggregates import registry as aggregates
 from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
 from dpsql.ir.query import BoundQuery
 
@@ -50,14 +51,11 @@ def measurable(query: BoundQuery, config: MedianMechanismConfig) -> MMQuery | st
     if len(query.aggregates) != 1:
         return "the layer answers one COUNT per query"
     call = query.aggregates[0]
-    if call.kind not in ("count_rows", "count"):
+    counts, not_null = aggregates.for_call(call).row_count(call)
+    if not counts:
         return f"{call.text} is not a counting query"
-    not_null = None
-    if call.kind == "count":
-        assert call.column is not None
-        if call.column.name not in enabled:
-            return f"COUNT({call.column.name}): '{call.column.name}' is not a column of the layer"
-        not_null = call.column.name
+    if not_null is not None and not_null not in enabled:
+        return f"COUNT({not_null}): '{not_null}' is not a column of the layer"
     keys = []
     for key in query.keys:
         name = key.column.name

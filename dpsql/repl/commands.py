@@ -6,7 +6,7 @@ costs), so it is testable without IO. `\d` reads the policy only, never the data
 
 from __future__ import annotations
 
-from dpsql.execution.charge import more_text
+from dpsql.execution.charge import LAYER_MECHANISM, more_text
 
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -137,7 +137,7 @@ def budget_text(analyst: str, total: PrivacyCost, spent: PrivacyCost, remaining:
     for n, entry in enumerate(shown, start=first):
         eps = float(entry.cost.epsilon)
         # A Median Mechanism reservation pays for every later answer of its layer in the session.
-        what = "[median mechanism reservation] " if entry.mechanism == "median_mechanism" else ""
+        what = "[median mechanism reservation] " if entry.mechanism == LAYER_MECHANISM else ""
         lines.append(f"  #{n:<{width}} {number(entry.cost.epsilon):>8} {_bar(eps, largest, BAR_WIDTH, ' ')} {what}{_one_line(entry.query)}")
     return "\n".join(lines)
 

@@ -141,7 +141,7 @@ def _name(node: exp.Func) -> str:
 
 def _unavailable(name: str) -> NotSupportedError:
     return refuse(f"function {name}() is not available in catalog queries",
-                  "catalog queries may call the functions BI clients' catalog probes use (the list is in the README)")
+                  "catalog queries may call the functions BI clients' catalog probes use (the list is in docs/deployment.md, 'Catalog probes')")
 
 
 def _check_series(node: exp.Func) -> None:

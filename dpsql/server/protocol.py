@@ -624,7 +624,7 @@ def _statement_timeout(seconds: float, interrupt: Callable[[], None]) -> Iterato
     """Cancel a statement that runs longer than `seconds`: the engine is interrupted and the client
     gets 57014, whatever the statement would have answered. A charge made before stays (never
     refunded). Whether a charged query finishes in time can depend on the data: that is the timing
-    channel, out of scope (README); the default is generous so honest queries never meet it."""
+    channel, out of scope (docs/privacy-model.md); the default is generous so honest queries never meet it."""
     alarm = WATCHDOG.arm(seconds, interrupt)
     error: errors.Error | None = None
     fired = False

@@ -142,8 +142,9 @@ def scaled(spec: type, attribute: str, factor: float) -> Patch:
 
 def drop_max_rows(mp: pytest.MonkeyPatch) -> None:
     """Sensitivities computed as if each person kept one row (bounding still keeps max_rows)."""
-    real = planner._estimate
-    mp.setattr(planner, "_estimate", lambda call, query, bounding, raws: real(call, query, dataclasses.replace(bounding, max_rows=1), raws))
+    real = planner.needs_of
+    mp.setattr(planner, "needs_of", lambda family, call, query, bounding: real(family, call, query,
+                                                                              dataclasses.replace(bounding, max_rows=1)))
 
 
 def drop_join_fanout(mp: pytest.MonkeyPatch) -> None:

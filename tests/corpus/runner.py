@@ -77,7 +77,7 @@ class Outcome:
     """What dpsql did with one query, and how its noisy cells compare with the exact answer."""
 
     query: Query
-    status: str                     # "answered", "refused" (a DP1xx code) or "error"
+    status: str                     # "answered", "refused" (a DP1xx code, or "probe": columns only) or "error"
     code: str | None = None         # the DPnnn code of a refusal or error
     message: str = ""               # the first line of the refusal or error
     crash: bool = False             # a non-dpsql exception (a bug to report)
@@ -280,9 +280,13 @@ def run_query(con: dpsql.Connection, raw: duckdb.DuckDBPyConnection, query: Quer
         if where:
             outcome.message += f" (at {where})"
         return outcome
+    result = cursor.result
+    if result is not None and result.kind == "probe":
+        # A column probe (LIMIT 0/1 over rows): the columns and types, no row, nothing charged.
+        outcome.status, outcome.code, outcome.message = "refused", "probe", "answered with columns only (a column probe)"
+        return outcome
     outcome.status = "answered"
     outcome.rows = len(rows)
-    result = cursor.result
     try:
         exact_rows = raw.execute(exact_sql(query)).fetchall()
     except duckdb.Error as error:

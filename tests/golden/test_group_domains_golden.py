@@ -1,8 +1,9 @@
 """Golden files for GROUP BY expressions over dates, timestamps and numbers: SQL -> the derived
 public domain (every key, as released) and the engine SQL.
 
-The domain is derived from the policy alone (analysis/group_domains.py); these files show it in
-full, so a change in what a key's domain holds is a visible diff. The policy below has a date and
+The domain is derived from the policy alone (analysis/group_domains.py), narrowed by the WHERE's
+constant ranges; these files show it in full, so a change in what a key's domain holds is a
+visible diff, then the engine SQL for DuckDB and for Spark (the key with DuckDB's meaning). The policy below has a date and
 a timestamp column (the demo has neither). Case file format and DPSQL_UPDATE_GOLDEN=1: see
 tests/golden/test_golden.py.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import render
+from dpsql.backend.dialects import render
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.catalog.model import Policy
 from dpsql.execution.compiled import CompiledQuery, compile_statement
@@ -62,7 +63,7 @@ def domain_output(case: Case) -> list[str]:
         values = key.column.values
         shown = "partition selection" if values is None else "[" + ", ".join(_text(v) for v in values) + "]"
         lines.append(f"key {key.column.name} ({key.column.type}): {shown}")
-    return [*lines, render(compiled.engine)]
+    return [*lines, render(compiled.engine), "spark: " + render(compiled.engine, "spark")]
 
 
 def _text(value: object) -> str:

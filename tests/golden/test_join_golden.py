@@ -1,6 +1,7 @@
 """Golden files for joins: SQL -> EXPLAIN (plan, fan-out and max_rows lines, engine SQL), and
-SQL -> refusal code, over a small fixed policy with two private tables sharing the privacy unit
-and one public lookup table (tests/golden/joins/).
+SQL -> refusal code, over a small fixed policy with private tables sharing the privacy unit
+(under the same and under other column names, with an order identifier), a private table of
+another unit, and public lookup tables (tests/golden/joins/).
 
 Join plans depend on public facts (a public table's fan-out and domains), read from the public
 rows by the session: these cases compile in a real session over fixed data, and charge nothing
@@ -66,6 +67,35 @@ city = { type = "text" }
 privacy_unit = "badge_id"
 [tables.badges.columns]
 badge_id = { type = "int" }
+
+# The unit of people and visits (person_id, by default) under other column names, and an order
+# key both tables declare as the identifier "order".
+[tables.orders]
+privacy_unit = "owner"
+unit = "person_id"
+max_rows = 2
+[tables.orders.columns]
+owner = { type = "int" }
+order_id = { type = "int", identifier = "order" }
+total = { type = "float", lower = 0, upper = 100 }
+
+[tables.lines]
+privacy_unit = "buyer"
+unit = "person_id"
+max_rows = 3
+[tables.lines.columns]
+buyer = { type = "int" }
+order_id = { type = "int", identifier = "order" }
+qty = { type = "int", lower = 0, upper = 10 }
+site = { type = "text" }
+
+# Another unit whose column has the same name as people's: never joined with them.
+[tables.students]
+privacy_unit = "person_id"
+unit = "student"
+[tables.students.columns]
+person_id = { type = "int" }
+grade = { type = "int", lower = 0, upper = 10 }
 """
 
 
@@ -77,6 +107,10 @@ def tables() -> dict[str, pd.DataFrame]:
         "depts": pd.DataFrame({"name": ["eng", "ops", "hr", "hr"], "floor": [1, 2, 3, 4]}),
         "sites": pd.DataFrame({"site": ["north", "south"], "city": ["Oslo", "Rome"]}),
         "badges": pd.DataFrame({"badge_id": [1, 2]}),
+        "orders": pd.DataFrame({"owner": [1, 1, 2], "order_id": [10, 11, 20], "total": [5.0, 7.0, 9.0]}),
+        "lines": pd.DataFrame({"buyer": [1, 1, 2, 2], "order_id": [10, 10, 20, 20], "qty": [1, 6, 2, 7],
+                               "site": ["north", "south", "north", "north"]}),
+        "students": pd.DataFrame({"person_id": [1, 2], "grade": [5, 6]}),
     }
 
 

@@ -52,7 +52,7 @@ EPS1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "
 # exponential mechanism (tests/integration/test_robust_defaults.py).
 PTR1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed') "
 # Cases about A_samp pin it too: a column without declared values defaults to the stable-histogram
-# mode at max_rows = 1 (planner/mode_choice.py); 200 is A_samp's default B at epsilon 1.
+# mode at max_rows = 1 (aggregates/mode.py); 200 is A_samp's default B at epsilon 1.
 ASAMP1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, mode_blocks = 200) "
 PTR_ASAMP1 = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, quantile_mechanism = 'smed', mode_blocks = 200) "
 

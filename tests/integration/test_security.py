@@ -1,6 +1,6 @@
-"""Attacks from design/attacks.md, run end to end against dpsql.connect and the DuckDB engine.
+"""Attacks (docs/trust-model.md), run end to end against dpsql.connect and the DuckDB engine.
 
-Each test names the attack row it covers (A3, A4, A8 and the refusal channel of DESIGN section 2)
+Each test names the attack row it covers (A3, A4, A8 and the refusal channel of docs/privacy-model.md)
 and would fail if the defence it checks were removed; the comments say how. The standing attack
 suite is tests/security (one module per attack, A1-A15); the A6 and A7 blocks moved there, and
 its modules import the helpers below.
@@ -69,7 +69,7 @@ def forbid_engine(con: dpsql.Connection, monkeypatch: pytest.MonkeyPatch) -> lis
     """Make every engine entry point of the connection fail the test; returns the calls seen."""
     calls: list[str] = []
     engine = con.session._engine
-    for name in ("run", "ensure_bounded", "ensure_source", "postprocess", "run_public"):
+    for name in ("run", "ensure_bounded", "ensure_source", "run_public", "public_arrays"):
         def refuse(*args: Any, _name: str = name, **kwargs: Any) -> None:
             calls.append(_name)
             raise AssertionError(f"the engine's {_name} ran for a query that must not read data")
@@ -382,7 +382,7 @@ def test_two_processes_of_200_charges_spend_exactly_the_budget(policy_file, tmp_
 
 def test_query_only_engine_errors_are_refused_before_the_charge(connect, numeric_text_people) -> None:
     # An invalid regular expression fails whatever the data: a dry run on an empty table of the
-    # same schema finds it, so the query is refused (DP123) and nothing is charged (DESIGN 7).
+    # same schema finds it, so the query is refused (DP123) and nothing is charged (DP123).
     con = connect(tables={"people": numeric_text_people}, random_seed=1)
     with pytest.raises(dpsql.errors.UnsupportedQueryError) as info:
         con.execute("SELECT COUNT(*) FROM people WHERE regexp_matches(region, '(')")

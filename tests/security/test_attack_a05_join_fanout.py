@@ -4,7 +4,8 @@ COUNT by k^2, past the sensitivity (max_rows) the noise is calibrated for.
 
 Pass criterion: every such query is refused before the charge and before the engine is reached,
 with a stable code and the same text whatever the data (DP137 a private table read twice, DP135
-a cross join, DP126 a UNION ALL of private rows, DP110 LATERAL and joined CTEs, DP138 a private IN-subquery); or,
+a cross join, DP126 a UNION ALL of private rows, DP110 LATERAL and joined CTEs, DP138 an IN or
+EXISTS subquery over other persons' rows); or,
 for the one join dpsql accepts here (two private tables on their privacy unit), the sensitivity
 reflects the multiplicity: the plan's COUNT(*) sensitivity is the product of the two tables'
 max_rows, and the bare join moves by no more than that when one person is removed. The control
@@ -38,17 +39,21 @@ site = { type = "text" }
 FANOUT = [
     ("SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id", "DP137"),
     ("SELECT COUNT(*) FROM people a JOIN people b ON a.dept = b.dept", "DP137"),
-    ("SELECT COUNT(*) FROM people, people", "DP135"),
-    ("SELECT COUNT(*) FROM people a, people b WHERE a.person_id = b.person_id", "DP135"),
-    ("SELECT COUNT(*) FROM people CROSS JOIN people", "DP135"),
+    ("SELECT COUNT(*) FROM people, people", "DP137"),
+    ("SELECT COUNT(*) FROM people a, people b WHERE a.person_id = b.person_id", "DP137"),
+    ("SELECT COUNT(*) FROM people CROSS JOIN people", "DP137"),
+    ("SELECT COUNT(*) FROM people p, visits v", "DP135"),
+    ("SELECT COUNT(*) FROM people p CROSS JOIN visits v", "DP135"),
     ("SELECT COUNT(*) FROM people p JOIN visits v USING (person_id) JOIN visits w USING (person_id)", "DP137"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people UNION ALL SELECT * FROM people) t", "DP126"),
     ("SELECT SUM(age) FROM (SELECT age FROM people UNION ALL SELECT age FROM people)", "DP126"),
     # a row-level CTE joined to itself is inlined to people joined to itself: refused as the self-join it is
     ("WITH t AS (SELECT * FROM people) SELECT COUNT(*) FROM t a JOIN t b ON a.person_id = b.person_id", "DP137"),
-    ("SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits)", "DP138"),
-    # a comma before LATERAL is a join without ON: refused as the cross join it is
-    ("SELECT COUNT(*) FROM people p, LATERAL (SELECT * FROM visits v WHERE v.person_id = p.person_id)", "DP135"),
+    # IN and EXISTS over a private table test the same person's rows only (a semi-join adds no rows);
+    # over other persons' rows they are refused
+    ("SELECT COUNT(*) FROM people WHERE dept IN (SELECT site FROM visits)", "DP138"),
+    ("SELECT COUNT(*) FROM people p WHERE NOT EXISTS (SELECT 1 FROM visits v WHERE v.site = p.dept)", "DP138"),
+    ("SELECT COUNT(*) FROM people p, LATERAL (SELECT * FROM visits v WHERE v.person_id = p.person_id)", "DP110"),
 ]
 UNIT_JOIN = "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id"
 

@@ -34,7 +34,7 @@ SELECTING = [
     ("WITH top AS (SELECT * FROM people ORDER BY income DESC LIMIT 1) SELECT COUNT(*) FROM top", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE income > (SELECT quantile_cont(income, 0.99) FROM people)", "DP110"),
     ("SELECT COUNT(*) FROM people WHERE income = (SELECT MAX(income) FROM people)", "DP110"),
-    ("SELECT COUNT(*) FROM people WHERE EXISTS (SELECT 1 FROM people q WHERE q.income > 499000)", "DP110"),
+    ("SELECT COUNT(*) FROM people WHERE EXISTS (SELECT 1 FROM people q WHERE q.income > 499000)", "DP138"),
     ("SELECT COUNT(*) FROM people QUALIFY row_number() OVER (ORDER BY income) = 1", "DP108"),
     ("SELECT COUNT(*) FROM people WHERE income > max(income) OVER ()", "DP108"),
     ("SELECT COUNT(*) OVER () FROM people", "DP108"),

@@ -32,6 +32,13 @@ QUERIES = [
     "SELECT d.floor, COUNT(*), SUM(d.floor) FROM people p JOIN depts d ON p.dept = d.dept GROUP BY d.floor",
     "SELECT COUNT(*) FROM people WHERE dept IN (SELECT dept FROM depts WHERE floor > 3)",
     "SELECT COUNT(*) FROM people WHERE dept NOT IN (SELECT dept FROM depts)",
+    # Comma joins and public-first joins (normalised), EXISTS / IN over the same person's rows and
+    # over a public table (correlated subqueries in the joined relation's select list).
+    "SELECT d.floor, COUNT(*) FROM depts d, people p WHERE p.dept = d.dept GROUP BY d.floor",
+    "SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM visits v WHERE v.pid = p.pid AND v.age > 40)",
+    "SELECT COUNT(*) FROM people p WHERE NOT EXISTS (SELECT * FROM visits v WHERE v.pid = p.pid AND v.region = p.region)",
+    "SELECT COUNT(*) FROM people WHERE pid IN (SELECT pid FROM visits WHERE age > 60)",
+    "SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM depts d WHERE d.dept = p.dept AND d.floor > 3)",
 ]
 
 

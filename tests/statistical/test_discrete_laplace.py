@@ -1,4 +1,4 @@
-"""Distribution tests for the exact samplers (DESIGN sections 8 and 11).
+"""Distribution tests for the exact samplers (docs/privacy-model.md, "Noise").
 
 H0: the draws of `discrete_laplace(scale, rng)` follow the discrete Laplace pmf
 P[X = x] = (1 - p) / (1 + p) * p^|x| with p = exp(-1/scale).

@@ -1,4 +1,4 @@
-"""Monte-Carlo privacy audit of the whole Median Mechanism layer (design note §5.2, attacks A15).
+"""Monte-Carlo privacy audit of the whole Median Mechanism layer (docs/mechanisms.md, "The Median Mechanism layer"; attack A15).
 
 Two small databases that differ by one person (one row, max_rows = 1, so Δ = 1) run through the
 real `LayerCore` (candidates, repeat cache, sparse vector, fresh answer noise, transcript) on an

@@ -4,7 +4,7 @@ Claim: at the same total ε and the same 95% accuracy target A, the layer answer
 counting queries than per-query Laplace under basic composition. The Laplace count k_L is exact:
 the largest k whose discrete Laplace noise of scale k·Δ/ε has a 95% half-width <= A. The layer
 must answer >= 10·k_L queries of the workload (without halting) and keep its 95% promise on them:
-at least 1 − β − 2% = 93% within A (design note §5.3, test 11).
+at least 1 − β − 2% = 93% within A (docs/mechanisms.md, "The Median Mechanism layer").
 
 Workload: drill-downs (a 2-D range on a column pair, then an equality on a third column, then a
 range on the fourth) and overlapping 2-D ranges on a few column pairs, over 4 columns, fixed seeds.

@@ -3,7 +3,7 @@
 Hypothesis H0 (the DP claim): for neighbouring databases D and D' (D' plus one person) and every
 event S fixed in advance, P_D(S) <= e^eps P_D'(S) + delta, and the same with D and D' swapped.
 
-Pairs sit where PTR is tight (design/ptr-and-asamp.md 7.2): a pair at d = tau versus d = tau - 1,
+Pairs sit where PTR is tight (docs/mechanisms.md, the Propose-Test-Release test): a pair at d = tau versus d = tau - 1,
 where the release probabilities differ by exactly e^eps, and pairs where both databases are
 unsafe (d = 0) with different answers, where only delta protects. Each data set is built so the
 distances are exactly those (checked on the order statistics the real SQL returns), and each
@@ -262,7 +262,7 @@ def test_smed_negative_control_shift_one_too_small_is_flagged(tmp: Path, monkeyp
     # and e * 0.099 + 0.05 = 0.32: an excess of about 0.41.
     from dpsql.mechanisms import ranks
     monkeypatch.setattr(ranks, "rank_shift", lambda k, p: max(1, math.ceil(k * max(p, 1 - p))) - 1)
-    import dpsql.planner.robust_aggregates as planner_robust
+    import dpsql.aggregates.quantiles as planner_robust
     monkeypatch.setattr(planner_robust, "rank_shift", ranks.rank_shift)
     d, d2 = pair(tmp, base, person, SMED + " ", max_rows=3)  # a new SQL text: compiled again with s = 1
     assert d.compiled.plan.robust[0].spec.shift == 1

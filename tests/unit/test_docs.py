@@ -17,7 +17,7 @@ from dpsql.demo.people import DEMO_POLICY
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-MARKDOWN = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+MARKDOWN = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))]
 
 # Pointers into the developers' notes: the folder, the design document, its section numbers
 # ("DESIGN 6.6", "DESIGN §3", "DESIGN section 7") and the research notes ("design note §4.3",
@@ -74,6 +74,14 @@ def test_demo_policy_points_to_the_policy_reference() -> None:
 
 def test_python_files_under_dpsql_do_not_point_to_the_developers_notes() -> None:
     assert _mentions(sorted((ROOT / "dpsql").rglob("*.py"))) == []
+
+
+def test_tests_benchmarks_examples_and_the_grammar_do_not_point_to_the_developers_notes() -> None:
+    # A contributor has the repository, not the notes: comments and docstrings cite docs/ or papers.
+    # This file is left out: it holds the forbidden forms as negative controls.
+    files = [p for folder in ("tests", "bench", "examples", "grammar") for p in sorted((ROOT / folder).rglob("*"))
+             if p.is_file() and p.suffix in (".py", ".md", ".lark", ".toml", ".sql") and p != Path(__file__).resolve()]
+    assert _mentions(files) == []
 
 
 # --- relative links --------------------------------------------------------------------------

@@ -58,6 +58,12 @@ EXPRESSIONS = [
     "year(day)", "month(day)", "quarter(day)", "dayofweek(day)", "dayofyear(day)", "week(day)", "day(day)",
     "date_part('month', day)", "score > 0", "kind IN ('View', 'BUY') AND NOT flag", "date_trunc('hour', ts)", "date_trunc('day', ts)", "date_trunc('week', ts)",
     "hour(ts)", "minute(ts)", "EXTRACT(day FROM ts)", "date_trunc('month', ts)",
+    # BI tools' buckets (issue 30 item 6): CAST, EXTRACT(EPOCH), to_timestamp
+    "CAST(EXTRACT(year FROM day) AS INTEGER)", "CAST(extract(dow FROM ts) AS integer) + 1",
+    "CAST(date_trunc('month', day) AS date)", "date_trunc('month', CAST(ts AS DATE))", "CAST(ts AS DATE)",
+    "date_trunc('day', CAST(day AS TIMESTAMP))", "floor(extract(epoch FROM ts) / 3600) * 3600",
+    "floor(extract(epoch FROM day) / 86400)", "to_timestamp(floor(extract(epoch FROM ts) / 3600) * 3600)",
+    "CAST(amount AS INTEGER)", "CAST(amount / 3 AS SMALLINT)", "CAST(score * 2.5 AS INTEGER)", "CAST(flag AS INTEGER)",
 ]
 
 

@@ -12,6 +12,18 @@
   model's answer is accurate (easy: free) or not (hard: fresh noise, then a multiplicative-weights
   update). After c hard answers the layer halts and the ordinary per-query path answers.
 
+Whether the layer is on (`LayerPlan.decide`): always for identity; for pmw when it is expected to
+answer at least as many counting queries within A as per-query noise would on the same reservation.
+Per-query noise answers Q_pq = ε·A/(Δ·ln 20) queries (pure: discrete Laplace of scale A/ln 20 is
+within A at 95%) or 2ρ(A/1.96)²/Δ² (zCDP: discrete Gaussian with σ = A/1.96), all public. The layer
+answers c / h before halting, c its hard slots and h = DEFAULT_HARD_SHARE the share of a correlated
+workload that needs a hard answer after a warm start (public assumption, 2%: measured 0.3% on the
+issue's 1,500 drill-downs and 1-2% on correlated workloads at 10^6 persons; random workloads and
+budget-starved settings need more, and the layer then halts into per-query noise). On iff c / h >= min(Q, Q_pq), Q the
+policy's `expected_queries` or DEFAULT_EXPECTED_QUERIES. An explicit `min_hard_slots` replaces the
+rule (on iff c >= it). When off, the reason names the reservation epsilon and the accuracy that
+would turn it on.
+
 Inputs: mode, ε, δ, A, β, Δ (max_rows), expected queries and the domain's column sizes. Nothing
 here reads data.
 """
@@ -29,6 +41,8 @@ from dpsql.mechanisms.sparse_vector import Mode, SVTCalibration, calibrate, rho_
 Strategy = Literal["identity", "pmw"]
 Z95 = 1.96
 WARM_SHARE = Fraction(1, 3)  # of the reservation, for the warm start of the pmw strategy
+DEFAULT_EXPECTED_QUERIES = 1000  # the workload the decision assumes when the policy names none
+DEFAULT_HARD_SHARE = Fraction(1, 50)  # of a warm-started correlated workload's queries that need a hard answer
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,39 @@ class LayerPlan:
         if self.calibration.mode == "zcdp":
             return math.sqrt(float(self.calibration.warm_sigma2))
         return math.sqrt(2.0) * float(self.calibration.warm_scale)
+
+    @property
+    def per_query_capacity(self) -> int:
+        """Counting queries per-query noise answers within A at 95% on this reservation (public)."""
+        cal = self.calibration
+        if cal.accuracy < 1:
+            return 0
+        if cal.mode == "zcdp":
+            assert cal.rho is not None
+            sigma = cal.accuracy / Z95
+            return math.floor(2 * float(cal.rho) * sigma * sigma / cal.sensitivity ** 2)
+        return math.floor(float(cal.epsilon) * cal.accuracy / (cal.sensitivity * math.log(20)))
+
+    @property
+    def layer_capacity(self) -> int:
+        """Counting queries the layer is expected to answer before it halts: c / DEFAULT_HARD_SHARE."""
+        return math.floor(self.calibration.cap / DEFAULT_HARD_SHARE)
+
+    def decide(self, min_hard_slots: int | None = None) -> tuple[bool, str]:
+        """(on, why) from public facts only; `min_hard_slots` (the policy's, when set) replaces the rule."""
+        cal = self.calibration
+        if self.strategy == "identity":
+            return True, self.reason
+        if min_hard_slots is not None:
+            on = cal.cap >= min_hard_slots
+            return on, (f"{cal.cap} hard slot(s), {'at least' if on else 'fewer than'} min_hard_slots = {min_hard_slots} "
+                        "(set in the policy)")
+        workload = cal.expected_queries or DEFAULT_EXPECTED_QUERIES
+        rival = min(workload, self.per_query_capacity)
+        on = cal.cap >= 1 and self.layer_capacity >= rival
+        return on, (f"{cal.cap} hard slot(s) answer about {self.layer_capacity:,} counting queries (at "
+                    f"{float(DEFAULT_HARD_SHARE):.0%} hard) {'>=' if on else '<'} {rival:,}, what per-query noise answers "
+                    f"within A = {cal.accuracy:,} on the same reservation (of an expected {workload:,})")
 
     def sum_ci95(self, cells: int) -> int:
         """About the 95% half-width of the sum of `cells` measured cells (normal approximation for
@@ -148,3 +195,43 @@ def plan_layer(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Frac
               f"weights, warm-started from the noisy {choice} ({float(share):.3g} of the reservation), "
               f"{cal.cap} hard answers before it halts")
     return LayerPlan("pmw", cal, axes, choice, reason)
+
+
+def turn_on_hint(*, mode: Mode, epsilon: Fraction, delta: Fraction, accuracy: Fraction, sensitivity: int,
+                 sizes: tuple[int, ...], beta: Fraction = Fraction(1, 20), expected_queries: int | None = None,
+                 min_hard_slots: int | None = None) -> str:
+    """Which single setting would turn an off layer on (the policy's min_hard_slots, else the auto rule;
+    public: calibrations only): the smallest reservation epsilon and the smallest accuracy, each alone."""
+
+    def on(eps: Fraction, acc: Fraction) -> bool:
+        plan = plan_layer(mode=mode, epsilon=eps, delta=delta, accuracy=acc, sensitivity=sensitivity, sizes=sizes,
+                          beta=beta, expected_queries=expected_queries)
+        return plan.decide(min_hard_slots)[0]
+
+    def with_epsilon(x: Fraction) -> bool:
+        return on(x, accuracy)
+
+    def with_accuracy(x: Fraction) -> bool:
+        return on(epsilon, x)
+
+    hints = []
+    for name, value, make in (("epsilon", epsilon, with_epsilon), ("accuracy", accuracy, with_accuracy)):
+        low, high = value, value * 2
+        for _ in range(12):
+            if make(high):
+                break
+            low, high = high, high * 2
+        else:
+            continue
+        for _ in range(20):  # bisect to a round figure (3 significant digits)
+            middle = (low + high) / 2
+            if make(Fraction(f"{float(middle):.3g}")):
+                high = Fraction(f"{float(middle):.3g}")
+            else:
+                low = middle
+            if high - low <= high / 1000:
+                break
+        hints.append(f"{name} = {float(high):.3g}")
+    if not hints:
+        return "set strategy = \"identity\" or min_hard_slots to force it"
+    return " or ".join(hints) + " would turn it on (or set min_hard_slots to force it)"

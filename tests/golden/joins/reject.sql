@@ -1,41 +1,33 @@
 SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT COUNT(*) FROM people p JOIN badges b ON p.person_id = b.badge_id;
-DP136: 'badges' and the private tables before it declare different privacy units
+DP136: 'badges' and 'people' protect different units (badge_id and person_id): a join of their rows pairs different persons' data
 ;
 
 SELECT COUNT(*) FROM people a JOIN people b ON a.person_id = b.person_id;
 DP137: the private table 'people' is read twice: a self-join pairs each of a person's rows with all of their other rows
 ;
 
-SELECT COUNT(*) FROM people p, visits v WHERE p.person_id = v.person_id;
-DP135: a join without ON or USING is a cross join: every row meets every row, so one person's rows are multiplied without bound
-;
-
 SELECT COUNT(*) FROM people p CROSS JOIN depts d;
-DP135: CROSS JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: 'd' is joined to no other table by an equality of columns: a cross join pairs every row with every row, so one person's rows are multiplied without bound
 ;
 
 SELECT COUNT(*) FROM people p FULL JOIN visits v ON p.person_id = v.person_id;
-DP135: FULL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: FULL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING, and comma lists joined by equalities in WHERE
 ;
 
 SELECT COUNT(*) FROM people p NATURAL JOIN visits v;
-DP135: NATURAL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING
+DP135: NATURAL JOIN is not accepted: dpsql accepts [INNER] JOIN and LEFT JOIN with ON or USING, and comma lists joined by equalities in WHERE
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name OR p.age > 30;
-DP135: ON takes equalities between columns, joined by AND
+DP135: 'd' is joined to no other table by an equality of columns: a cross join pairs every row with every row, so one person's rows are multiplied without bound
 ;
 
 SELECT COUNT(*) FROM people p JOIN depts d ON p.age = d.name;
 DP135: the join compares columns of different types (int and text)
-;
-
-SELECT COUNT(*) FROM depts d JOIN people p ON p.dept = d.name;
-DP135: a join must start FROM the private table, not the public table 'depts'
 ;
 
 SELECT COUNT(*) FROM people p JOIN payroll x ON p.person_id = x.person_id;
@@ -46,16 +38,12 @@ SELECT COUNT(*) FROM people p JOIN read_csv('x.csv') x ON p.dept = x.name;
 DP103: the table function read_csv() cannot be joined: joins read tables of the policy
 ;
 
-SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits);
-DP138: IN (SELECT ... FROM visits) reads a private table: whether one person's value is in another person's rows is not bounded by either person's contribution
-;
-
 SELECT COUNT(*) FROM people WHERE dept IN (SELECT name, floor FROM depts);
-DP138: IN (SELECT ...) selects exactly one column of the public table
+DP138: IN (SELECT ...) selects exactly one column of the subquery's table
 ;
 
 SELECT COUNT(*) FROM people WHERE dept IN (SELECT name FROM depts GROUP BY name);
-DP138: IN (SELECT ...) takes one plain SELECT of one column from one public table
+DP138: a subquery in WHERE is one plain SELECT from one table (no GROUP BY, HAVING, DISTINCT, LIMIT, join or set operation)
 ;
 
 SELECT COUNT(*) FROM people WHERE lower(dept) IN (SELECT name FROM depts);
@@ -67,11 +55,7 @@ DP107: GROUP BY the privacy unit would release one group per person
 ;
 
 SELECT COUNT(*) FROM people p JOIN sites s ON p.dept = s.site JOIN visits v ON s.site = v.site;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
-;
-
-SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE p.dept IN (SELECT name FROM depts WHERE name = p.dept);
-DP111: 'p.dept' refers to a table the subquery does not read (correlated subqueries are not accepted)
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT dept, COUNT(*) FROM people p JOIN depts d ON p.dept = d.name JOIN depts e ON d.name = e.name GROUP BY floor;
@@ -91,17 +75,81 @@ DP126: a table or subquery read without aggregation beside released results: the
 ;
 
 SELECT COUNT(*) FROM (SELECT p.dept, v.site FROM people p JOIN visits v ON p.dept = v.site) t;
-DP136: two private tables must be joined on their privacy unit: add person_id = person_id to the ON condition
+DP136: two private tables must be joined on their privacy unit: add p.person_id = v.person_id to the ON condition
 ;
 
 SELECT COUNT(*) FROM (SELECT age FROM people p JOIN visits v ON p.person_id = v.person_id) t WHERE t.site = 'x';
 DP111: column 'site' is not a column of the subquery or CTE
 ;
 
-SELECT COUNT(*) FROM people p JOIN depts d ON p.dept = d.name WHERE EXISTS (SELECT 1 FROM depts);
-DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
+DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
 ;
 
-SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
-DP110: subqueries in expressions are not accepted (only col IN (SELECT key FROM public_table) in WHERE)
+SELECT COUNT(*) FROM people p JOIN students s ON p.person_id = s.person_id;
+DP136: 'students' and 'people' protect different units (student (person_id) and person_id): a join of their rows pairs different persons' data
+;
+
+SELECT COUNT(*) FROM orders o JOIN lines l ON l.qty = o.total;
+DP136: two private tables must be joined on their privacy unit: add o.owner = l.buyer to the ON condition
+;
+
+SELECT order_id, COUNT(*) FROM orders GROUP BY order_id;
+DP140: GROUP BY order_id would release one group per order: order_id identifies rows held by one person
+;
+
+SELECT o.order_id, COUNT(*) FROM orders o JOIN lines l ON l.order_id = o.order_id GROUP BY 1;
+DP140: GROUP BY order_id would release one group per order: order_id identifies rows held by one person
+;
+
+SELECT o.owner, COUNT(*) FROM people p LEFT JOIN orders o ON p.person_id = o.owner GROUP BY o.owner;
+DP140: GROUP BY owner would release one group per person_id: owner identifies rows held by one person
+;
+
+SELECT o.owner, COUNT(*) FROM people p JOIN orders o ON o.owner = p.person_id GROUP BY o.owner;
+DP107: GROUP BY the privacy unit would release one group per person
+;
+
+SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM visits v WHERE v.site = p.dept);
+DP138: a subquery over the private table 'visits' must be correlated with the same person's rows: whether one person's value is in another person's rows is not bounded by either person's contribution
+;
+
+SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM badges b WHERE b.badge_id = p.person_id);
+DP138: the subquery reads the private table 'badges', which protects another unit (badge_id, not person_id): one person's rows would decide whether another person's rows count
+;
+
+SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT site FROM visits v WHERE v.person_id = p.person_id GROUP BY site);
+DP138: a subquery in WHERE is one plain SELECT from one table (no GROUP BY, HAVING, DISTINCT, LIMIT, join or set operation)
+;
+
+SELECT COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM visits v WHERE v.person_id = p.person_id AND v.site IN (SELECT site FROM sites));
+DP138: a subquery in WHERE may not hold another subquery
+;
+
+SELECT COUNT(*) FROM depts WHERE EXISTS (SELECT 1 FROM people p WHERE p.dept = depts.name);
+DP138: a query over public tables may not read a private table in a subquery: whether a person's rows match would be released with no noise
+;
+
+SELECT COUNT(*) FROM people p, depts d;
+DP135: 'd' is joined to no other table by an equality of columns: a cross join pairs every row with every row, so one person's rows are multiplied without bound
+;
+
+SELECT COUNT(*) FROM depts d LEFT JOIN people p ON p.dept = d.name;
+DP135: a join must start from a private table: the LEFT JOIN keeps rows of the public table 'depts' that no person holds
+;
+
+SELECT COUNT(*) FROM people p WHERE p.age > (SELECT AVG(age) FROM people);
+DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
+;
+
+SELECT COUNT(*), EXISTS (SELECT 1 FROM depts) FROM people;
+DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
+;
+
+SELECT COUNT(*) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND v.minutes > 3;
+DP135: the ON condition of a LEFT JOIN takes equalities between a column of the joined table and a column of a table before it, joined by AND
+;
+
+SELECT COUNT(*) FROM people p WHERE p.person_id IN (SELECT person_id FROM students);
+DP138: the subquery reads the private table 'students', which protects another unit (student (person_id), not person_id): one person's rows would decide whether another person's rows count
 ;

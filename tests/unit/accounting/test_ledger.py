@@ -25,6 +25,8 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
+from tests.conftest import POSTGRES
+
 SPAWN = multiprocessing.get_context("spawn")
 PARAMS = {"kind": "laplace", "sensitivity": 1, "scale": 10.0}
 
@@ -72,12 +74,12 @@ class Backend:
             return raw.execute(statement, args).fetchall()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", POSTGRES])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend(request.param, tmp_path, request)
 
 
-@pytest.fixture(params=["memory", "postgres"])
+@pytest.fixture(params=["memory", POSTGRES])
 def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
     target = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
     with open_ledger(target) as led:

@@ -17,6 +17,8 @@ from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.ledger import Ledger, open_ledger
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
+from tests.conftest import POSTGRES
+
 SPAWN = multiprocessing.get_context("spawn")
 BUDGET = PrivacyCost(1, Fraction(1, 10**6))
 COUNT = PrivacyCost.of(PrivacyLoss("discrete_laplace", "laplace", Fraction(1, 100), Fraction(0),
@@ -51,7 +53,7 @@ def charge_until_refused(led: Ledger, name: str = "adaptive", **kw: Any) -> int:
         n += 1
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", POSTGRES])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "postgres":
         return str(request.getfixturevalue("postgres_server").new_database())

@@ -25,6 +25,8 @@ from dpsql.accounting.ledger import Ledger, charge_record, open_ledger
 from dpsql.accounting.sqlite_ledger import _INSERT, SqliteStore
 from dpsql.errors import BudgetExhaustedError, LedgerError
 
+from tests.conftest import POSTGRES
+
 BUDGET = PrivacyCost(1, Fraction(1, 10**6))
 TENTH = PrivacyCost.of(PrivacyLoss("discrete_laplace", "laplace", Fraction(1, 10), Fraction(0),
                                    sensitivity=Fraction(1), scale=Fraction(10)))
@@ -108,7 +110,7 @@ def test_another_connections_commit_makes_the_next_charge_reread(path: Path, mon
 # --- the shortcut never trusts a stale cache -------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", POSTGRES])
 def target(request: pytest.FixtureRequest, path: Path) -> str:
     """A SQLite file, or a PostgreSQL database (no cheap check there: version() is None)."""
     return str(request.getfixturevalue("postgres_url")) if request.param == "postgres" else str(path)

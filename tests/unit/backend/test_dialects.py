@@ -54,6 +54,6 @@ def test_doubles_enter_hashes_as_integers() -> None:
 
 
 def test_sqlglot_alone_would_have_mapped_hash_silently() -> None:
-    # The failure the nodes exist for (design/backends.md): DuckDB's 64-bit hash becomes Spark's
+    # The failure the nodes exist for (docs/deployment.md, Spark): DuckDB's 64-bit hash becomes Spark's
     # 32-bit Murmur3 without any error from sqlglot.
     assert exp.func("hash", COL).sql("spark") == "HASH(`x`)"

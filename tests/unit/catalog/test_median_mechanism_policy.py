@@ -31,7 +31,7 @@ def test_the_issue_example_parses(tmp_path: Path) -> None:
     assert age.kind == "bins" and age.edges[0] == 18 and age.edges[-1] == 91 and age.size == 7
     assert config.domain_size == 13 * 6 * 7
     assert (config.epsilon, config.accuracy, config.mode, config.delta) == (Fraction(3, 10), 2000, "zcdp", Fraction(1, 10**6))
-    assert (config.candidates, config.min_hard_slots, config.after_halt, config.beta) == (9, 100, "laplace", Fraction(1, 20))
+    assert (config.candidates, config.min_hard_slots, config.after_halt, config.beta) == (9, None, "laplace", Fraction(1, 20))
     # Still kept verbatim for anything that reads the raw section.
     assert policy.extra["tables.people.median_mechanism"]["accuracy"] == 2000
 

@@ -1,4 +1,4 @@
-"""The mechanism contract, run over every mechanism of the registry (DESIGN 3, habit 7).
+"""The mechanism contract, run over every mechanism of the registry (docs/architecture.md, "Adding a mechanism").
 
 Every registered mechanism needs an example below (a spec, an exact input, and the public
 parameters its EXPLAIN text must name); a mechanism added without one fails
@@ -8,7 +8,10 @@ parameters its EXPLAIN text must name); a mechanism added without one fails
 - release(spec, raw, rng) draws only from the injected random source (the process-wide sources
   raise while it runs; a negative control shows that this catches a mechanism that uses them);
 - describe(spec) names the parameters; error(spec) reports only noise_info keys; a mechanism
-  that can refuse (⊥) says why in public terms.
+  that can refuse (⊥) says why in public terms;
+- its declared `output` says what its release carries (a Bracketed interval, a Confident
+  confidence) and `parameters(spec)` are the ledger's JSON-ready public pairs; a negative
+  control shows that a release carrying an undeclared interval is caught.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import pytest
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
-from dpsql.mechanisms.base import Describing, Mechanism
+from dpsql.mechanisms.base import Describing, Mechanism, Output
+from dpsql.mechanisms.confidence import Confident
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
@@ -38,8 +42,9 @@ from dpsql.mechanisms.ranks import Histogram
 from dpsql.mechanisms.rng import SeededRandomSource, SystemRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.subsample import ASampSpec
+from dpsql.mechanisms.trimmed_mean import TrimmedMeanSpec
 from dpsql.mechanisms.variance import VarianceSpec
-from dpsql.mechanisms.window_exponential import IQRIntervalSpec, QuantileIntervalSpec
+from dpsql.mechanisms.window_exponential import Bracketed, IQRIntervalSpec, QuantileIntervalSpec, WindowExponentialQuantile
 from dpsql.result import NOISE_KEYS
 
 DELTA = Fraction(1, 10**6)
@@ -71,10 +76,10 @@ EXAMPLES: dict[str, Example] = {
                                ("two exponential-mechanism quartiles", "101 public candidates", "score sensitivity 3", "epsilon 2 x 0.5")),
     "exponential-fine": Example(QuantileIntervalSpec(Fraction(1), Fraction(1, 2), 1, 0, 100), DATA,
                                 ("exponential mechanism", "101 public candidates", "score sensitivity 1", "95% interval",
-                                 "epsilon 0.75 + 2 x 0.125")),
+                                 "epsilon 0.75 (value) + 0.25 (interval)")),
     "exponential-fine-iqr": Example(IQRIntervalSpec(Fraction(1), 1, 0, 100), DATA,
                                     ("two exponential-mechanism quartiles", "101 public candidates", "score sensitivity 3",
-                                     "95% interval", "epsilon 2 x (0.375 + 2 x 0.0625)")),
+                                     "95% interval", "epsilon 2 x (0.375 (value) + 0.125 (interval))")),
     "noisy-max": Example(NoisyMaxModeSpec(Fraction(1), 3, ("a", "b", "c")), {"a": 150, "b": 20},
                          ("report-noisy-max", "3 declared values", "scale 3", "epsilon 1", "delta 0")),
     "stable-histogram": Example(HistogramModeSpec(Fraction(1), DELTA, 3), {"a": 150, "b": 20, "c": 1},
@@ -86,6 +91,9 @@ EXAMPLES: dict[str, Example] = {
         VarianceSpec(LaplaceSpec(Fraction(3), Fraction(1, 3)), LaplaceSpec(Fraction(150), Fraction(1, 3)),
                      LaplaceSpec(Fraction(7500), Fraction(1, 3)), Fraction(1), Fraction(1), Fraction(50), True, True),
         (3300, 1200, 2_750_000), ("STDDEV_SAMP", "centred sum of squares", "epsilon 0.333333 + 0.333333 + 0.333333", "[0, 50]")),
+    "trimmed-mean": Example(TrimmedMeanSpec(Fraction(1), Fraction(1, 10), 1, 0, 100), DATA,
+                            ("trimmed mean", "p=0.1", "101 public candidates", "sensitivity 1 x 2^20", "epsilon 4 x 0.25",
+                             "delta 0")),
     "median_mechanism": Example(
         calibrate(mode="pure", epsilon=Fraction(1), delta=Fraction(0), accuracy=Fraction(1000), sensitivity=1),
         1000, ("sparse vector (pure)", "threshold", "sensitivity 1", "hard answers", "epsilon 1")),
@@ -197,6 +205,45 @@ class TestMechanismContract:
         tested = "cap" in dict(mechanism.error(example.spec).details) or mechanism.name == "stable-histogram"
         assert (reason is not None) == tested
         assert reason is None or (reason.endswith(".") and "Try" in reason)
+
+
+def check_output(mechanism: Mechanism, released: Any) -> None:
+    """The release carries exactly what the mechanism's `output` declares (⊥ carries nothing)."""
+    declared = mechanism.output
+    assert isinstance(declared, Output)
+    assert isinstance(released, Bracketed) == declared.interval, (mechanism.name, released)
+    if declared.confidence:
+        assert isinstance(released, Confident) or not released, (mechanism.name, released)
+    else:
+        assert not isinstance(released, Confident), (mechanism.name, released)
+
+
+class TestMechanismOutput:
+    """What a release carries besides its value, declared by the mechanism (no name lists elsewhere)."""
+
+    def test_release_carries_what_output_declares(self, mechanism: Mechanism, example: Example,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+        one, _, _ = release_twice(mechanism, example, monkeypatch)
+        check_output(mechanism, one)
+
+    def test_parameters_are_public_json_pairs(self, mechanism: Mechanism, example: Example) -> None:
+        pairs = mechanism.parameters(example.spec)
+        assert pairs == registry.parameters(example.spec)
+        assert all(isinstance(name, str) and isinstance(value, (str, int)) for name, value in pairs)
+        assert len({name for name, _ in pairs}) == len(pairs)
+
+
+class _UndeclaredInterval(WindowExponentialQuantile):
+    """A broken fine-grid quantile that forgets to declare the interval its release carries."""
+
+    output = Output()
+
+
+def test_negative_control_an_undeclared_interval_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = _UndeclaredInterval()
+    one, _, _ = release_twice(broken, EXAMPLES["exponential-fine"], monkeypatch)
+    with pytest.raises(AssertionError):
+        check_output(broken, one)
 
 
 class _GlobalRandomLaplace(Laplace):

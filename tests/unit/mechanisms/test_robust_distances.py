@@ -1,4 +1,4 @@
-"""Exhaustive neighbour-graph checks of every PTR / A_samp distance (design/ptr-and-asamp.md 7.1).
+"""Exhaustive neighbour-graph checks of every PTR / A_samp distance (docs/mechanisms.md, the Propose-Test-Release test).
 
 For every multiset over a small domain and every neighbour (one person with up to k rows added;
 removal is the same edge read backwards), check

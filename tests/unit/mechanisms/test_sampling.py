@@ -397,7 +397,7 @@ def test_ci_edges() -> None:
             discrete_laplace_ci(Fraction(1), bad)
     with pytest.raises(ValueError):
         discrete_laplace_ci(Fraction(-1))
-    # The DESIGN 6.1 rule of thumb b * ln(1/0.05) holds at large scales.
+    # The rule of thumb b * ln(1/0.05) holds at large scales.
     assert discrete_laplace_ci(Fraction(3 * 10**11)) == pytest.approx(3e11 * 2.995732, rel=1e-6)
 
 

@@ -1,2 +1,2 @@
--- expect: DP135
-SELECT COUNT(*) FROM people, people AS b
+-- expect: DP137
+SELECT COUNT(*) FROM people, people AS b WHERE people.person_id = b.person_id

@@ -1,2 +1,2 @@
 -- expect: DP138
-SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM people)
+SELECT COUNT(*) FROM people WHERE dept IN (SELECT dept FROM people WHERE age > 60)

@@ -1,4 +1,4 @@
-"""The structural privacy gate of the layer (design note §5.1) and its behaviour (§5.3).
+"""The structural privacy gate of the layer and its behaviour (docs/mechanisms.md, "The Median Mechanism layer").
 
 * Public replay: a data-free replica given only the public transcript (the released warm-start
   measurement or n̂, queries, released answers, easy/hard bits) reproduces every easy answer bit

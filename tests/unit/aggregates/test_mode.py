@@ -1,5 +1,5 @@
 """MODE's mechanism: report-noisy-max over declared values, else the stable-histogram mode or A_samp
-chosen from public facts (planner/mode_choice.py); the choice is data-free and EXPLAIN says it;
+chosen from public facts (aggregates/mode.py); the choice is data-free and EXPLAIN says it;
 every MODE release states its confidence in noise_info, the REPL table and the wire notice."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.ptr import PTRTest
 from dpsql.mechanisms.subsample import ASampSpec, default_blocks
-from dpsql.planner.mode_choice import choose
+from dpsql.aggregates.mode import choose
 from dpsql.render import format_confidence, render_table
 from dpsql.server.noise_report import notice_text
 

@@ -1,4 +1,4 @@
-"""DESIGN section 3's layering, enforced by import-linter contracts in pyproject.toml."""
+"""The layering of docs/architecture.md, enforced by import-linter contracts in pyproject.toml."""
 
 import shutil
 import subprocess

@@ -1,0 +1,158 @@
+"""SUM and AVG of a bounded column or per-row expression: fixed-point sums with discrete Laplace
+(or Gaussian) noise.
+
+Sensitivity (policy only): values are clamped to the column's bounds on its grid g (bounds
+rounded inwards, so the sensitivity stays as declared); a person keeps at most k = max_rows rows.
+SUM: k * max(|lower|, |upper|) / g grid units. AVG: a sum centred on the bounds' midpoint c
+(k * max(|lower - c|, |upper - c|) / g) and a count of the rows it sums (k), each its own release:
+AVG = c + S / max(C, 1), clamped to [lower, upper]; its 95% interval is the corner evaluation
+over the two releases (docs/mechanisms.md, "Counts, sums and averages"). An expression's bounds
+are those the analysis derived for it from the policy, and the engine clamps each row into them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+from sqlglot import exp
+
+from dpsql.aggregates.base import (
+    Binder,
+    LaplaceEstimate,
+    Needs,
+    Planning,
+    Share,
+    grid_units,
+    noise_family,
+    over_expression,
+    per_rows,
+    width,
+)
+from dpsql.ir.plan import Bounding, Plan, RawAggregate
+from dpsql.ir.query import AggregateCall, BoundQuery
+from dpsql.mechanisms.base import fmt
+
+SUM, AVG = "sum", "avg"
+
+
+def bind_bounded(node: exp.Expr, binder: Binder, text: str, kind: str) -> AggregateCall:
+    """`kind` of a bounded numeric column, or of a per-row expression with derived bounds."""
+    arg = node.this
+    if arg is not None and not isinstance(arg, (exp.Column, exp.Distinct)):
+        return over_expression(binder, kind, arg, text)
+    column = binder.column(arg, node)
+    if not column.numeric:
+        raise binder.refuse("DP117", f"{kind.upper()} needs a numeric column; '{column.name}' is {column.type}", node,
+                            "sum, average or take the variance of an int or float column")
+    if not column.bounded:
+        raise binder.refuse("DP106", f"{kind.upper()}({column.name}) needs public bounds for '{column.name}'", node,
+                            f"declare lower and upper for {column.name} under [tables.{binder.table.name}.columns] in the policy")
+    return AggregateCall(kind=kind, column=column, text=text)
+
+
+@dataclass(frozen=True, slots=True)
+class GridSum:
+    """A bounded column's clamp on its grid: bounds in grid units (rounded inwards) and their midpoint."""
+
+    raw: RawAggregate  # the uncentred sum
+    centred: RawAggregate  # the sum centred on the midpoint
+    count: RawAggregate  # the rows it sums (finite values)
+
+    @staticmethod
+    def of(call: AggregateCall) -> GridSum:
+        column = call.column
+        assert column is not None and column.lower is not None and column.upper is not None
+        grid = column.grid()
+        lower, upper = grid_units(column.lower, grid, math.ceil), grid_units(column.upper, grid, math.floor)
+        center = (lower + upper) // 2
+        return GridSum(RawAggregate("sum_grid", column, grid, lower, upper, 0, call.expr),
+                       RawAggregate("sum_grid", column, grid, lower, upper, center, call.expr),
+                       RawAggregate("count_finite", column, expr=call.expr))
+
+    @property
+    def deviation(self) -> int:
+        """The largest |value - midpoint| of a clamped value, in grid units."""
+        raw = self.centred
+        return max(abs(raw.lower_units - raw.center_units), abs(raw.upper_units - raw.center_units))
+
+    @property
+    def center(self) -> Fraction:
+        """The midpoint in value units."""
+        return self.centred.center_units * self.centred.grid
+
+
+@dataclass(frozen=True, slots=True)
+class SumEstimate(LaplaceEstimate):
+    """SUM: the noisy sum of its one release (value units)."""
+
+    releases: tuple[int, ...]
+    kind = "sum"
+
+    def value(self, released: Sequence[Any]) -> Any:
+        return released[0]
+
+    def expected(self, plan: Plan) -> str:
+        every = ", the same for every group" if plan.query.keys else ""
+        return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every})"
+
+
+@dataclass(frozen=True, slots=True)
+class AvgEstimate(LaplaceEstimate):
+    """AVG: midpoint + centred sum / max(count, 1), clamped to the column's bounds."""
+
+    releases: tuple[int, ...]  # (centred sum, count)
+    center: float  # the bounds' midpoint on the grid, and the bounds (public)
+    lower: float
+    upper: float
+    kind = "avg"
+    doubles = True
+
+    def value(self, released: Sequence[Any]) -> Any:
+        total, count = released
+        return min(max(self.center + total / max(count, 1), self.lower), self.upper)
+
+    def expected(self, plan: Plan) -> str:
+        total, count = self.releases
+        return (f"about ±{fmt(width(plan, total, 2))} / n for a group of n rows ({per_rows(width(plan, total, 2))}); "
+                f"the noisy n (±{fmt(width(plan, count, 2))}) adds to it when n is small; clamped to the bounds")
+
+
+class Sums:
+    """SUM and AVG (module docstring)."""
+
+    kinds = (SUM, AVG)
+    classes: tuple[type[exp.Expr], ...] = (exp.Sum, exp.Avg)
+    names: tuple[str, ...] = ()
+    filterable = True
+
+    def bind(self, node: exp.Expr, binder: Binder, text: str) -> AggregateCall:
+        return bind_bounded(node, binder, text, SUM if isinstance(node, exp.Sum) else AVG)
+
+    def accuracy_first(self, call: AggregateCall) -> str | None:
+        return "a noisy count divides it" if call.kind == AVG else None
+
+    def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
+        return False, None
+
+    def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
+        rows = Fraction(bounding.max_rows)
+        sums = GridSum.of(call)
+        if call.kind == SUM:
+            raw = sums.raw
+            return Needs(releases=((raw, rows * max(abs(raw.lower_units), abs(raw.upper_units))),))
+        return Needs(releases=((sums.centred, rows * sums.deviation), (sums.count, rows)))
+
+    def plan(self, call: AggregateCall, index: int, planning: Planning, share: Share) -> LaplaceEstimate:
+        sums = GridSum.of(call)
+        if call.kind == SUM:
+            return SumEstimate((planning.release(sums.raw),))
+        column = call.column
+        assert column is not None and column.lower is not None and column.upper is not None
+        return AvgEstimate((planning.release(sums.centred), planning.release(sums.count)), float(sums.center), float(column.lower),
+                           float(column.upper))
+
+
+SUMS = Sums()

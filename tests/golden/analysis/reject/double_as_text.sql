@@ -1,0 +1,2 @@
+-- expect: DP142
+SELECT COUNT(*) FROM people WHERE CAST(income AS VARCHAR) LIKE '1%'

@@ -1,0 +1,2 @@
+-- expect: DP142
+SELECT COUNT(*) FROM people WHERE income || ' EUR' = '1 EUR'

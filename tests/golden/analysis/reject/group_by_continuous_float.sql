@@ -1,0 +1,2 @@
+-- expect: DP141
+SELECT income, COUNT(*) FROM people GROUP BY income

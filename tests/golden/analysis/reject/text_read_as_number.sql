@@ -1,0 +1,2 @@
+-- expect: DP142
+SELECT COUNT(*) FROM people WHERE CAST(region AS INTEGER) > 3
