@@ -279,18 +279,35 @@ class LaplaceEstimate:
     def value(self, released: Sequence[Any]) -> Any:
         raise NotImplementedError
 
+    def possible(self) -> tuple[float | None, float | None]:
+        """The range every true value lies in, from the policy alone (None: unbounded on that side)."""
+        return None, None
+
     def cells(self, plan: Plan, columns: Mapping[str, Sequence[Any]], rows: int) -> list[Cell]:
         """The value and the corner evaluation: each of its m releases at its (1 - 0.05/m)
-        interval (a union bound keeps the joint level at 95%), the value at every corner."""
+        interval (a union bound keeps the joint level at 95%), the value at every corner.
+        Unless OPTIONS (clamp = false), the value is then clamped into the possible range, and
+        the half-width kept: the true value lies in that range, and clamping (a projection onto
+        it) never moves a value away from it, so the clamped value is within the half-width of
+        the truth whenever the unclamped one was (coverage kept; never a misleading ±0)."""
         released = [columns[release_name(r)] for r in self.releases]
         widths = [float(release_width(plan, r, len(self.releases))) for r in self.releases]
         signs = list(itertools.product((-1, 1), repeat=len(widths)))
+        low, high = self.possible() if plan.query.clamp else (None, None)
+
+        def clip(value: Any) -> Any:
+            if low is not None and value < low:
+                return type(value)(low)
+            if high is not None and value > high:
+                return type(value)(high)
+            return value
+
         out = []
         for row in range(rows):
             values = [column[row] for column in released]
             value = self.value(values)
             corners = [self.value([v + s * w for v, s, w in zip(values, sign, widths)]) for sign in signs]
-            out.append(Cell(value, float(max(max(corners) - value, value - min(corners)))))
+            out.append(Cell(clip(value), float(max(max(corners) - value, value - min(corners)))))
         return out
 
     def output_type(self, plan: Plan) -> str:

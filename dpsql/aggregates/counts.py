@@ -35,9 +35,13 @@ class CountEstimate(LaplaceEstimate):
     def value(self, released: Sequence[Any]) -> Any:
         return released[0]
 
+    def possible(self) -> tuple[float | None, float | None]:
+        return 0, None  # a count is never negative
+
     def expected(self, plan: Plan) -> str:
         every = ", the same for every group" if plan.query.keys else ""
-        return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every})"
+        clamped = "; never below 0 (clamp = false leaves it unbiased)" if plan.query.clamp else ""
+        return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every}){clamped}"
 
 
 class Counts:

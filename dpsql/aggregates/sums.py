@@ -89,14 +89,20 @@ class SumEstimate(LaplaceEstimate):
     """SUM: the noisy sum of its one release (value units)."""
 
     releases: tuple[int, ...]
+    sign: int = 0  # the sign every value has by the bounds (1: lower >= 0, -1: upper <= 0, 0: either)
     kind = "sum"
 
     def value(self, released: Sequence[Any]) -> Any:
         return released[0]
 
+    def possible(self) -> tuple[float | None, float | None]:
+        return (0 if self.sign > 0 else None), (0 if self.sign < 0 else None)
+
     def expected(self, plan: Plan) -> str:
         every = ", the same for every group" if plan.query.keys else ""
-        return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every})"
+        side = {1: "never below 0", -1: "never above 0"}.get(self.sign)
+        clamped = f"; {side} (clamp = false leaves it unbiased)" if side and plan.query.clamp else ""
+        return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every}){clamped}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +154,8 @@ class Sums:
     def plan(self, call: AggregateCall, index: int, planning: Planning, share: Share) -> LaplaceEstimate:
         sums = GridSum.of(call)
         if call.kind == SUM:
-            return SumEstimate((planning.release(sums.raw),))
+            raw = sums.raw
+            return SumEstimate((planning.release(raw),), 1 if raw.lower_units >= 0 else -1 if raw.upper_units <= 0 else 0)
         column = call.column
         assert column is not None and column.lower is not None and column.upper is not None
         return AvgEstimate((planning.release(sums.centred), planning.release(sums.count)), float(sums.center), float(column.lower),

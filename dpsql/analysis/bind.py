@@ -17,16 +17,17 @@ from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.aggregates import quantiles, registry
 from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
-from dpsql.analysis.functions import is_aggregate
+from dpsql.analysis.functions import INTERVAL_FUNCTIONS, is_aggregate
 from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.model import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
 from dpsql.frontend.dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
+from dpsql.ir.plan import aggregate_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
-QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95"})
+QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp"})
 MAX_MODE_BLOCKS = 1_000_000
 
 
@@ -40,6 +41,7 @@ class RobustOptions:
     noise: str | None = None  # 'laplace' | 'gaussian' for COUNT/SUM/AVG (None: the policy's default)
     ci95: Fraction | None = None  # a 95% half-width asked for instead of an epsilon
     ci95_node: exp.Expr | None = None  # where it was written (for a refusal's caret)
+    clamp: bool = True  # released values clamped into their possible range (OPTIONS (clamp = false): unbiased)
 
 
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
@@ -89,6 +91,7 @@ class _Binder:
             mode_blocks=self.robust.mode_blocks,
             noise=self.robust.noise or self.ctx.policy.budget.noise,
             ci95=self.robust.ci95,
+            clamp=self.robust.clamp,
         )
 
     def _check_accuracy_first(self, outputs: tuple[OutputColumn, ...]) -> None:
@@ -270,11 +273,10 @@ class _Binder:
         """Copy `node` with aggregates and key columns as ColumnRef placeholders; other columns are refused."""
 
         def visit(sub: exp.Expr) -> exp.Expr:
+            if isinstance(sub, exp.Anonymous) and str(sub.this).lower() in INTERVAL_FUNCTIONS:
+                return self._interval(sub)
             if isinstance(sub, (exp.AggFunc, exp.WithinGroup)) or registry.for_node(sub) is not None:
-                call = self._aggregate(sub)
-                if call not in self.aggregates:
-                    self.aggregates.append(call)
-                return ColumnRef("aggregate", self.aggregates.index(call)).column()
+                return ColumnRef("aggregate", self._add_aggregate(sub)).column()
             derived = self._derived_ref(sub)
             if derived is not None:
                 return derived
@@ -290,6 +292,31 @@ class _Binder:
             return sub
 
         return node.copy().transform(visit)
+
+    def _add_aggregate(self, node: exp.Expr) -> int:
+        call = self._aggregate(node)
+        if call not in self.aggregates:
+            self.aggregates.append(call)
+        return self.aggregates.index(call)
+
+    def _interval(self, node: exp.Anonymous) -> exp.Expr:
+        """CI95(agg), CI_LOW(agg), CI_HIGH(agg): the 95% half-width of the aggregate's release in
+        this statement, or its ends (value -/+ half-width). They describe a release the statement
+        makes anyway (its aggregate is released once, charged once): post-processing, free. Plain
+        columns of the released-values table, not aggregate placeholders, so no interval is
+        derived for the interval itself."""
+        name = str(node.this).lower()
+        args = node.expressions
+        if len(args) != 1 or not (isinstance(args[0], (exp.AggFunc, exp.WithinGroup, exp.Filter))
+                                  or registry.for_node(args[0]) is not None):
+            raise self.ctx.refuse("DP146", f"{name.upper()}() takes one aggregate: it describes that aggregate's release", node,
+                                  f"write {name.upper()}(COUNT(*)), {name.upper()}(SUM(income)), ...; for an expression over "
+                                  "aggregates, combine the aggregates' own intervals after the query")
+        index = self._add_aggregate(args[0])
+        value, width = exp.column(aggregate_name(index)), exp.column(aggregate_width_name(index))
+        if name == "ci95":
+            return width
+        return exp.paren(exp.Sub(this=value, expression=width) if name == "ci_low" else exp.Add(this=value, expression=width))
 
     def _derived_ref(self, node: exp.Expr) -> exp.Expr | None:
         """The key placeholder when `node` is a GROUP BY expression repeated (SELECT, HAVING, ORDER BY)."""
@@ -365,6 +392,8 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
             robust["ci95_node"] = item
         elif name in ("median_bound", "mode_blocks"):
             robust[name] = _robust_number(item.expression, name, ctx)
+        elif name == "clamp":
+            robust[name] = _bool_option(item.expression, name, ctx)
         else:
             values[name] = option_number(item.expression, name, ctx)
     options = RobustOptions(**robust)  # type: ignore[arg-type]
@@ -376,6 +405,12 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
     return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+
+
+def _bool_option(node: exp.Expr, name: str, ctx: AnalysisContext) -> bool:
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    raise ctx.invalid_option(f"{name} takes true or false", node, f"write {name} = true or {name} = false")
 
 
 def _noise_option(node: exp.Expr, ctx: AnalysisContext) -> str:

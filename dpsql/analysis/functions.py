@@ -92,6 +92,11 @@ def scalar_allowed(node: exp.Func) -> bool:
 _NOT_CALLS = frozenset({"AND", "OR", "CASE"})
 
 
+# CI95(agg), CI_LOW(agg), CI_HIGH(agg): an aggregate's 95% half-width and interval ends in the
+# same statement (bound in analysis/bind.py, DP146; free: they describe the release).
+INTERVAL_FUNCTIONS = frozenset({"ci95", "ci_low", "ci_high"})
+
+
 def allowed_function_names() -> dict[str, str]:
     """Every function name analyst SQL may call, upper-case, to "aggregate" or "scalar".
 
@@ -106,4 +111,5 @@ def allowed_function_names() -> dict[str, str]:
     for cls in SCALAR_CLASSES:
         names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})
     names.update({name.upper(): "scalar" for name in SCALAR_NAMES})
+    names.update({name.upper(): "interval" for name in INTERVAL_FUNCTIONS})
     return names

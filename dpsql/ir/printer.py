@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from dpsql.ir.join import JoinedTable
-from dpsql.ir.plan import Plan, RobustRelease, release_name, robust_name
+from dpsql.ir.plan import Plan, RobustRelease, aggregate_width_name, release_name, robust_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing
 
@@ -48,8 +50,11 @@ def plan_text(plan: Plan) -> list[str]:
         if output.key is not None:
             lines.append(f"  Output {output.name}: group key")
         else:
-            used = ", ".join(query.aggregates[a].label for a in output.aggregates) or "constant"
-            lines.append(f"  Output {output.name}: from {used}")
+            used = ", ".join(query.aggregates[a].label for a in output.aggregates)
+            described = _interval_of(plan, output.expr)  # CI95(agg), CI_LOW, CI_HIGH: free
+            if described:
+                used = (used + "; " if used else "") + f"the 95% interval of {described} (free)"
+            lines.append(f"  Output {output.name}: from {used or 'constant'}")
     if query.having is not None:
         lines.append("  Having: applied after noise (post-processing)")
     if query.order:
@@ -93,3 +98,10 @@ def _domain_text(values: tuple[object, ...], shown: int = 8) -> str:
 
     listed = [text(v) for v in values] if len(values) <= shown else [*map(text, values[:shown - 2]), "...", text(values[-1])]
     return f"{{{', '.join(listed)}}} ({len(values)} key{'s' if len(values) != 1 else ''})"
+
+
+def _interval_of(plan: Plan, expr: exp.Expr) -> str:
+    """The aggregates whose 95% interval an output reads (CI95(agg) and its ends), as written."""
+    names = {aggregate_width_name(i): call.label for i, call in enumerate(plan.query.aggregates)}
+    found = [names[c.name] for c in expr.find_all(exp.Column) if c.name in names]
+    return ", ".join(dict.fromkeys(found))

@@ -149,6 +149,9 @@ class BoundQuery:
     mode_blocks: int | None = None  # OPTIONS (mode_blocks = B): subsamples of MODE (public)
     noise: str = "laplace"  # COUNT/SUM/AVG noise: OPTIONS (noise = ...) or the policy's [budget] noise
     ci95: Fraction | None = None  # OPTIONS (ci95 = h): the planner derives epsilon from this half-width
+    # OPTIONS (clamp = false): released values are left where the noise put them (unbiased, for
+    # analysts who average releases) instead of clamped into their possible range (COUNT >= 0, ...).
+    clamp: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,6 +150,26 @@ def test_views_are_listed_as_tables_and_answer_chart_queries(bi: Bi) -> None:
         engine.dispose()
 
 
+def test_interval_functions_as_metrics_charged_once(bi: Bi) -> None:
+    """Superset metrics `CI95(COUNT(*))`, `CI_LOW(...)`, `CI_HIGH(...)` beside the aggregate: one
+    charge (the same as the aggregate alone), the half-width of the cell's own release, the ends
+    around the released value; control: a CI95 of an expression is refused before the charge."""
+    with bi.connect() as con:
+        cur = con.cursor()
+        before = bi.charges()
+        cur.execute("SELECT dept AS dept, COUNT(*) AS n, CI95(COUNT(*)) AS ci, CI_LOW(COUNT(*)) AS lo, "
+                    "CI_HIGH(COUNT(*)) AS hi FROM people GROUP BY dept ORDER BY n DESC")
+        rows = cur.fetchall()
+        assert bi.charges() == before + 1
+        assert [d[0] for d in cur.description] == ["dept", "n", "ci", "lo", "hi"]
+        assert rows and all(ci > 0 and lo == pytest.approx(n - ci) and hi == pytest.approx(n + ci) for _, n, ci, lo, hi in rows)
+        assert len({ci for _, _, ci, _, _ in rows}) == 1  # one release scale: the same half-width in every group
+        with pytest.raises(psycopg2.Error) as caught:
+            cur.execute("SELECT CI95(COUNT(*) * 2) FROM people")
+        assert "DP146" in str(caught.value) and bi.charges() == before + 1
+        con.rollback()
+
+
 # --- psql ---------------------------------------------------------------------------------------------
 def _psql(bi: Bi, *args: str) -> subprocess.CompletedProcess[str]:
     assert PSQL is not None
