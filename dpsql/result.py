@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 
 from dpsql.accounting.cost import PrivacyCost
@@ -21,8 +22,9 @@ class ResultColumn:
 
 
 # The keys of a NoiseInfo mapping, in display order; the first five are always present.
-NOISE_KEYS = ("mechanism", "kind", "scale", "ci95", "epsilon", "delta", "bound", "rank_error95", "candidates", "threshold",
-              "cap", "refusal", "refused", "rank_shift", "blocks", "hard_slots_left", "mode", "confidence")
+NOISE_KEYS = ("mechanism", "kind", "scale", "ci95", "epsilon", "delta", "ci_low", "ci_high", "bound", "rank_error95",
+              "candidates", "threshold", "cap", "refusal", "refused", "rank_shift", "blocks", "hard_slots_left", "mode",
+              "confidence")
 _ALWAYS = frozenset(NOISE_KEYS[:1] + NOISE_KEYS[2:6])
 
 
@@ -32,7 +34,9 @@ class NoiseInfo(Mapping[str, Any]):
 
     Always: `mechanism`, `scale` (noise scale in value units, or None; a tuple when several
     releases feed the column), `ci95` (95% half-width: one number, one per row, or None),
-    `epsilon`, `delta`. Where they apply: `bound` (PTR-Laplace's proposed bound), `rank_error95`
+    `epsilon`, `delta`. Where they apply: `ci_low` and `ci_high` (the 95% interval's ends: one
+    number for a single row, else one per row, None for a cell without one; they differ from
+    value ∓ ci95 where the interval is not symmetric, e.g. an AVG clamped at a bound), `bound` (PTR-Laplace's proposed bound), `rank_error95`
     and `candidates` (exponential mechanism), `threshold`, `cap`, `rank_shift`, `blocks`
     (stability tests), `refusal` (the public ⊥ sentence) and `refused` (True/False, or one flag
     per row), the Median Mechanism layer's `kind`, `hard_slots_left` and `mode`, and MODE's
@@ -47,6 +51,8 @@ class NoiseInfo(Mapping[str, Any]):
     epsilon: float
     delta: float
     kind: str | None = None
+    ci_low: float | tuple[float | None, ...] | None = None
+    ci_high: float | tuple[float | None, ...] | None = None
     bound: float | None = None
     rank_error95: int | None = None
     candidates: int | None = None
@@ -80,6 +86,18 @@ class NoiseInfo(Mapping[str, Any]):
 
 
 @dataclass(frozen=True, slots=True)
+class Replay:
+    """An answer given again: when it was first released (unix seconds) and what that release was
+    charged. The replay itself is charged nothing (docs/privacy-model.md, "Replayed answers")."""
+
+    released_at: float
+    cost: PrivacyCost
+
+
+Interval = tuple[float, float]  # (low, high) of a 95% interval
+
+
+@dataclass(frozen=True, slots=True)
 class NoisyResult:
     """An answer: rows, columns, noise information per column and 95% half-widths per cell.
 
@@ -89,6 +107,11 @@ class NoisyResult:
     sparse vector; "hard": counted from the data with fresh noise; "repeat": the answer released
     before), `hard_slots_left` and `mode`; their epsilon and delta are 0, the layer's
     reservation being charged once (the `cost` of the answer that made it).
+
+    `cell_bounds` (when given) holds per cell the 95% interval's (low, high) where it is not
+    value ± half-width (an AVG clamped at its bound, a VARIANCE, a corner evaluation), else None;
+    `interval()` reads either. `replay` is set when the answer is one released before and given
+    again for free (then `cost` is zero and `replay.cost` what the first release was charged).
     """
 
     kind: StatementKind
@@ -98,6 +121,63 @@ class NoisyResult:
     cell_ci95: list[tuple[float | None, ...]]
     cost: PrivacyCost = field(default_factory=PrivacyCost.zero)
     message: str | None = None
+    cell_bounds: list[tuple[Interval | None, ...]] | None = None
+    replay: Replay | None = None
+
+    def interval(self, row: int, column: int) -> Interval | None:
+        """The 95% interval (low, high) of one cell, or None (an exact value, a ⊥, no interval)."""
+        value = self.rows[row][column]
+        widths = self.cell_ci95[row] if row < len(self.cell_ci95) else ()
+        width = widths[column] if column < len(widths) else None
+        if value is None or width is None:
+            return None
+        if self.cell_bounds is not None and row < len(self.cell_bounds):
+            bounds = self.cell_bounds[row]
+            if column < len(bounds) and bounds[column] is not None:
+                return bounds[column]
+        number = _number(value)
+        if number is None:
+            return None
+        return number - float(width), number + float(width)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    return float(value)
+
+
+SYMMETRY_TOLERANCE = 1e-6  # float rounding of the two sides, nothing more
+
+
+def symmetric(value: Any, interval: Interval, tolerance: float = SYMMETRY_TOLERANCE) -> bool:
+    """Whether `value ± half-width` states an interval exactly: its two sides are equal (up to
+    float rounding). An interval clamped at a bound (an AVG of a column bounded below by 0, near
+    0) or bent by a ratio (AVG's sum over a noisy count) is not: it is shown as [low, high]."""
+    number = _number(value)
+    if number is None:
+        return False
+    below, above = number - interval[0], interval[1] - number
+    wider = max(below, above)
+    return wider <= 0 or abs(above - below) <= tolerance * wider
+
+
+def with_interval_ends(result: NoisyResult) -> NoisyResult:
+    """The answer with `ci_low`/`ci_high` in each noisy column's NoiseInfo (post-processing of the
+    released values and their intervals: no data, no budget)."""
+    if not result.rows or not any(info is not None for info in result.noise_info):
+        return result
+    infos = list(result.noise_info)
+    for column, info in enumerate(result.noise_info):
+        if info is None:
+            continue
+        ends = [result.interval(row, column) for row in range(len(result.rows))]
+        if all(end is None for end in ends):
+            continue
+        lows = tuple(None if end is None else end[0] for end in ends)
+        highs = tuple(None if end is None else end[1] for end in ends)
+        infos[column] = info.replace(ci_low=lows[0] if len(lows) == 1 else lows, ci_high=highs[0] if len(highs) == 1 else highs)
+    return dataclasses.replace(result, noise_info=tuple(infos))
 
 
 CI_SUFFIX = "_ci95"
@@ -122,17 +202,23 @@ def with_ci_columns(result: NoisyResult) -> NoisyResult:
         if flag:
             columns.append(ResultColumn(column.name + CI_SUFFIX, "DOUBLE"))
             infos.append(None)
-    rows, widths = [], []
-    for row, cells in zip(result.rows, result.cell_ci95):
+    rows, widths, ends = [], [], []
+    for number, (row, cells) in enumerate(zip(result.rows, result.cell_ci95)):
         values: list[Any] = []
         spans: list[float | None] = []
+        bounds: list[Interval | None] = []
+        given = result.cell_bounds[number] if result.cell_bounds is not None and number < len(result.cell_bounds) else ()
         for index, (value, flag) in enumerate(zip(row, flags)):
             width = cells[index] if index < len(cells) else None
             values.append(value)
             spans.append(width)
+            bounds.append(given[index] if index < len(given) else None)
             if flag:
                 values.append(None if width is None or value is None else float(width))
                 spans.append(None)
+                bounds.append(None)
         rows.append(tuple(values))
         widths.append(tuple(spans))
-    return dataclasses.replace(result, columns=tuple(columns), rows=rows, noise_info=tuple(infos), cell_ci95=widths)
+        ends.append(tuple(bounds))
+    return dataclasses.replace(result, columns=tuple(columns), rows=rows, noise_info=tuple(infos), cell_ci95=widths,
+                               cell_bounds=ends if result.cell_bounds is not None else None)

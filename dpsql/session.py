@@ -32,6 +32,8 @@ from dpsql.execution.charge import Charger, more_text
 from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.probe import check_policy_views
+from dpsql.execution.replay import Replays, ReplayScope, policy_version, scope_for
+from dpsql.backend.data_version import data_version
 from dpsql.execution.statements import Statement, plan_result, prepare
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source
@@ -41,9 +43,11 @@ DEFAULT_ANALYST = "analyst"
 DEMO_LEDGER = "ledger.sqlite"  # beside the demo's data in the user cache directory
 PLAN_CACHE_SIZE = 256
 # `SHOW dpsql.<name>`: the same settings in every door (the server adds its connection's dpsql.ci_columns).
-SHOW_SETTINGS = ("dpsql.budget", "dpsql.epsilon", "dpsql.delta", "dpsql.remaining", "dpsql.ci_columns")
+SHOW_SETTINGS = ("dpsql.budget", "dpsql.epsilon", "dpsql.delta", "dpsql.remaining", "dpsql.ci_columns", "dpsql.round")
 _SHOW = re.compile(r"^\s*SHOW\s+(?P<name>dpsql\.\w+)\s*;?\s*$", re.IGNORECASE)
-_SET_CI_COLUMNS = re.compile(r"^\s*SET\s+dpsql\.ci_columns\s*(?:=|\s+TO\s+)\s*'?(?P<value>\w+)'?\s*;?\s*$", re.IGNORECASE)
+# The presentation settings a session keeps for its door (nothing charged or noised changes).
+_SET_DISPLAY = re.compile(r"^\s*SET\s+dpsql\.(?P<name>ci_columns|round)\s*(?:=|\s+TO\s+)\s*'?(?P<value>\w+)'?\s*;?\s*$",
+                          re.IGNORECASE)
 _ON, _OFF = frozenset({"on", "true", "yes", "1", "t"}), frozenset({"off", "false", "no", "0", "f", "default"})
 
 
@@ -64,10 +68,15 @@ class Session:
     """A private database session: policy, engine, ledger, randomness and per-session settings."""
 
     def __init__(self, policy: Policy, engine: Engine, ledger: Ledger, *, analyst: str = DEFAULT_ANALYST,
-                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False) -> None:
+                 rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False,
+                 replay: ReplayScope | None = None, replay_off: str | None = None, round_values: bool | None = None) -> None:
         self._policy = policy
         # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
         self.ci_columns = ci_columns
+        # `SET dpsql.round = on | off`: released values rounded to their interval's precision (render.rounded);
+        # None: each door's default (rounded where values are displayed: the REPL, the CLI, a
+        # notebook's table; exact in fetched rows).
+        self.round: bool | None = round_values
         self._owns_ledger = owns_ledger
         self.analyst = analyst
         self.id = uuid.uuid4().hex[:12]
@@ -79,7 +88,11 @@ class Session:
         # Public tables declared without [columns] take their source's (public: free to read).
         policy = self._policy = with_source_columns(policy, self._facts)
         charger = Charger(ledger, analyst, self.id, policy.budget_for(analyst), policy.budget.accountant)
-        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare)
+        # Answers released to this analyst before, given again free (execution/replay.py); `replay`
+        # None: off (`replay_off` says why, in EXPLAIN).
+        replays = Replays(ledger, analyst, replay, replay_off)
+        self._executor = Executor(policy, engine, charger, rng if rng is not None else default_source(), prepare=prepare,
+                                  replays=replays)
         self.closed = False
 
     @property
@@ -94,6 +107,11 @@ class Session:
         self._policy = with_source_columns(policy, self._facts)
         self._plans.clear()
         self._executor.charger.budget = policy.budget_for(self.analyst)
+        replays = self._executor.replays
+        if replays.scope is not None:  # the new policy's version and window (off when it has none)
+            version = policy_version(policy)
+            replays.scope = None if version is None or policy.budget.replay_seconds <= 0 else \
+                ReplayScope(float(policy.budget.replay_seconds), version, replays.scope.data)
 
     @property
     def median_mechanism(self) -> MedianMechanismLayers:
@@ -123,6 +141,10 @@ class Session:
         """The (epsilon, delta) a query spends when it names none (SET dpsql.epsilon changes it)."""
         return self._executor.state.default_budget
 
+    def queries_like(self, cost: PrivacyCost | None) -> int | None:
+        """How many more queries of `cost` fit now (None: like the last charged one, `queries_left`)."""
+        return self._executor.charger.more(cost)
+
     def ledger_entries(self) -> list[LedgerEntry]:
         """This analyst's charges, oldest first."""
         return self._ledger.entries(self.analyst)
@@ -143,6 +165,8 @@ class Session:
         key = name.lower().removeprefix("dpsql.")
         if key == "ci_columns":
             return "on" if self.ci_columns else "off"
+        if key == "round":
+            return {True: "on", False: "off"}.get(self.round, "on for displayed tables, off for fetched rows")  # type: ignore[arg-type]
         if key in ("epsilon", "delta"):
             return f"{float(getattr(self.default_query_budget, key)):g}"
         if key in ("budget", "remaining"):
@@ -217,13 +241,16 @@ class Session:
         if shown is not None:  # SHOW dpsql.<name>: a session setting, read without the planner
             name = shown.group("name").lower()
             return NoisyResult("show", (ResultColumn(name, "VARCHAR"),), [(self.show(name),)], (None,), [(None,)])
-        ci_columns = _SET_CI_COLUMNS.match(sql)
-        if ci_columns is not None:
-            value = ci_columns.group("value").lower()
+        display = _SET_DISPLAY.match(sql)
+        if display is not None:
+            name, value = display.group("name").lower(), display.group("value").lower()
             if value not in _ON | _OFF:
-                raise InvalidOptionError('parameter "dpsql.ci_columns" requires a Boolean value (on or off)', code="DP120")
-            self.ci_columns = value in _ON
-            return NoisyResult("set", (), [], (), [], message=f"SET dpsql.ci_columns = {'on' if self.ci_columns else 'off'}")
+                raise InvalidOptionError(f'parameter "dpsql.{name}" requires a Boolean value (on or off)', code="DP120")
+            if name == "ci_columns":
+                self.ci_columns = self.policy.server.ci_columns if value == "default" else value in _ON
+            else:
+                self.round = None if value == "default" else value in _ON
+            return NoisyResult("set", (), [], (), [], message=f"SET dpsql.{name} = {self.show(name)}")
         with self._lock:
             return self.compile(sql, parameters).run(self._executor)
 
@@ -302,7 +329,11 @@ class SessionOptions:
     progress: Any = None
     prepare: bool = True  # build the policy's bounded relations in the background from connect on
     shared: Any = None  # the process's shared DuckDB database (open_shared; the server), else the session's own
-    ci_columns: bool = False  # a `<col>_ci95` column after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it
+    # A `<col>_ci95` column after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it.
+    # None: the policy's `[server] ci_columns` (off unless the data owner turned it on).
+    ci_columns: bool | None = None
+    # Released values rounded to their interval's precision (SET dpsql.round); None: the door's default.
+    round: bool | None = None
 
     def __post_init__(self) -> None:
         if self.random_seed is not None and not isinstance(self.random_seed, int):
@@ -324,6 +355,12 @@ class SessionOptions:
                                      engines.analyst_scope(self.shared, analyst))
         # A seeded source is for tests and explicitly marked experiments only (docs/privacy-model.md).
         rng = SeededRandomSource(self.random_seed) if self.random_seed is not None else None
+        # Replay (execution/replay.py): off with a seed; in memory for this session alone when the
+        # data has no file version (DataFrames, remote sources).
+        replay = scope_for(loaded, data_version(loaded, self.database, self.tables, self.engine), rng is not None)
+        ci_columns = loaded.server.ci_columns if self.ci_columns is None else self.ci_columns
+        # Why EXPLAIN says replay is off (a seeded session, for tests, says nothing).
+        off = None if rng is not None else " ([budget] replay_seconds = 0)" if loaded.budget.replay_seconds <= 0 else ""
         try:
             target = choose_ledger(loaded, self.ledger, demo_ledger)
         except InterfaceError:
@@ -333,9 +370,10 @@ class SessionOptions:
             # A ledger shared by many sessions of one process (the server): its lock serialises
             # charges in-process, and the session must not close it.
             return Session(loaded, runner, target, analyst=analyst, rng=rng, owns_ledger=False, prepare=self.prepare,
-                           ci_columns=self.ci_columns)
+                           ci_columns=ci_columns, replay=replay, replay_off=off, round_values=self.round)
         # A path (SQLite), None (in memory) or a postgresql:// URL shared with other processes and hosts.
-        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare, ci_columns=self.ci_columns)
+        return Session(loaded, runner, open_ledger(target), analyst=analyst, rng=rng, prepare=self.prepare, ci_columns=ci_columns,
+                       replay=replay, replay_off=off, round_values=self.round)
 
 
 def choose_ledger(policy: Policy, requested: str | Path | Ledger | None, default: str | Path | None = None) -> str | Path | Ledger | None:

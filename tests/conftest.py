@@ -102,14 +102,19 @@ def make_policy_text(
     max_groups: int | None = None,
     extra: str = "",
     accountant: str | None = None,
+    replay_seconds: float | None = None,
 ) -> str:
     """The demo policy (`policy_text(source)`) with another budget, limits and extra TOML appended;
-    `accountant` adds `[budget] accountant = ...` (without it, the default "adaptive" filter applies)."""
+    `accountant` adds `[budget] accountant = ...` (without it, the default "adaptive" filter applies);
+    `replay_seconds` adds `[budget] replay_seconds = ...` (0: every repeat is charged and noised anew)."""
     text = policy_text(source)
     text = _set_budget_line(text, "epsilon", float(epsilon))
     text = _set_budget_line(text, "delta", float(delta))
     if accountant is not None:
         text, n = re.subn(r"(?m)^(delta = \S+.*)$", lambda m: f"{m.group(1)}\naccountant = {accountant!r}", text)
+        assert n == 1
+    if replay_seconds is not None:
+        text, n = re.subn(r"(?m)^(\[budget\].*)$", lambda m: f"{m.group(1)}\nreplay_seconds = {replay_seconds!r}", text)
         assert n == 1
     if default_epsilon is not None:
         text = _set_budget_line(text, "default_query_epsilon", float(default_epsilon))

@@ -329,6 +329,39 @@ class Ledger:
         except ValueError as err:
             raise LedgerError("the budget ledger holds invalid parameters") from err
 
+    def last_cost(self, analyst: str, excluding_plan_hash: str) -> PrivacyCost | None:
+        """The cost of the analyst's most recent charge (every session and process of the ledger)
+        but those recorded under ``excluding_plan_hash``; None before the first."""
+        found = self._read(lambda: self._store.last_charge(analyst, excluding_plan_hash))
+        if found is None:
+            return None
+        cost = _cost(*found[1:])
+        try:  # with the loss terms it was charged for, as a re-read composes them
+            return PrivacyCost(cost.epsilon, cost.delta, _row_losses(*found))
+        except (ValueError, TypeError) as err:
+            raise LedgerError("the budget ledger holds invalid parameters") from err
+
+    def check(self) -> None:
+        """Raise LedgerError unless the storage is still the ledger that was opened (a replay
+        held elsewhere is given only while its ledger is sound: the ledger fails closed)."""
+        self._read(lambda: None)
+
+    def replayed(self, analyst: str, key: str, since: float) -> tuple[float, str] | None:
+        """(release time, answer) kept for replay under ``key`` for the analyst, released at or
+        after ``since``; None when there is none (a read)."""
+        return self._read(lambda: self._store.replay_find(analyst, key, since))
+
+    def keep_replay(self, analyst: str, key: str, time: float, answer: str, since: float) -> None:
+        """Keep an answer released (and charged) at ``time`` for replay under ``key``, unless an
+        answer released at or after ``since`` is kept there already; the analyst's answers
+        released before ``since`` are forgotten.
+
+        Raises:
+            LedgerError: the storage could not be written (the answer is simply not kept).
+        """
+        self._locked(lambda: self._store.replay_keep(analyst, key, time, answer, since),
+                     "the answer could not be kept for replay")
+
     def _history(self, analyst: str, *, in_charge: bool) -> History:
         """The history of the analyst's charges (call under the lock).
 

@@ -62,6 +62,10 @@ _SCHEMA = (
         plan_hash TEXT NOT NULL, mechanism TEXT NOT NULL, params TEXT NOT NULL,
         eps_num TEXT NOT NULL, eps_den TEXT NOT NULL, delta_num TEXT NOT NULL, delta_den TEXT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS dpsql_charges_by_analyst ON dpsql_charges (analyst, id)",
+    # Answers kept for replay (dpsql/execution/replay.py), one per analyst and key.
+    """CREATE TABLE IF NOT EXISTS dpsql_replays (
+        analyst TEXT NOT NULL, key TEXT NOT NULL, time DOUBLE PRECISION NOT NULL, answer TEXT NOT NULL,
+        PRIMARY KEY (analyst, key))""",
 )
 _FIELDS = ", ".join(CHARGE_FIELDS)
 _INSERT = f"INSERT INTO dpsql_charges ({_FIELDS}) VALUES ({', '.join(['%s'] * len(CHARGE_FIELDS))}) RETURNING id"
@@ -76,6 +80,13 @@ _GROUPS = (
     "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*), MIN(id) FROM dpsql_charges WHERE analyst = %s "
     "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
+_LAST = ("SELECT params, eps_num, eps_den, delta_num, delta_den FROM dpsql_charges WHERE analyst = %s AND plan_hash != %s "
+         "ORDER BY id DESC LIMIT 1")
+_REPLAY_FIND = "SELECT time, answer FROM dpsql_replays WHERE analyst = %s AND key = %s AND time >= %s"
+_REPLAY_FORGET = "DELETE FROM dpsql_replays WHERE analyst = %s AND time < %s"
+# The first answer released in a window stays; an expired one is replaced.
+_REPLAY_KEEP = ("INSERT INTO dpsql_replays (analyst, key, time, answer) VALUES (%s, %s, %s, %s) ON CONFLICT (analyst, key) "
+                "DO UPDATE SET time = EXCLUDED.time, answer = EXCLUDED.answer WHERE dpsql_replays.time < %s")
 _GONE = "the budget ledger database is not the one opened (dropped or replaced); the query was not run"
 
 
@@ -155,6 +166,21 @@ class PostgresStore(LedgerStore):
     def written(self, row_id: int) -> tuple[str, float] | None:
         row = self._connection().execute("SELECT analyst, time FROM dpsql_charges WHERE id = %s", (row_id,)).fetchone()
         return None if row is None else (str(row[0]), float(row[1]))
+
+    def last_charge(self, analyst: str, excluding_plan_hash: str) -> tuple[str, str, str, str, str] | None:
+        row = self._connection().execute(_LAST, (analyst, excluding_plan_hash)).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3], row[4])
+
+    def replay_find(self, analyst: str, key: str, since: float) -> tuple[float, str] | None:
+        row = self._connection().execute(_REPLAY_FIND, (analyst, key, since)).fetchone()
+        return None if row is None else (float(row[0]), str(row[1]))
+
+    def replay_keep(self, analyst: str, key: str, time: float, answer: str, since: float) -> None:
+        conn = self._connection()
+        with conn.transaction():
+            self._check_identity()
+            conn.execute(_REPLAY_FORGET, (analyst, since))
+            conn.execute(_REPLAY_KEEP, (analyst, key, time, answer, since))
 
     def rows(self, analyst: str | None) -> list[ChargeRow]:
         if analyst is None:

@@ -39,6 +39,10 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS charges_by_analyst ON charges (analyst, id)",
     # Added after schema version 1 without changing it: older files get an id when next opened.
     "CREATE TABLE IF NOT EXISTS ledger_identity (ledger_id TEXT NOT NULL)",
+    # Added the same way: answers kept for replay (dpsql/execution/replay.py), one per analyst and key.
+    """CREATE TABLE IF NOT EXISTS replays (
+        analyst TEXT NOT NULL, key TEXT NOT NULL, time REAL NOT NULL, answer TEXT NOT NULL,
+        PRIMARY KEY (analyst, key))""",
 )
 _FIELDS = ", ".join(CHARGE_FIELDS)
 _INSERT = f"INSERT INTO charges ({_FIELDS}) VALUES ({', '.join('?' * len(CHARGE_FIELDS))})"
@@ -53,6 +57,14 @@ _GROUPS = (
     "SELECT params, eps_num, eps_den, delta_num, delta_den, COUNT(*), MIN(id) FROM charges WHERE analyst = ? "
     "GROUP BY params, eps_num, eps_den, delta_num, delta_den"
 )
+_LAST = ("SELECT params, eps_num, eps_den, delta_num, delta_den FROM charges WHERE analyst = ? AND plan_hash != ? "
+         "ORDER BY id DESC LIMIT 1")
+_REPLAY_FIND = "SELECT time, answer FROM replays WHERE analyst = ? AND key = ? AND time >= ?"
+_REPLAY_FORGET = "DELETE FROM replays WHERE analyst = ? AND time < ?"
+# The first answer released in a window stays (a concurrent second release of the same statement,
+# charged too, does not replace it); an expired one is replaced.
+_REPLAY_KEEP = ("INSERT INTO replays (analyst, key, time, answer) VALUES (?, ?, ?, ?) ON CONFLICT (analyst, key) "
+                "DO UPDATE SET time = excluded.time, answer = excluded.answer WHERE replays.time < ?")
 _GONE = "the budget ledger file was removed or replaced since it was opened; the query was not run"
 
 FileIds = tuple[tuple[int, int], tuple[int, int] | None]
@@ -152,6 +164,20 @@ class SqliteStore(LedgerStore):
     def written(self, row_id: int) -> tuple[str, float] | None:
         row = self._conn.execute("SELECT analyst, time FROM charges WHERE id = ?", (row_id,)).fetchone()
         return None if row is None else (str(row[0]), float(row[1]))
+
+    def last_charge(self, analyst: str, excluding_plan_hash: str) -> tuple[str, str, str, str, str] | None:
+        row = self._conn.execute(_LAST, (analyst, excluding_plan_hash)).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3], row[4])
+
+    def replay_find(self, analyst: str, key: str, since: float) -> tuple[float, str] | None:
+        row = self._conn.execute(_REPLAY_FIND, (analyst, key, since)).fetchone()
+        return None if row is None else (float(row[0]), str(row[1]))
+
+    def replay_keep(self, analyst: str, key: str, time: float, answer: str, since: float) -> None:
+        with self._transaction():
+            self.verify()
+            self._conn.execute(_REPLAY_FORGET, (analyst, since))
+            self._conn.execute(_REPLAY_KEEP, (analyst, key, time, answer, since))
 
     def rows(self, analyst: str | None) -> list[ChargeRow]:
         if analyst is None:

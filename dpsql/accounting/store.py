@@ -1,6 +1,7 @@
 """What a ledger's storage must do; the charge logic itself lives in ``ledger.Ledger``.
 
-A store keeps the charges table and knows one thing the shared logic cannot: how to open a
+A store keeps the charges table (and the answers kept for replay, written after their charge
+committed) and knows one thing the shared logic cannot: how to open a
 transaction that serialises the charges of one analyst across processes and hosts, and how to
 tell that the storage is still the one that was opened (fail closed when it vanished or was
 replaced). SQLite (``sqlite_ledger``) and PostgreSQL (``postgres_ledger``) implement it.
@@ -90,6 +91,22 @@ class LedgerStore(ABC):
     @abstractmethod
     def insert(self, row: tuple[object, ...]) -> int:
         """Write one charge (values in CHARGE_FIELDS order) in the open transaction; its id."""
+
+    @abstractmethod
+    def last_charge(self, analyst: str, excluding_plan_hash: str) -> tuple[str, str, str, str, str] | None:
+        """(params, eps_num, eps_den, delta_num, delta_den) of the analyst's most recent charge
+        whose plan_hash is not ``excluding_plan_hash``, or None when there is none."""
+
+    @abstractmethod
+    def replay_find(self, analyst: str, key: str, since: float) -> tuple[float, str] | None:
+        """(time, answer) of the analyst's kept answer under ``key`` released at or after
+        ``since`` (unix seconds), or None (replay.py in dpsql/execution says what is kept)."""
+
+    @abstractmethod
+    def replay_keep(self, analyst: str, key: str, time: float, answer: str, since: float) -> None:
+        """Keep ``answer`` (released at ``time``) under ``key`` unless an answer released at or
+        after ``since`` is kept there already (the first release in a window stays), and forget
+        the analyst's answers released before ``since``; in one transaction of its own."""
 
     @abstractmethod
     def rows(self, analyst: str | None) -> list[ChargeRow]:

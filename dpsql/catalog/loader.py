@@ -18,6 +18,7 @@ from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.model import (
     AFTER_HALT,
     COLUMN_TYPES,
+    DEFAULT_REPLAY_SECONDS,
     NOISES,
     Analyst,
     Budget,
@@ -58,8 +59,10 @@ SERVER_INTS = {
     "catalog_max_rows": (1, 100_000_000),
 }  # fmt: skip
 SERVER_TIMES = frozenset({"authentication_timeout", "statement_timeout", "catalog_timeout"})
-SERVER_KEYS = frozenset(SERVER_INTS) | SERVER_TIMES
+SERVER_BOOLS = frozenset({"ci_columns", "round"})
+SERVER_KEYS = frozenset(SERVER_INTS) | SERVER_TIMES | SERVER_BOOLS
 MAX_TIMEOUT = 86_400
+MAX_REPLAY_SECONDS = 366 * 86_400  # [budget] replay_seconds: at most a year
 
 
 class _Where:
@@ -176,6 +179,11 @@ def _server(raw: Any, where: _Where) -> ServerSettings:
             if not 0 < seconds <= MAX_TIMEOUT:
                 raise where.error(f"server.{key}", f"must be a number of seconds > 0 and <= {MAX_TIMEOUT}")
             values[key] = float(seconds)
+    for key in SERVER_BOOLS:
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise where.error(f"server.{key}", "must be true or false")
+            values[key] = raw[key]
     return ServerSettings(**values)
 
 
@@ -194,7 +202,7 @@ def _number(value: Any, key: str, where: _Where) -> Fraction:
 def _budget(raw: Any, where: _Where, base: Path) -> Budget:
     if not isinstance(raw, dict):
         raise where.error("budget", "must be a table")
-    _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger", "noise"}, "budget.", where)
+    _no_unknown(raw, BUDGET_KEYS | {"accountant", "ledger", "noise", "replay_seconds"}, "budget.", where)
     named = raw.get("accountant", DEFAULT_FILTER)
     if not isinstance(named, str) or (named not in FILTERS and named not in ALIASES):
         raise where.error("budget.accountant", f"must be one of {', '.join(repr(a) for a in FILTERS)}")
@@ -212,12 +220,19 @@ def _budget(raw: Any, where: _Where, base: Path) -> Budget:
     for key in ("delta", "default_query_delta"):
         if not 0 <= values[key] < 1:
             raise where.error(f"budget.{key}", "must be in [0, 1)")
+    replay = DEFAULT_REPLAY_SECONDS
+    if "replay_seconds" in raw:
+        seconds = _number(raw["replay_seconds"], "budget.replay_seconds", where)
+        if not 0 <= seconds <= MAX_REPLAY_SECONDS:
+            raise where.error("budget.replay_seconds", f"must be a number of seconds from 0 (off) to {MAX_REPLAY_SECONDS}")
+        replay = float(seconds)
     return Budget(
         total=PrivacyCost(values["epsilon"], values["delta"]),
         default_query=PrivacyCost(values["default_query_epsilon"], values["default_query_delta"]),
         accountant=chosen,
         ledger=_ledger(raw.get("ledger"), base, where),
         noise=noise,
+        replay_seconds=replay,
     )
 
 

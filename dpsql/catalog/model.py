@@ -229,6 +229,9 @@ class Analyst:
     budget: PrivacyCost | None = None
 
 
+DEFAULT_REPLAY_SECONDS = 86_400.0  # a day: a dashboard's views of one day cost one charge per chart
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """The per-analyst budget and the per-query defaults."""
@@ -245,6 +248,10 @@ class Budget:
     # `noise = "gaussian"`: COUNT/SUM/AVG releases use discrete Gaussian noise unless a query's
     # OPTIONS (noise = 'laplace') says otherwise; "laplace" (the default) keeps discrete Laplace.
     noise: str = "laplace"
+    # `replay_seconds`: for how long after its release an answer is given again, unchanged and
+    # free, to the same analyst sending the same statement over the same policy and data
+    # (docs/privacy-model.md, "Replayed answers"); 0 turns replay off.
+    replay_seconds: float = DEFAULT_REPLAY_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +275,11 @@ class ServerSettings:
     catalog_timeout: float = 10.0  # one catalog probe in the shared metadata database
     catalog_memory_mb: int = 64  # the metadata database's DuckDB memory_limit (its tables take well under 1 MB)
     catalog_max_rows: int = 100_000  # rows of one catalog answer
+    # Defaults of a connection's own settings (SET dpsql.ci_columns / dpsql.round change them):
+    # a `<col>_ci95` column after each noisy column (also the default of in-process connections
+    # that do not choose), and released values rounded to their interval's precision.
+    ci_columns: bool = False
+    round: bool = True
 
 
 @dataclass(frozen=True, slots=True)

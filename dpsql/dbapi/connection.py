@@ -8,6 +8,7 @@ from dpsql import errors
 from dpsql.accounting.ledger import LedgerEntry
 from dpsql.dbapi.placeholders import to_qmark, uses_pyformat
 from dpsql.errors import InterfaceError, NotSupportedError, SqlSyntaxError
+from dpsql.render import rounded
 from dpsql.result import NoisyResult, with_ci_columns
 from dpsql.session import Session, SessionOptions
 
@@ -83,6 +84,8 @@ class Cursor:
                 raise errors.ParameterError("the statement has %s placeholders but no parameters were given",
                                             code="DP118", hint="pass the values (execute(sql, [v1, v2])); dpsql's own placeholder is ?") from error
             raise
+        if session.round and result.kind == "query":  # SET dpsql.round = on: fetched values rounded too
+            result = rounded(result)
         self._result = with_ci_columns(result) if session.ci_columns and result.kind == "query" else result
         self._position = 0
         return self
@@ -153,7 +156,9 @@ class Cursor:
             return "<p>dpsql cursor: no statement executed yet</p>"
         session = self.connection.session
         remaining = session.remaining if self._result.kind == "query" else None
-        return html_table(self._result, remaining, session.queries_left if remaining is not None else None)
+        left = session.queries_like(self._result.replay.cost if self._result.replay is not None else None) \
+            if remaining is not None else None
+        return html_table(self._result, remaining, left, session.round is not False)
 
     def setinputsizes(self, sizes: Any) -> None:
         """Accepted and ignored (PEP 249)."""
@@ -251,7 +256,7 @@ class Connection:
 def connect(*args: Any, **kwargs: Any) -> Connection:
     """Open a dpsql connection: `connect(database=None, policy=None, analyst=None, ledger=None,
     tables=None, random_seed=None, engine="duckdb", spark=None, master=None, remote=None,
-    progress=None, prepare=True, shared=None, ci_columns=False)`, the fields of
+    progress=None, prepare=True, shared=None, ci_columns=None, round=None)`, the fields of
     `dpsql.session.SessionOptions` in their order.
 
     With neither database, policy nor tables: the bundled demo. `random_seed` makes the noise
@@ -267,6 +272,10 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
     `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
     a fresh in-memory budget for this connection. `ci_columns=True` adds a `<col>_ci95` column (the
-    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it).
+    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it;
+    None: the policy's `[server] ci_columns`). `round=True` rounds fetched values to their
+    interval's precision (`SET dpsql.round`; None: exact in fetched rows, rounded where shown).
+    A repeated statement within the policy's `[budget] replay_seconds` gets the answer released
+    before, free (docs/privacy-model.md, "Replayed answers").
     """
     return Connection(SessionOptions(*args, **kwargs).open())

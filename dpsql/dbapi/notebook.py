@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.render import REFUSED, format_cell, format_value, refusal
-from dpsql.result import CI_SUFFIX, NoisyResult, noisy_flags
+from dpsql.render import REFUSED, asymmetric, format_value, refusal, replay_text, shown
+from dpsql.result import CI_SUFFIX, Interval, NoisyResult, noisy_flags
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,26 +34,34 @@ def budget_line(cost: PrivacyCost | None, remaining: PrivacyCost | None, queries
     return "; ".join(parts)
 
 
-def html_table(result: NoisyResult, remaining: PrivacyCost | None = None, queries_left: int | None = None) -> str:
-    """An answer as an HTML table: each noisy cell `value ± half-width` (⊥ where a mechanism
-    refused), then the cost, the remaining budget and what ± means."""
+def html_table(result: NoisyResult, remaining: PrivacyCost | None = None, queries_left: int | None = None,
+               round_values: bool = True) -> str:
+    """An answer as an HTML table: each noisy cell `value ± half-width`, or `value [low, high]`
+    where its interval is not symmetric (⊥ where a mechanism refused), values rounded to their
+    interval's precision unless `round_values` is off, then the cost (or that it was replayed,
+    free), the remaining budget and what the intervals mean."""
     if not result.columns:
         return f"<p>{html.escape(result.message or result.kind)}</p>"
+    legend = "± and [low, high] are 95% intervals" if asymmetric(result) else "± is a 95% interval"
+    result, intervals = shown(result, round_values)
     reasons = [refusal(info) for info in result.noise_info] + [None] * len(result.columns)
     head = "".join(f"<th>{html.escape(c.name)}</th>" for c in result.columns)
     body = []
-    for row, widths in list(zip(result.rows, result.cell_ci95))[:MAX_HTML_ROWS]:
+    for row, texts in list(zip(result.rows, intervals))[:MAX_HTML_ROWS]:
         cells = []
         for index, value in enumerate(row):
-            width = widths[index] if index < len(widths) else None
-            text = REFUSED if value is None and reasons[index] else format_cell(value, width)
+            interval = texts[index] if index < len(texts) else None
+            text = REFUSED if value is None and reasons[index] else \
+                format_value(value) if interval is None else f"{format_value(value)} {interval}"
             align = ' style="text-align:right"' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
             cells.append(f"<td{align}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = len(result.rows) - MAX_HTML_ROWS
     notes = [f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{f', first {MAX_HTML_ROWS} shown' if more > 0 else ''})"]
-    if result.kind == "query":
-        notes.append(budget_line(result.cost, remaining, queries_left) + "; ± is a 95% interval")
+    if result.kind == "query" and result.replay is not None:
+        notes.append("; ".join([replay_text(result), budget_line(None, remaining, queries_left), legend]))
+    elif result.kind == "query":
+        notes.append(budget_line(result.cost, remaining, queries_left) + f"; {legend}")
     elif result.message:
         notes.append(result.message)
     for index, (column, reason) in enumerate(zip(result.columns, reasons)):
@@ -73,6 +81,7 @@ class _Table:
     widths: list[tuple[float | None, ...]]
     noisy: list[bool]
     cost: PrivacyCost | None
+    ends: list[tuple[Interval | None, ...]] | None = None  # each cell's (low, high), when known
 
 
 def _from_result(result: NoisyResult) -> _Table:
@@ -81,7 +90,8 @@ def _from_result(result: NoisyResult) -> _Table:
     keep = [i for i, name in enumerate(names) if not (name.endswith(CI_SUFFIX) and i > 0 and flags[i - 1] and not flags[i])]
     return _Table([names[i] for i in keep], [tuple(r[i] for i in keep) for r in result.rows],
                   [tuple(w[i] if i < len(w) else None for i in keep) for w in result.cell_ci95], [flags[i] for i in keep],
-                  result.cost if result.kind == "query" else None)
+                  result.cost if result.kind == "query" else None,
+                  [tuple(result.interval(r, i) for i in keep) for r in range(len(result.rows))])
 
 
 def _from_frame(frame: Any) -> _Table:
@@ -154,11 +164,16 @@ def plot(source: Any, x: str | None = None, y: str | Sequence[str] | None = None
     labels = [format_value(r[table.names.index(x)]) for r in table.rows] if x is not None else [""]
     rows = table.rows if x is not None else table.rows[:1]
     widths = table.widths if x is not None else table.widths[:1]
+    ends = (table.ends if x is not None else table.ends[:1]) if table.ends is not None else None
     step = 0.8 / len(wanted)
     for offset, name in enumerate(wanted):
         index = table.names.index(name)
         values = [float(r[index]) if _numeric(r[index]) else math.nan for r in rows]
-        errors = [float(width) if (width := w[index]) is not None and _numeric(r[index]) else math.nan for r, w in zip(rows, widths)]
+        errors: Any = [float(width) if (width := w[index]) is not None and _numeric(r[index]) else math.nan for r, w in zip(rows, widths)]
+        if ends is not None:  # each bar's interval as computed: below and above may differ (a clamped AVG)
+            pairs = [e[index] if e[index] is not None and _numeric(r[index]) else None for r, e in zip(rows, ends)]
+            errors = [[v - p[0] if p is not None else math.nan for v, p in zip(values, pairs)],
+                      [p[1] - v if p is not None else math.nan for v, p in zip(values, pairs)]]
         known = table.noisy[index]
         where = [p + (offset - (len(wanted) - 1) / 2) * step for p in range(len(rows))]
         if kind == "bar":

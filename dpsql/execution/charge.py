@@ -91,9 +91,12 @@ class Charger:
         return self.ledger.spent_after(self._analyst, cost, self.budget, self.accountant)
 
     def more(self, cost: PrivacyCost | None = None) -> int | None:
-        """How many more charges like ``cost`` (default: this session's last) fit now, from the
-        ledger's costs and the budget alone; None when there is no such cost (or it is free)."""
-        cost = self.last_cost if cost is None else cost
+        """How many more charges like ``cost`` (default: this session's last, else the analyst's
+        last statement in the ledger, from any session or process: a BI tool's pool opens a new
+        connection per query) fit now, from the ledger's costs and the budget alone; None when
+        there is no such cost (or it is free)."""
+        if cost is None:
+            cost = self.last_cost if self.last_cost is not None else self.ledger.last_cost(self._analyst, LAYER_PLAN_HASH)
         if cost is None or (cost.epsilon == 0 and cost.delta == 0):
             return None
         return self.ledger.more(self._analyst, cost, self.budget, self.accountant)

@@ -31,19 +31,23 @@ from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
 from dpsql.execution.post_run import filled, noisy_outputs, post_result, released_schemas
 from dpsql.execution.release import release_robust_rows, release_rows
+from dpsql.execution.replay import Replays
 from dpsql.execution.state import PostState, QueryState, SessionState
 from dpsql.ir.query import ColumnRef, PublicQuery
 from dpsql.mechanisms.base import fmt
 from dpsql.mechanisms.rng import RandomSource
-from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+from dpsql.result import NoiseInfo, NoisyResult, ResultColumn, with_interval_ends
 
 
 class Executor:
     """Runs a session's compiled statements: the engine, the charges, the noise and the state of one
     session (execution/state.py: what it derives from the statements it runs; they never change)."""
 
-    def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False) -> None:
+    def __init__(self, policy: Policy, engine: Engine, charger: Charger, rng: RandomSource, *, prepare: bool = False,
+                 replays: Replays | None = None) -> None:
         self.calls = EngineCalls(engine, rng)
+        # Answers released before, given again free (execution/replay.py); off unless the session says.
+        self.replays = replays if replays is not None else Replays(None, charger.analyst, None)
         self.released = ReleasedDatabase()  # released values only: all post-processing runs there (backend/released_db.py)
         self.charger = charger
         self.state = SessionState(engine.dialect, engine.capabilities, policy.budget.default_query)
@@ -64,7 +68,9 @@ class Executor:
 
     # --- without data or budget -------------------------------------------------------------------
     def cost_of(self, compiled: CompiledQuery) -> PrivacyCost:
-        """What executing would charge (a layer's reservation, nothing, or the plan's cost)."""
+        """What executing would charge (nothing for a replay, a layer's reservation, or the plan's cost)."""
+        if self.replays.released_at(self._replay_key(compiled)) is not None:
+            return PrivacyCost.zero()
         layer_cost = self.layers.cost_of(compiled)
         return layer_cost if layer_cost is not None else compiled.plan.cost
 
@@ -73,9 +79,11 @@ class Executor:
         state = self.state.query(compiled)
         lines = compiled.explain_lines(state.dialect, state.capabilities, verbose, state.text) + self.layers.explain_lines(compiled)
         table = compiled.plan.query.table
-        # The budget's view right under the query's own cost (the plan's "Cost:" line).
+        # The budget's view right under the query's own cost (the plan's "Cost:" line), then replay's.
         at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Cost: ")), len(lines))
-        lines[at:at] = self.budget_lines(self.cost_of(compiled))
+        key = self._replay_key(compiled)
+        replayed = self.replays.released_at(key) is not None
+        lines[at:at] = ([] if replayed else self.budget_lines(self.cost_of(compiled))) + self.replays.explain_lines(key)
         lines.append(f"Bounded relation of {table.name}: {self.calls.preparation_state(table)}")
         if compiled.keyed_columns:  # partition selection with key bounding: the keyed relation too
             lines.append(f"Keyed relation of {table.name} ({', '.join(compiled.keyed_columns)}): "
@@ -84,7 +92,14 @@ class Executor:
 
     def explain_post(self, compiled: CompiledPost, verbose: bool = True) -> list[str]:
         """EXPLAIN of a post-processing query on this session's engine (the engine SQL if verbose)."""
-        return compiled.explain_lines(self.state.dialect, self.state.capabilities, verbose)
+        return compiled.explain_lines(self.state.dialect, self.state.capabilities, verbose) + \
+            self.replays.explain_lines(self._post_replay_key(compiled))
+
+    def cost_of_post(self, compiled: CompiledPost) -> PrivacyCost:
+        """What executing a post-processing query would charge (nothing for a replay)."""
+        if self.replays.released_at(self._post_replay_key(compiled)) is not None:
+            return PrivacyCost.zero()
+        return compiled.cost
 
     def budget_lines(self, cost: PrivacyCost) -> list[str]:
         """EXPLAIN's view of the budget: the analyst's total after this query under the policy's
@@ -131,7 +146,17 @@ class Executor:
                            [tuple(None for _ in columns) for _ in result.rows])
 
     def execute(self, compiled: CompiledQuery) -> NoisyResult:
-        """Answer a private query: through a Median Mechanism layer, or the plan."""
+        """Answer a private query: replayed (execution/replay.py), or through a Median Mechanism
+        layer or the plan, and then kept for replay."""
+        key = self._replay_key(compiled)
+        replayed = self.replays.find(key)
+        if replayed is not None:
+            return replayed
+        result = with_interval_ends(self._execute(compiled))
+        self.replays.keep(key, result)
+        return result
+
+    def _execute(self, compiled: CompiledQuery) -> NoisyResult:
         taken = self.layers.take(compiled)
         if taken is not None:
             return taken
@@ -148,6 +173,16 @@ class Executor:
         return self._answer(compiled, state)
 
     def execute_post(self, compiled: CompiledPost) -> NoisyResult:
+        """Answer a post-processing query: replayed, or computed (`_execute_post`) and kept."""
+        key = self._post_replay_key(compiled)
+        replayed = self.replays.find(key)
+        if replayed is not None:
+            return replayed
+        result = with_interval_ends(self._execute_post(compiled))
+        self.replays.keep(key, result)
+        return result
+
+    def _execute_post(self, compiled: CompiledPost) -> NoisyResult:
         """Answer a post-processing query (execution/post_run.py): budget check, every release's dry
         runs and the outer query over empty released tables, ONE charge for all releases, then each
         release answered as the query on its own would be, and the outer query over their rows."""
@@ -166,6 +201,19 @@ class Executor:
         return post_result(compiled, columns, out.types, out.rows, results)
 
     # --- the steps -----------------------------------------------------------------------------------
+    def _replay_key(self, compiled: CompiledQuery) -> str | None:
+        state = self.state.query(compiled)
+        if not state.replay_keyed:
+            state.replay_key, state.replay_keyed = self.replays.key(compiled.plan), True
+        return state.replay_key
+
+    def _post_replay_key(self, compiled: CompiledPost) -> str | None:
+        state = self.state.post(compiled)
+        if not state.replay_keyed:
+            state.replay_key = self.replays.key(compiled.query, tuple(query.plan for query in compiled.inputs))
+            state.replay_keyed = True
+        return state.replay_key
+
     def _dry_runs(self, compiled: CompiledQuery, state: QueryState) -> None:
         """Refuse query-only errors before the charge (no data is present in a dry run)."""
         if state.dry_runs_passed:

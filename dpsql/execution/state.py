@@ -38,6 +38,8 @@ class QueryState:
     charge: PlannedCharge | None = None
     noise: tuple[NoiseInfo | None, ...] | None = None  # noise_info's plan-only part
     post: tuple[ReleasedTable, str] | None = None  # the released aggregates' schema and the post-processing SQL over it
+    replay_key: str | None = None  # execution/replay.py (None: replays off), once `replay_keyed`
+    replay_keyed: bool = False
 
     def text(self, select: exp.Expr) -> str:
         """A statement's SQL text for this session's engine, rendered once. Keyed by the statement
@@ -56,6 +58,8 @@ class PostState:
     outer_sql: str | None = None
     outer_columns: tuple[ResultColumn, ...] | None = None  # checked over empty released tables (DP127)
     charge: PlannedCharge | None = None
+    replay_key: str | None = None  # execution/replay.py (None: replays off), once `replay_keyed`
+    replay_keyed: bool = False
 
 
 class SessionState:

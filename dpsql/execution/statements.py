@@ -81,7 +81,7 @@ class PostProcessing:
     compiled: CompiledPost
 
     def cost(self, executor: Executor) -> PrivacyCost:
-        return self.compiled.cost
+        return executor.cost_of_post(self.compiled)
 
     def describe(self, executor: Executor) -> Columns:
         return executor.describe_post(self.compiled)

@@ -82,7 +82,7 @@ class Runner:
 
     def _text(self, result: NoisyResult, elapsed: float) -> str:
         shown = with_ci_columns(result) if self.session.ci_columns and result.kind == "query" else result  # SET dpsql.ci_columns = on
-        lines = [render_table(shown)]
+        lines = [render_table(shown, self.session.round is not False)]  # rounded unless SET dpsql.round = off
         if self.show_budget and result.kind == "query":
             remaining = self.session.remaining
             lines.append(f"budget remaining: epsilon {float(remaining.epsilon):.4g}, delta {float(remaining.delta):.3g}")

@@ -12,7 +12,7 @@ from dpsql.execution.charge import more_text
 from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, utility_notes
+from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, replay_text, shown, utility_notes
 from dpsql.result import CI_SUFFIX, NoisyResult, ResultColumn, noisy_flags  # noqa: F401 - noisy_flags: re-exported
 from dpsql.result import with_ci_columns as result_with_ci_columns
 
@@ -29,18 +29,28 @@ def _interval(widths: Sequence[float]) -> str:
     return f"± {format_value(float(low))} to {format_value(float(high))}"
 
 
-def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int | None = None) -> str | None:
-    """The notice sent after a private answer: each noisy column's ± 95% interval, the cost, the
-    remaining budget, and why a ⊥ cell was not released. None for anything but a private query."""
+def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int | None = None, round_values: bool = True) -> str | None:
+    """The notice sent after a private answer: each noisy column's 95% interval (± half-width, or
+    [low, high] where it is not symmetric; rounded like the values when `round_values`), the cost
+    (or that the answer was replayed, free), the remaining budget, and why a ⊥ cell was not
+    released. None for anything but a private query."""
     if result.kind != "query":
         return None
+    exact = result
+    result, texts = shown(result, round_values)
     intervals, reasons, modes = [], [], []
     for index, (column, info) in enumerate(zip(result.columns, result.noise_info)):
         if info is None:
             continue
         widths = [float(w) for row in result.cell_ci95 if (w := row[index]) is not None]
         mechanism = info.get("mechanism", "")
-        if widths:
+        bent = [text for line in texts if (text := line[index]) is not None and text.startswith("[")]
+        if bent and len(widths) == 1:
+            intervals.append(f"{column.name} {bent[0]} ({mechanism})")
+        elif bent:
+            intervals.append(f"{column.name} {_interval(widths)}, not symmetric in {len(bent)} of {len(widths)} rows "
+                             f"(low and high per row in dpsql.last_query) ({mechanism})")
+        elif widths:
             intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
         elif info.get("rank_error95") is not None:
             # The exponential mechanism's error is known in ranks only (a value interval would need
@@ -59,10 +69,11 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
         lines.append("dpsql: 95% intervals: " + "; ".join(intervals))
     if modes:
         lines.append("dpsql: " + "; ".join(modes) + f" ({info_mechanisms(result)})")
-    lines.append(f"dpsql: cost {budget_text(result.cost)}; remaining budget {budget_text(remaining)}"
+    spent = f"{replay_text(result)}" if result.replay is not None else f"cost {budget_text(result.cost)}"
+    lines.append(f"dpsql: {spent}; remaining budget {budget_text(remaining)}"
                  + (f"; {more_text(queries_left)} more queries like this fit" if queries_left is not None else ""))
     lines.extend(reasons)
-    lines.extend(f"dpsql: {note}" for note in utility_notes(result))
+    lines.extend(f"dpsql: {note}" for note in utility_notes(exact))
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from dpsql import errors
 from dpsql.backend.watchdog import WATCHDOG
 from dpsql.catalog.model import Policy, ServerSettings
 from dpsql.errors import ServerError
+from dpsql.render import rounded
 from dpsql.result import NoisyResult
 from dpsql.server import codec, noise_report, pgtypes, scram, session_views
 from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
@@ -34,6 +35,8 @@ from dpsql.session import Session
 log = logging.getLogger("dpsql.server")
 NO_DATA = "NO_DATA"
 CI_COLUMNS = "dpsql.ci_columns"
+ROUND = "dpsql.round"  # released values rounded to their interval's precision (render.rounded)
+CONNECTION_SETTINGS = (CI_COLUMNS, ROUND)  # the connection's own dpsql settings, defaults in [server]
 _CURSOR_KINDS = frozenset({"declare", "fetch", "move", "close"})
 CANCEL_REPEAT = 0.05  # seconds between the interrupts of a cancelled statement
 
@@ -51,6 +54,7 @@ class ServerContext:
     close: Callable[[], None] | None = None  # releases what the connections shared (after they ended)
     wait_prepared: Callable[[], None] | None = None  # waits for the startup preparation (benchmarks, tests)
     backends: BackendRegistry = field(default_factory=BackendRegistry)  # logged-in connections by pid (cancel)
+    last: session_views.LastAnswers = field(default_factory=session_views.LastAnswers)  # dpsql.last_query, per analyst
 
 
 @dataclass
@@ -100,7 +104,6 @@ class PgConnection:
         self._skip_to_sync = False
         self._statements: dict[str, Prepared] = {}
         self._portals: dict[str, Portal] = {}
-        self._last: session_views.LastStatement | None = None  # the last private answer (dpsql.last_query)
         self._cursors: dict[str, Portal] = {}  # DECLAREd cursors over released answers
         # Cancellation from another thread (a CancelRequest, or pg_cancel_backend from the analyst's
         # other connection): only while a Session statement runs, so it never lands on the next one.
@@ -430,7 +433,8 @@ class PgConnection:
         if route == "catalog" and tree is not None:
             return self.ctx.emulation.query(tree, self.client, params)  # bounded by the catalog's own limits
         if route == "views" and tree is not None:
-            columns, rows = session_views.query(tree, self.session, self._last, self.ctx.limits, params)
+            columns, rows = session_views.query(tree, self.session, self.ctx.last.get(self.client.user), self.ctx.limits, params,
+                                                round_values=self._round)
             return Answer(columns, rows, f"SELECT {len(rows)}")
         with self._cancellable(), _statement_timeout(self.ctx.limits.statement_timeout, self.session.interrupt):
             result = self.session.execute(sql, list(params))
@@ -439,10 +443,12 @@ class PgConnection:
             return Answer(answer.columns, [], "SELECT 0", result.message)
         if result.kind != "query":
             return _answer(result, False)
-        self._last = session_views.LastStatement(sql, result)
-        answer = _answer(result, self._ci_columns)
+        self.ctx.last.set(self.client.user, session_views.LastStatement(sql, result))
+        round_values = self._round
+        answer = _answer(rounded(result) if round_values else result, self._ci_columns)
+        left = self.session.queries_like(result.replay.cost if result.replay is not None else None)
         return Answer(answer.columns, answer.rows, answer.tag, noise_report.notice_text(
-            result, self.session.remaining, self.session.queries_left))
+            result, self.session.remaining, left, round_values))
 
     @contextmanager
     def _cancellable(self) -> Iterator[None]:
@@ -466,9 +472,18 @@ class PgConnection:
 
     @property
     def _ci_columns(self) -> bool:
-        """`SET dpsql.ci_columns = on`: a `<col>_ci95` column after each noisy column."""
+        """`SET dpsql.ci_columns = on`: a `<col>_ci95` column after each noisy column (default: `[server] ci_columns`)."""
+        return self._flag(CI_COLUMNS, self.ctx.limits.ci_columns)
+
+    @property
+    def _round(self) -> bool:
+        """`SET dpsql.round = on`: released values rounded to their interval's precision (default: `[server] round`)."""
+        return self._flag(ROUND, self.ctx.limits.round)
+
+    def _flag(self, name: str, default: bool) -> bool:
         assert self.client is not None
-        return self.client.setting(CI_COLUMNS) == "on"
+        value = self.client.setting(name)
+        return default if value is None else value.strip().lower() in _ON
 
     def _cursor(self, command: Utility, params: Sequence[Any]) -> Answer:
         """DECLARE runs its query once (charged, noised and released like any other); FETCH and
@@ -510,14 +525,19 @@ class PgConnection:
             tag = "ROLLBACK" if self.tx == "E" else command.tag
             self.tx = "I"
             return Answer((), [], tag)
-        elif command.kind == "set" and (command.name or "").lower() == CI_COLUMNS and command.value is not None:
-            self.client.set(CI_COLUMNS, _on_off(command.value))
-        elif command.kind == "reset" and (command.name or "").lower() == CI_COLUMNS:
-            self.client.settings.pop(CI_COLUMNS, None)
+        elif command.kind == "set" and (command.name or "").lower() in CONNECTION_SETTINGS and command.value is not None:
+            name = (command.name or "").lower()
+            if command.value.strip().lower() == "default":  # the server's default ([server])
+                self.client.settings.pop(name, None)
+            else:
+                self.client.set(name, _on_off(command.value, name))
+        elif command.kind == "reset" and (command.name or "").lower() in CONNECTION_SETTINGS:
+            self.client.settings.pop((command.name or "").lower(), None)
         elif command.kind == "show" and (command.name or "").lower().startswith("dpsql."):
             assert self.session is not None
             name = command.name.lower()  # type: ignore[union-attr]
-            return Answer(((name, pgtypes.TEXT),), [(session_views.show(name, self.session, self._ci_columns),)], "SHOW")
+            return Answer(((name, pgtypes.TEXT),), [(session_views.show(name, self.session, self._ci_columns, self._round),)],
+                          "SHOW")
         elif command.kind == "set" and command.name is not None and command.value is not None:
             value = pgc.DEFAULT_SETTINGS.get(command.name, "") if command.value.upper() == "DEFAULT" else command.value
             self.client.set(command.name, value)
@@ -640,16 +660,19 @@ def _message(err: errors.Error) -> str:
 def _is_session_setting(command: Utility) -> bool:
     """`SET dpsql.<name> = ...` belongs to the Session (its privacy settings); dpsql.ci_columns is the connection's."""
     name = (command.name or "").lower()
-    return command.kind == "set" and name.startswith("dpsql.") and name not in ("dpsql.random_seed", "dpsql.seed", CI_COLUMNS)
+    return command.kind == "set" and name.startswith("dpsql.") and name not in ("dpsql.random_seed", "dpsql.seed", *CONNECTION_SETTINGS)
 
 
-def _on_off(value: str) -> str:
+_ON = frozenset({"on", "true", "yes", "1", "t"})
+
+
+def _on_off(value: str, name: str = CI_COLUMNS) -> str:
     lowered = value.strip().lower()
-    if lowered in ("on", "true", "yes", "1", "t"):
+    if lowered in _ON:
         return "on"
-    if lowered in ("off", "false", "no", "0", "f", "default"):
+    if lowered in ("off", "false", "no", "0", "f"):
         return "off"
-    raise ServerError("22023", f'parameter "{CI_COLUMNS}" requires a Boolean value (on or off)')
+    raise ServerError("22023", f'parameter "{name}" requires a Boolean value (on or off)')
 
 
 def _answer(result: NoisyResult, ci_columns: bool) -> Answer:

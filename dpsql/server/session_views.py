@@ -1,14 +1,16 @@
-"""`dpsql.last_query`, `dpsql.ledger`, `dpsql.budget` and `SHOW dpsql.*`: the session's own state as
-tables a BI tool can query (error bars, a budget gauge), answered from the connection and the
-analyst's ledger: never from data, never charged.
+"""`dpsql.last_query`, `dpsql.ledger`, `dpsql.budget` and `SHOW dpsql.*`: the analyst's own state as
+tables a BI tool can query (error bars, a budget gauge), answered from the analyst's last answer
+in this server (whichever connection got it) and the analyst's ledger: never from data, never
+charged.
 
 A query over these views runs in a fresh, locked-down metadata database (catalog_db.py) holding
-only this connection's rows, under the same static bounds as catalog probes (catalog_rules.py).
+only this analyst's rows, under the same static bounds as catalog probes (catalog_rules.py).
 """
 
 from __future__ import annotations
 
 import datetime
+import threading
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Sequence
@@ -18,7 +20,7 @@ from sqlglot import exp
 from dpsql.backend.catalog_db import MetadataDB
 from dpsql.catalog.model import ServerSettings
 from dpsql.errors import CatalogQueryError, InvalidOptionError
-from dpsql.render import refusal
+from dpsql.render import refusal, rounded
 from dpsql.result import NoisyResult
 from dpsql.server import pgtypes
 from dpsql.server.catalog_rules import check_probe
@@ -33,6 +35,7 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         ("row_number", "BIGINT"), ("column_name", "VARCHAR"), ("value", "DOUBLE"), ("ci95", "DOUBLE"),
         ("low", "DOUBLE"), ("high", "DOUBLE"), ("mechanism", "VARCHAR"), ("refused", "BOOLEAN"),
         ("refusal", "VARCHAR"), ("statement", "VARCHAR"), ("epsilon", "DOUBLE"), ("delta", "DOUBLE"),
+        ("replayed", "BOOLEAN"),
     ),
     "ledger": (
         ("id", "BIGINT"), ("time", "TIMESTAMP"), ("session", "VARCHAR"), ("query", "VARCHAR"),
@@ -48,10 +51,29 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class LastStatement:
-    """The connection's last private answer and its SQL (what `dpsql.last_query` shows)."""
+    """An analyst's last private answer and its SQL (what `dpsql.last_query` shows)."""
 
     sql: str
     result: NoisyResult
+
+
+class LastAnswers:
+    """Each analyst's last private answer in this server, whichever of their connections got it:
+    a BI tool's pool (Superset's NullPool) opens a new connection per query, so a view of the
+    connection's own last answer would always be empty. Only the analyst's own answers are read
+    back (the login names the analyst)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, LastStatement] = {}
+        self._lock = threading.Lock()
+
+    def get(self, analyst: str) -> LastStatement | None:
+        with self._lock:
+            return self._last.get(analyst)
+
+    def set(self, analyst: str, last: LastStatement) -> None:
+        with self._lock:
+            self._last[analyst] = last
 
 
 def is_session_view(table: exp.Table) -> bool:
@@ -66,7 +88,9 @@ def _number(value: Any) -> float | None:
 
 
 def last_query_rows(last: LastStatement | None) -> list[tuple[Any, ...]]:
-    """One row per released noisy cell of the last private answer."""
+    """One row per released noisy cell of the last private answer: its value, 95% half-width and
+    interval ends (`low`, `high`: not value ∓ ci95 where the interval is not symmetric, e.g. an
+    AVG clamped at its bound), and whether the answer was a replay (charged nothing: epsilon 0)."""
     if last is None:
         return []
     result = last.result
@@ -79,11 +103,12 @@ def last_query_rows(last: LastStatement | None) -> list[tuple[Any, ...]]:
             value = _number(row[index])
             width = widths[index] if index < len(widths) else None
             width = float(width) if width is not None and value is not None else None
-            low = value - width if value is not None and width is not None else None
-            high = value + width if value is not None and width is not None else None
+            ends = result.interval(number - 1, index) if value is not None else None
+            low, high = ends if ends is not None else (None, None)
             refused = row[index] is None and reason is not None
             rows.append((number, column.name, value, width, low, high, info.get("mechanism"), refused,
-                         reason if refused else None, last.sql, float(result.cost.epsilon), float(result.cost.delta)))  # fmt: skip
+                         reason if refused else None, last.sql, float(result.cost.epsilon), float(result.cost.delta),
+                         result.replay is not None))  # fmt: skip
     return rows
 
 
@@ -102,8 +127,12 @@ def budget_rows(session: Session) -> list[tuple[Any, ...]]:
 
 
 def query(tree: exp.Expr, session: Session, last: LastStatement | None, limits: ServerSettings,
-          params: Sequence[Any] = (), *, describe_only: bool = False) -> tuple[tuple[tuple[str, int], ...], list[tuple[Any, ...]]]:  # fmt: skip
-    """Answer a query over the dpsql.* views: (name, OID) columns and rows."""
+          params: Sequence[Any] = (), *, describe_only: bool = False,
+          round_values: bool = False) -> tuple[tuple[tuple[str, int], ...], list[tuple[Any, ...]]]:  # fmt: skip
+    """Answer a query over the dpsql.* views: (name, OID) columns and rows (`dpsql.last_query`'s
+    values rounded like the answer's rows when `round_values`: SET dpsql.round)."""
+    if last is not None and round_values:
+        last = LastStatement(last.sql, rounded(last.result))
     check_probe(tree)
     db = MetadataDB(memory_mb=VIEW_MEMORY_MB, timeout=limits.catalog_timeout, max_rows=limits.catalog_max_rows)
     try:
@@ -120,13 +149,15 @@ def query(tree: exp.Expr, session: Session, last: LastStatement | None, limits: 
     return columns, result.rows
 
 
-def show(name: str, session: Session, ci_columns: bool) -> str:
-    """SHOW dpsql.ci_columns (the connection's), or the session's SHOW dpsql.* (Session.show)."""
+def show(name: str, session: Session, ci_columns: bool, round_values: bool = True) -> str:
+    """SHOW dpsql.ci_columns and dpsql.round (the connection's), or the session's SHOW dpsql.* (Session.show)."""
     if name.lower() == "dpsql.ci_columns":
         return "on" if ci_columns else "off"
+    if name.lower() == "dpsql.round":
+        return "on" if round_values else "off"
     try:
         return session.show(name)
     except InvalidOptionError:
         pass  # the PostgreSQL error below, outside the except block
     raise CatalogQueryError(f'unrecognized configuration parameter "{name}"', code="DP400",
-                            hint="dpsql settings: " + ", ".join((*SHOW_SETTINGS, "dpsql.ci_columns")))
+                            hint="dpsql settings: " + ", ".join(dict.fromkeys((*SHOW_SETTINGS, "dpsql.ci_columns", "dpsql.round"))))

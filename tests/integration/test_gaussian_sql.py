@@ -54,7 +54,8 @@ def test_ci95_derives_the_smallest_epsilon_before_anything_is_spent(connect, noi
 
 
 def test_explain_shows_the_total_after_the_query_and_how_many_fit(connect, policy_file) -> None:  # type: ignore[no-untyped-def]
-    con = connect(policy_file(epsilon=1.0, delta=1e-6, default_epsilon=0.01, default_delta=0.0))
+    # Replay off: the repeat's EXPLAIN is about a charge (with replay on, the repeat would be free).
+    con = connect(policy_file(epsilon=1.0, delta=1e-6, default_epsilon=0.01, default_delta=0.0, replay_seconds=0))
     lines = explain(con, "SELECT COUNT(*) FROM people")
     line = lines[lines.index(next(x for x in lines if x.startswith("Cost: "))) + 1]
     # One COUNT at epsilon 0.01 (sensitivity 3): the filter holds it at epsilon at most 0.01.

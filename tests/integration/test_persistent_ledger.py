@@ -18,6 +18,8 @@ from dpsql.session import DEMO_LEDGER
 from tests.conftest import make_policy_text
 
 QUERY = "SELECT COUNT(*) FROM people"
+OTHER = "SELECT COUNT(*) FROM people WHERE age > 30"
+THIRD = "SELECT COUNT(*) FROM people WHERE age > 40"
 
 
 def _remaining(output: str) -> float:
@@ -29,13 +31,16 @@ def _remaining(output: str) -> float:
 def test_cli_demo_keeps_its_budget_across_runs(capsys: pytest.CaptureFixture[str], isolated_demo_cache: Path) -> None:
     assert main(["-c", QUERY]) == 0
     first = _remaining(capsys.readouterr().out)
-    assert main(["-c", QUERY]) == 0
+    assert main(["-c", OTHER]) == 0
     second = _remaining(capsys.readouterr().out)
     assert first - second == pytest.approx(0.1)  # the second run saw the first run's charge
     assert (isolated_demo_cache / "demo-v1" / DEMO_LEDGER).is_file()
     assert main(["--ledger", ":memory:", "-c", QUERY]) == 0  # a throwaway run: a fresh budget, nothing recorded
     assert _remaining(capsys.readouterr().out) == pytest.approx(first)
-    assert main(["-c", QUERY]) == 0
+    assert main(["-c", QUERY]) == 0  # the first run's answer, kept in the demo's ledger: replayed, free
+    out = capsys.readouterr().out
+    assert "replayed" in out and _remaining(out) == pytest.approx(second)
+    assert main(["-c", THIRD]) == 0
     assert _remaining(capsys.readouterr().out) == pytest.approx(second - 0.1)
 
 

@@ -36,7 +36,7 @@ ANALYST, ANALYST_PASSWORD = "dana", "dana-pw"
 
 
 def test_dbapi_connections_charge_one_postgres_budget(connect: Any, policy_file: Any, postgres_url: str) -> None:
-    policy = policy_file(epsilon=0.3, default_epsilon=0.1)
+    policy = policy_file(epsilon=0.3, default_epsilon=0.1, replay_seconds=0)  # every repeat charged
     first, second = connect(policy=policy, ledger=postgres_url), connect(policy=policy, ledger=postgres_url)
     answered = 0
     for con in (first, second, first, second):
@@ -68,6 +68,9 @@ def test_a_stopped_ledger_server_fails_closed_through_dbapi(connect: Any, postgr
     finally:
         postgres_server.start()
     cur.execute(QUERY)  # the same connection works again once the server is back
+    assert cur.result.replay is not None  # the first answer, kept in the PostgreSQL ledger: replayed, free
+    assert len(con.ledger()) == 1
+    cur.execute(QUERY.replace("FROM people", "FROM people WHERE age > 30"))
     assert len(con.ledger()) == 2
 
 
@@ -97,7 +100,8 @@ def test_two_servers_sharing_a_postgres_ledger_cannot_overspend(
     write_parquet(people_frame, tmp_path / "people.parquet")
     policy = tmp_path / "policy.toml"
     analysts = f'[analysts.{ANALYST}]\npassword = "{make_verifier(ANALYST_PASSWORD)}"\nepsilon = 1.0\ndelta = 1e-6\n'
-    policy.write_text(make_policy_text(source="people.parquet", default_epsilon=0.1, extra=analysts), encoding="utf-8")
+    policy.write_text(make_policy_text(source="people.parquet", default_epsilon=0.1, extra=analysts, replay_seconds=0),
+                      encoding="utf-8")
     servers = [_serve(policy, postgres_url, tmp_path / f"server{i}.log") for i in range(2)]
     outcomes: list[str] = []
     try:

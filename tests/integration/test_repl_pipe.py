@@ -70,9 +70,12 @@ def test_confirmation_no_does_not_charge_and_yes_does(session: Session) -> None:
     accepted = drive(session, ENTER.join([EXPENSIVE, "y", "\\q", ""]))
     assert "±" in accepted.out and "cost: epsilon 4" in accepted.out
     assert [e.cost.epsilon for e in session.ledger_entries()] == [4]
-    # 4 of the remaining 6 is above the default share: Enter alone (the default answer) declines.
-    again = drive(session, ENTER.join([EXPENSIVE, "", "\\q", ""]))
+    # 4 of the remaining 6 is above the default share: Enter alone (the default answer) declines
+    # (another statement: the same one again would be a replay of its answer, free and not asked).
+    again = drive(session, ENTER.join([EXPENSIVE.replace("FROM people", "FROM people WHERE age > 20"), "", "\\q", ""]))
     assert "Not run" in again.out and len(session.ledger_entries()) == 1
+    replayed = drive(session, ENTER.join([EXPENSIVE, "\\q", ""]))
+    assert "Not run" not in replayed.out and "replayed" in replayed.out and len(session.ledger_entries()) == 1
 
 
 def test_confirm_share_threshold(session: Session) -> None:

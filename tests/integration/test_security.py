@@ -351,7 +351,8 @@ RACE_CHILD = textwrap.dedent(
 
 def test_two_processes_of_200_charges_spend_exactly_the_budget(policy_file, tmp_path: Path) -> None:
     # Budget 3.0 at epsilon 0.01 per query: exactly 300 of the 400 charges fit (exact Fractions).
-    policy, ledger, go = policy_file(epsilon=3.0, accountant="basic"), tmp_path / "ledger.sqlite", tmp_path / "go"  # exact sums
+    # Replay off: each child repeats one statement, and every repeat must be a charge.
+    policy, ledger, go = policy_file(epsilon=3.0, accountant="basic", replay_seconds=0), tmp_path / "ledger.sqlite", tmp_path / "go"
     Ledger(ledger).close()  # create the schema once, before the race
     script = tmp_path / "race.py"
     script.write_text(RACE_CHILD)

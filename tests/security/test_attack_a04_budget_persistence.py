@@ -70,6 +70,11 @@ def test_a04_each_cli_process_reads_what_the_previous_ones_spent(policy_file, pe
     database, ledger = tmp_path / "people.duckdb", tmp_path / "ledger.sqlite"
     write_duckdb(people_frame, database, "people")
     policy = policy_file(epsilon=0.2)
-    first, second, third = (run_cli(database, policy, ledger, SQL) for _ in range(3))
+    # Three different statements: the same one again would be a replay of its answer (free, and
+    # nothing new: docs/privacy-model.md, "Replayed answers"), checked last.
+    statements = [f"{SQL} WHERE age > {18 + i}" for i in range(3)]
+    first, second, third = (run_cli(database, policy, ledger, sql) for sql in statements)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert third.returncode == 1 and "DP200" in third.stderr and "budget" in third.stderr, third.stderr
+    again = run_cli(database, policy, ledger, statements[0])  # exhausted, but this answer was released already
+    assert again.returncode == 0 and "replayed" in again.stdout and again.stdout.split("(1 row)")[0] == first.stdout.split("(1 row)")[0]

@@ -63,7 +63,9 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory, people_frame: pd.DataFra
     directory = tmp_path_factory.mktemp("pgwire")
     write_parquet(people_frame, directory / "people.parquet")
     policy = directory / "policy.toml"
-    policy.write_text(make_policy_text(source="people.parquet", extra=_analysts()), encoding="utf-8")
+    # Replay off: these tests count the charges of repeated statements (replay has its own
+    # server in test_replay_server.py).
+    policy.write_text(make_policy_text(source="people.parquet", extra=_analysts(), replay_seconds=0), encoding="utf-8")
     config = ServerConfig(policy=policy, port=0, ledger=directory / "ledger.sqlite")
     with ServerThread(config) as server:
         yield PgServer("127.0.0.1", server.port, config.ledger_path, policy, directory)

@@ -59,3 +59,22 @@ def test_server_must_be_a_table(tmp_path: Path) -> None:
     path.write_text("server = 3\n" + make_policy_text(source="people.parquet"), encoding="utf-8")
     with pytest.raises(CatalogError, match="key 'server'"):
         load_policy(path)
+
+
+def test_presentation_defaults_are_booleans(tmp_path: Path) -> None:
+    assert (ServerSettings().ci_columns, ServerSettings().round) == (False, True)
+    settings = load_policy(_policy(tmp_path, "ci_columns = true\nround = false\n")).server
+    assert (settings.ci_columns, settings.round) == (True, False)
+    for line in ("ci_columns = 1", "round = 'off'"):
+        with pytest.raises(CatalogError, match=f"key 'server.{line.split(' ')[0]}'"):
+            load_policy(_policy(tmp_path, line + "\n"))
+
+
+def test_replay_seconds_is_read_and_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(make_policy_text(source="people.parquet", replay_seconds=90), encoding="utf-8")
+    assert load_policy(path).budget.replay_seconds == 90.0
+    for bad in (-1, 10**9):
+        path.write_text(make_policy_text(source="people.parquet", replay_seconds=bad), encoding="utf-8")
+        with pytest.raises(CatalogError, match="key 'budget.replay_seconds'"):
+            load_policy(path)

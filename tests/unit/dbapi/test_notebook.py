@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from dpsql.dbapi import notebook  # noqa: E402
+from dpsql.dbapi import notebook
+from dpsql.render import rounded  # noqa: E402
 
 QUERY = "SELECT dept, COUNT(*) AS n, AVG(income) AS avg_income FROM people GROUP BY dept"
 
@@ -74,8 +75,12 @@ def test_rich_display_shows_intervals_cost_and_budget(connect) -> None:
     cur = con.execute(QUERY)
     page = cur._repr_html_()
     first = cur.result.rows[0]
-    assert f"{first[1]} ± " in page and "cost: epsilon 0.1, delta 0" in page
-    assert "remaining budget: epsilon 9.9" in page and "± is a 95% interval" in page
+    shown = rounded(cur.result).rows[0]  # displayed values are rounded to their interval's precision
+    assert f">{shown[1]} ± " in page and "cost: epsilon 0.1, delta 0" in page
+    assert "remaining budget: epsilon 9.9" in page and "95% interval" in page
+    assert shown[1] != first[1] and f">{first[1]} ± " not in page  # the control: rounding did change it
+    con.execute("SET dpsql.round = off")
+    assert f">{first[1]} ± " in cur._repr_html_()  # exact values on request
     assert "<script" not in page
     assert "no statement executed yet" in con.cursor()._repr_html_()
 

@@ -32,8 +32,8 @@ class CountingSource(SeededRandomSource):
         return super().randbelow(n)
 
 
-def _session_with(connect: Callable[..., dpsql.Connection], source: SeededRandomSource) -> Any:
-    con = connect()
+def _session_with(connect: Callable[..., dpsql.Connection], source: SeededRandomSource, policy_file: Callable[..., Any]) -> Any:
+    con = connect(policy=policy_file(replay_seconds=0))  # replay off: every repeat is charged and noised anew
     session = con.session
     # The executor's noise and its engine calls' seeds read the source the session was given.
     session._executor._rng = source
@@ -41,9 +41,10 @@ def _session_with(connect: Callable[..., dpsql.Connection], source: SeededRandom
     return con, session
 
 
-def test_repeated_query_reuses_the_plan_and_draws_fresh_noise(connect: Callable[..., dpsql.Connection]) -> None:
+def test_repeated_query_reuses_the_plan_and_draws_fresh_noise(connect: Callable[..., dpsql.Connection],
+                                                               policy_file: Callable[..., Any]) -> None:
     source = CountingSource(11)
-    con, session = _session_with(connect, source)
+    con, session = _session_with(connect, source, policy_file)
     values, draws = [], []
     for _ in range(6):
         before = source.draws
@@ -55,8 +56,8 @@ def test_repeated_query_reuses_the_plan_and_draws_fresh_noise(connect: Callable[
     assert len(session.ledger_entries()) == 6
 
 
-def test_repeated_query_gets_fresh_per_query_seeds(connect: Callable[..., dpsql.Connection]) -> None:
-    con, session = _session_with(connect, CountingSource(12))
+def test_repeated_query_gets_fresh_per_query_seeds(connect: Callable[..., dpsql.Connection], policy_file: Callable[..., Any]) -> None:
+    con, session = _session_with(connect, CountingSource(12), policy_file)
     calls = session._executor.calls
     seen: list[Mapping[str, Any]] = []
     run = calls.run
@@ -100,7 +101,7 @@ def test_another_policy_gives_a_new_plan(connect: Callable[..., dpsql.Connection
 def test_a_cached_plan_is_refused_in_the_same_words_and_never_charged(connect: Callable[..., dpsql.Connection],
                                                                      policy_file: Callable[..., Any]) -> None:
     # 0.123456789 prints differently under :g and .12g, so the two refusal texts would differ
-    con = connect(policy=policy_file(epsilon=0.4, default_epsilon=0.123456789, accountant="basic"))
+    con = connect(policy=policy_file(epsilon=0.4, default_epsilon=0.123456789, accountant="basic", replay_seconds=0))
     session = con.session
     for _ in range(3):
         con.execute(COUNT).fetchall()

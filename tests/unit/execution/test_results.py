@@ -39,7 +39,9 @@ def test_cursor_noise_info_is_one_dict_per_column(connect) -> None:
     cur.fetchall()
     infos = cur.noise_info
     assert infos[0] is None and all(type(i) is dict for i in infos[1:])
-    assert list(infos[1]) == ["mechanism", "scale", "ci95", "epsilon", "delta"] and infos[1]["mechanism"] == "laplace"
+    # The interval's ends too (ci_low, ci_high: not value -/+ ci95 where the interval is not symmetric).
+    assert list(infos[1]) == ["mechanism", "scale", "ci95", "epsilon", "delta", "ci_low", "ci_high"]
+    assert infos[1]["mechanism"] == "laplace"
     assert infos[2]["mechanism"] == "smed" and {"threshold", "cap", "refusal", "refused", "rank_shift"} <= set(infos[2])
     assert infos[3]["mechanism"].startswith("laplace (count, post-processed)") and infos[3]["ci95"] is not None
 
@@ -72,7 +74,7 @@ def test_placeholders_carry_typed_references_through_copies() -> None:
 def test_session_options_are_the_connect_parameters_in_order(connect, people_frame) -> None:
     assert [f.name for f in SessionOptions.__dataclass_fields__.values()] == [
         "database", "policy", "analyst", "ledger", "tables", "random_seed", "engine", "spark", "master", "remote", "progress",
-        "prepare", "shared", "ci_columns"]
+        "prepare", "shared", "ci_columns", "round"]
     with pytest.raises(ProgrammingError):
         dpsql.connect(random_seed="1")
     with pytest.raises(TypeError):
