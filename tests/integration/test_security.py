@@ -219,15 +219,19 @@ def test_raw_duckdb_would_quote_the_secret(numeric_text_people: pd.DataFrame) ->
 @pytest.mark.parametrize("sql", LEAKY)
 def test_data_dependent_errors_answer_or_fail_without_quoting_data(connect, numeric_text_people, sql: str) -> None:
     con = connect(tables={"people": numeric_text_people}, random_seed=1)
+    charged = 1
     try:
         rows = con.execute(sql).fetchall()
     except dpsql.Error as error:
-        assert isinstance(error, EngineError), error
         texts = exception_texts(error)
         assert SECRET not in texts and "123456" not in texts
+        if getattr(error, "code", None) == "DP142":  # text read as a number: refused from the SQL alone, before the charge
+            charged = 0
+        else:
+            assert isinstance(error, EngineError), error
     else:
         assert SECRET not in repr(rows)
-    assert len(con.ledger()) == 1  # charged either way: never refunded (a refund is an oracle)
+    assert len(con.ledger()) == charged  # an engine failure is charged: never refunded (a refund is an oracle)
 
 
 def test_engine_errors_are_sanitized_down_the_whole_exception_chain(connect, numeric_text_people) -> None:

@@ -36,7 +36,7 @@ type = "timestamp"
 
 QUERIES = [
     "SELECT day, COUNT(*) FROM ev GROUP BY day",
-    "SELECT at, COUNT(*) FROM ev GROUP BY at",
+    "SELECT date_trunc('hour', at) AS h, COUNT(*) FROM ev GROUP BY h",  # a bare timestamp is DP141
     "SELECT MODE(day) FROM ev",
     "SELECT date_trunc('month', day) AS m, COUNT(*) FROM ev GROUP BY m",
 ]
