@@ -387,10 +387,16 @@ class Ledger:
         if cached is not None and cached[:2] == (count, max_id):
             self._remember_version(analyst, version)
             return cached[2]
+        # Rows past the summary's largest id were committed by another process after the summary
+        # was read (outside a charge nothing holds the analyst's lock): left for the next read.
+        rows = [r for r in store.history(analyst, cached[1]) if r[0] <= max_id] if cached is not None else []
+        if cached is not None and cached[0] + len(rows) != count:
+            if in_charge and cached[0] + len(rows) > count:
+                raise LedgerError(_LOST)  # under the analyst's lock: charges at or below the cached largest id vanished
+            # Otherwise growth the cache cannot place (a concurrent charge with a smaller id
+            # committed late, or between the summary and this read): read the whole history again.
+            cached = None
         if cached is not None:
-            rows = store.history(analyst, cached[1])
-            if cached[0] + len(rows) != count:
-                raise LedgerError(_LOST)  # charges at or below the cached largest id vanished
             history = cached[2]
             for losses in _history_losses(rows):
                 history = history.add(charge_of(losses))
