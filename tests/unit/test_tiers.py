@@ -49,5 +49,5 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     command = re.search(r"^pip install -e '\.\[test,spark\]' && python -m pytest (.*)$", readme, re.MULTILINE)
     assert command is not None, "the README's second command"
-    assert command.group(1) == "--all -n auto"
-    assert re.search(r"^python3 -m pytest -q --all -n auto$", ci, re.MULTILINE), ".ci/run must run every tier"
+    assert command.group(1) == "--all -n auto --dist loadfile"
+    assert re.search(r"^python3 -m pytest -q --all -n auto --dist loadfile$", ci, re.MULTILINE), ".ci/run must run every tier"
