@@ -262,7 +262,8 @@ class Ledger:
             with store.charging(analyst):
                 history = self._history(analyst, in_charge=True)
                 after = history.add(charge)
-                if not chosen.admits(after):
+                free = record.cost.epsilon == 0 and record.cost.delta == 0  # no loss added: always fits
+                if not free and not chosen.admits(after):
                     raise _exhausted(record.cost, budget - chosen.spent(history))
                 count, max_id = self._cache[analyst][:2]
                 # Forgotten before writing (the write changes the version anyway): whatever interrupts
@@ -310,7 +311,11 @@ class Ledger:
         return budget - self.spent(analyst, budget, accountant)
 
     def fits(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> bool:
-        """Whether ``cost`` would fit now (a read: ``charge`` checks again, atomically)."""
+        """Whether ``cost`` would fit now (a read: ``charge`` checks again, atomically). A cost of
+        zero always fits: it adds no privacy loss (a ledger spent past today's filter, written
+        under an older accountant, still answers what is free)."""
+        if cost.epsilon == 0 and cost.delta == 0:
+            return True
         return _filter(accountant, budget).admits(self.history(analyst).add(charge_of(_terms(cost))))
 
     def more(self, analyst: str, cost: PrivacyCost, budget: PrivacyCost, accountant: str = "basic") -> int:

@@ -190,6 +190,17 @@ def test_zero_cost_is_recorded_even_with_an_exhausted_budget(ledger: Ledger) -> 
     assert [e.id for e in ledger.entries()] == [1, entry.id]
 
 
+def test_zero_cost_fits_a_history_past_the_budget(ledger: Ledger) -> None:
+    # A history spent past today's budget (written under a looser accountant or a larger budget):
+    # a free statement still fits and is recorded; control: any positive cost is refused.
+    charge(ledger, PrivacyCost(2), PrivacyCost(5))
+    assert ledger.fits("alice", PrivacyCost.zero(), PrivacyCost(1))
+    charge(ledger, PrivacyCost.zero(), PrivacyCost(1))
+    assert not ledger.fits("alice", PrivacyCost(Fraction(1, 1000)), PrivacyCost(1))
+    with pytest.raises(BudgetExhaustedError):
+        charge(ledger, PrivacyCost(Fraction(1, 1000)), PrivacyCost(1))
+
+
 def test_entry_records_everything(ledger: Ledger) -> None:
     entry = charge(ledger, PrivacyCost(Fraction(1, 4)), PrivacyCost(1))
     (stored,) = ledger.entries("alice")
