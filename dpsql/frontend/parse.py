@@ -79,7 +79,9 @@ def normalise_spellings(tree: exp.Expr) -> exp.Expr:
                 return cls(this=node.expressions[0])
         return node
 
-    return tree.transform(visit) if any(isinstance(n, exp.Anonymous) for n in tree.find_all(exp.Anonymous)) else tree
+    if next(tree.find_all(exp.Anonymous), None) is None:
+        return tree  # the common case: no copy
+    return tree.transform(visit)
 
 
 # A number's decimal exponent: DOUBLE reaches 10^308 (and 10^-324); beyond +-1,000 a literal is
