@@ -31,9 +31,11 @@ _LISTENING = re.compile(r"listening on [\d.]+:(\d+)")
 
 def policy_text(source: str, server: str = "", extra: str = "") -> str:
     """The test policy: the demo tables over `source`, two analysts, a [server] table, and `extra`
-    TOML (more tables)."""
+    TOML (more tables). Replays are off: these attacks repeat a statement and read each run's
+    charge and timing (a replayed answer is free and instant; tests/integration covers replays)."""
     analysts = "\n".join(f'[analysts.{name}]\npassword = "{make_verifier(pw)}"\n' for name, pw in PASSWORDS.items())
-    return make_policy_text(source=source, extra=analysts + ("\n[server]\n" + server if server else "") + extra)
+    return make_policy_text(source=source, extra=analysts + ("\n[server]\n" + server if server else "") + extra,
+                            replay_seconds=0)
 
 
 @dataclass
