@@ -484,7 +484,7 @@ def report_size(rows: int, runs: int, by_engine: dict[str, Measured]) -> None:
 
 # --- main ----------------------------------------------------------------------------------------
 def start_spark_timed(master: str, conf: dict[str, str], clock: CpuClock) -> tuple[Any, Sample]:
-    from dpsql.backend.spark_engine import start_spark
+    from dpsql.backend.engines.spark_engine import start_spark
 
     cpu0 = time.process_time()
     started = time.perf_counter()

@@ -50,7 +50,7 @@ import pandas as pd
 from workloads import conj_mask, workload  # bench/ is on sys.path when run as a script
 
 import dpsql
-from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
+from dpsql.catalog.policy import MedianMechanismConfig, MMColumnDomain
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import rho_from_epsilon_delta
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram

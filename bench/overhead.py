@@ -58,7 +58,7 @@ import duckdb
 
 import dpsql
 import dpsql.execution.executor as dpsql_executor
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import DEFAULT_SEED, DEMO_VERSION, DEPTS, PARQUET_NAME, POLICY_NAME, REGIONS, generate_people, policy_text
 
 HERE = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import dpsql
 from dpsql.demo.people import generate_people, policy_text
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 
 QUERIES = {
     "count": "SELECT COUNT(*) FROM people",
@@ -54,7 +54,7 @@ def _times(con: dpsql.Connection, sql: str, repeats: int) -> list[float]:
 def _server_times(directory: Path, replay: float, sql: str, repeats: int) -> list[float]:
     import psycopg
 
-    from dpsql.server.app import ServerConfig, ServerThread
+    from dpsql.server.transport import ServerConfig, ServerThread
     from dpsql.server.scram import make_verifier
 
     policy = _policy(directory, replay)

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 import dpsql
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.mechanisms.ptr import PTRTest
 from dpsql.mechanisms.subsample import default_blocks
 

@@ -61,7 +61,7 @@ import dpsql  # noqa: E402
 from bench.overhead import ROWS_PER_PERSON, log, source_state, sql_string  # noqa: E402
 from dpsql.accounting.cost import PrivacyCost  # noqa: E402
 from dpsql.accounting.ledger import Ledger  # noqa: E402
-from dpsql.backend.engine import Engine  # noqa: E402
+from dpsql.backend.engines.engine import Engine  # noqa: E402
 from dpsql.demo.people import DEFAULT_SEED, DEPTS, PARQUET_NAME, POLICY_NAME, REGIONS, generate_people, policy_text  # noqa: E402
 from dpsql.execution.engine_calls import EngineCalls  # noqa: E402
 from dpsql.session import Session  # noqa: E402
@@ -87,7 +87,7 @@ def ensure_data(data_dir: Path, rows: int, budget: tuple[str, str], accountant: 
         import numpy as np
         import pandas as pd
 
-        from dpsql.backend.files import write_parquet
+        from dpsql.backend.auxiliary.files import write_parquet
 
         started = time.perf_counter()
         people = generate_people(rows, seed=DEFAULT_SEED, rows_per_person=ROWS_PER_PERSON)
@@ -498,7 +498,7 @@ def _load(tiles: tuple[str, ...], workers: list[Callable[[str], None]]) -> tuple
 def part_b(directory: Path, policy: Path, clock: EngineClock, ledger_dir: Path, connections: int) -> None:
     import psycopg
 
-    from dpsql.server.app import ServerConfig, ServerThread
+    from dpsql.server.transport import ServerConfig, ServerThread
 
     log(f"\n== (b) dashboard: {len(DASHBOARD)} tiles through dpsql serve, {connections} concurrent psycopg connections")
     raws = [raw_connection(directory)[0] for _ in range(connections)]

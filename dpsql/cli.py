@@ -22,13 +22,13 @@ __all__ = ["build_parser", "main", "split_statements"]
 
 
 def _serve(argv: list[str]) -> int:
-    from dpsql.server.commands import serve_main  # asyncio, the server: only for `dpsql serve`
+    from dpsql.server.cli_args import serve_main  # asyncio, the server: only for `dpsql serve`
 
     return serve_main(argv)
 
 
 def _hash_password(argv: list[str]) -> int:
-    from dpsql.server.commands import hash_password_main
+    from dpsql.server.cli_args import hash_password_main
 
     return hash_password_main(argv)
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run_text(connection, args.command)
         if not sys.stdin.isatty():
             return _run_text(connection, sys.stdin.read())
-        from dpsql.repl.app import run_repl  # prompt_toolkit and pygments: only for the interactive prompt
+        from dpsql.repl.prompt import run_repl  # prompt_toolkit and pygments: only for the interactive prompt
 
         return run_repl(connection.session, confirm_share=args.confirm_share)
 

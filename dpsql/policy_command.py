@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TextIO
 
 from dpsql import errors
-from dpsql.backend.schema_reader import data_facts, read_source, value_ranges
+from dpsql.backend.auxiliary.schema_reader import data_facts, read_source, value_ranges
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Column, Policy, Table
+from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.catalog.scaffold import TARGET_QUERIES, guess_privacy_unit, scaffold
 from dpsql.execution.probe import check_policy_views
 

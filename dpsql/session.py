@@ -20,12 +20,12 @@ from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.accounting.store import is_postgres_url, redact
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
-from dpsql.backend import engines
-from dpsql.backend.engine import Engine
+from dpsql.backend.engines import choice as engines
+from dpsql.backend.engines.engine import Engine
 from dpsql.analysis.public_facts import with_source_columns
-from dpsql.backend.public_facts import EnginePublicFacts
+from dpsql.backend.engines.public_tables import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.demo.people import ensure_demo
 from dpsql.errors import InterfaceError, InvalidOptionError, ProgrammingError
 from dpsql.execution.charge import Charger, more_text
@@ -33,7 +33,7 @@ from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.probe import check_policy_views
 from dpsql.execution.replay import Replays, ReplayScope, policy_version, scope_for
-from dpsql.backend.data_version import data_version
+from dpsql.backend.engines.data_version import data_version
 from dpsql.execution.statements import Statement, plan_result, prepare
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source

@@ -20,7 +20,7 @@ from pathlib import Path
 if importlib.util.find_spec("dpsql") is None:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpsql.backend.files import write_duckdb, write_parquet
+from dpsql.backend.auxiliary.files import write_duckdb, write_parquet
 from dpsql.demo.people import DEFAULT_SEED, PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 
 

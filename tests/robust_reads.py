@@ -1,4 +1,4 @@
-"""Tests' driver of the robust requests' reads (backend/robust_sql.reads), outside a session: the
+"""Tests' driver of the robust requests' reads (backend/sql/robust_sql.reads), outside a session: the
 executor's loop (execution/executor.py `_drive`) over a given `run(select, params) -> (names, rows)`,
 so a test can read a request on any engine or relation it builds."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dpsql.backend.robust_sql import GroupKey, RobustQuery, Rows, reads
+from dpsql.backend.sql.robust_sql import GroupKey, RobustQuery, Rows, reads
 from dpsql.ir.plan import Plan
 
 Run = Callable[[exp.Select, Mapping[str, Any]], Rows]

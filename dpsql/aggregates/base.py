@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from sqlglot import exp
 
 from dpsql.accounting.cost import to_fraction
-from dpsql.catalog.model import Column, Table
+from dpsql.catalog.policy import Column, Table
 from dpsql.errors import Error
 from dpsql.ir.plan import (
     Bounding,

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 from sqlglot import exp
 
 from dpsql.aggregates.base import Binder, LaplaceEstimate, Needs, Planning, Share, noise_family, strip_qualifiers, width
-from dpsql.catalog.model import Column
-from dpsql.frontend.dialect import Dpsql
+from dpsql.catalog.policy import Column
+from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.ir.plan import Bounding, Plan, RawAggregate
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms.base import fmt

@@ -37,7 +37,7 @@ from sqlglot import exp
 
 from dpsql.aggregates.base import Binder, Needs, Planning, RobustEstimate, Share, within_group_argument
 from dpsql.aggregates.quantiles import NULL_NOTE
-from dpsql.catalog.model import ENGINE_TYPES, Column
+from dpsql.catalog.policy import ENGINE_TYPES, Column
 from dpsql.ir.plan import Bounding, Cell, ModeRequest, Plan, RobustRelease
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms import ptr, registry

@@ -37,7 +37,7 @@ from dpsql.aggregates.base import (
     number_literal,
     within_group_argument,
 )
-from dpsql.catalog.model import Column
+from dpsql.catalog.policy import Column
 from dpsql.ir.plan import Bounding, Cell, Plan, RawAggregate, RobustRelease, ValueMap, median_grid, release_name
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms import ptr

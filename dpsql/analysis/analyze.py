@@ -12,7 +12,7 @@ from dpsql.analysis.expression_types import check_query
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
-from dpsql.analysis.post import analyze_post, needs_post
+from dpsql.analysis.post_processing import analyze_post, needs_post
 from dpsql.analysis.row_level import row_probe
 from dpsql.analysis.joins import join_relation
 from dpsql.analysis.rules import (
@@ -24,11 +24,11 @@ from dpsql.analysis.rules import (
     public_tables,
     resolve_table,
 )
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
 from dpsql.frontend.spans import span_of
-from dpsql.ir.post import PostQuery
+from dpsql.ir.post_query import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 
 SETTINGS = frozenset({"epsilon", "delta"})
@@ -38,7 +38,7 @@ def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | Pu
     """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
     tree, sql = statement.tree, statement.sql
     ctx = ctx.for_statement(sql)  # refusals point into this text
-    if needs_post(tree):  # outer queries over releases, UNION ALL, grouping sets (analysis/post.py)
+    if needs_post(tree):  # outer queries over releases, UNION ALL, grouping sets (analysis/post_processing.py)
         assert isinstance(tree, exp.Query)
         return analyze_post(tree, ctx, analyze_select)
     check_DP102_statement_kind(tree, sql)

@@ -20,9 +20,9 @@ from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import INTERVAL_FUNCTIONS, is_aggregate
 from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
-from dpsql.catalog.model import NOISES, Column, Table
+from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
-from dpsql.frontend.dialect import Dpsql, PrivacyOptions
+from dpsql.frontend.privacy_dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import aggregate_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs

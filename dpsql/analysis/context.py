@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.public_facts import PublicFacts
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import InvalidOptionError, Span, UnsupportedQueryError
 from dpsql.frontend.spans import span_of
 

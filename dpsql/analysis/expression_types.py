@@ -2,7 +2,7 @@
 expressions whose value no other engine reproduces (DP142).
 
 Every engine must give the same answer to the same SQL, with DuckDB's meaning as the reference
-(`backend/dialects.py` renders the analyst's expressions for Spark so that they compute what
+(`backend/sql/engine_dialects.py` renders the analyst's expressions for Spark so that they compute what
 DuckDB computes). Some renderings depend on an operand's type (`CAST(x AS BIGINT)` rounds a
 DOUBLE but keeps an integer; `FLOOR` of an integer is a DOUBLE on DuckDB), so the analysis
 writes each node's DuckDB type into the node (`meta[TYPE_KEY]`), where the renderers read it;
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dpsql.analysis.context import refuse
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 from dpsql.ir.query import BoundQuery
 
 TYPE_KEY = "dpsql_type"  # a node's DuckDB type, as written by `annotate`

@@ -54,8 +54,8 @@ from typing import Any, Callable, Iterable
 from sqlglot import exp
 
 from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
-from dpsql.catalog.model import Column, ColumnType, Table
-from dpsql.frontend.dialect import Dpsql
+from dpsql.catalog.policy import Column, ColumnType, Table
+from dpsql.frontend.privacy_dialect import Dpsql
 
 MAX_DERIVED_KEYS = 10_000  # beyond this many keys, partition selection picks them (delta > 0)
 MAX_PUBLIC_GROUPS = 100_000  # key combinations released when derived domains are crossed

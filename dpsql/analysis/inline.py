@@ -22,9 +22,9 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name, is_aggregate
 from dpsql.analysis.rules import CATALOGS, SCHEMAS, SUBQUERY_HINT, SUBQUERY_REFUSED, check_functions
 from dpsql.analysis.views import referenced_views
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.errors import UnknownColumnError
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
 
 # The parts of a SELECT a row-level body may have; any other clause makes it more than row-level.

@@ -39,9 +39,9 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name
 from dpsql.analysis.public_facts import PublicFacts
 from dpsql.analysis.rules import CATALOGS, SCHEMAS, SUBQUERY_HINT, SUBQUERY_REFUSED, check_functions
-from dpsql.catalog.model import Column, Table
+from dpsql.catalog.policy import Column, Table
 from dpsql.errors import CatalogError, UnknownColumnError, UnknownTableError
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
 from dpsql.ir.join import JoinColumn, JoinedTable, JoinKind, JoinPart, SemiJoin
 

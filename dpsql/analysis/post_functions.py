@@ -8,7 +8,7 @@ into the server process: one statement took a server from 269 MB to 1,245 MB. So
 gets an allowlist: the row-level scalar functions (their string sizes bounded by DP125),
 aggregates that return one scalar, and the ranking and offset window functions. Casts are to
 scalar types only. The rows it may return are capped separately, after the charge
-(backend/released_db.py).
+(backend/auxiliary/released_db.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dpsql.analysis.context import refuse
 from dpsql.analysis.functions import AGGREGATES, function_name, scalar_allowed
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 
 # Aggregates over released rows that return one scalar (never a list, a map or a concatenation).
 OUTER_AGGREGATES: tuple[type[exp.Expr], ...] = (

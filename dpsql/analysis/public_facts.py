@@ -1,6 +1,6 @@
 """What the analysis may read from public tables: facts computed exactly from public rows (a
 public table may be read freely), never from private ones. The session implements it over its
-engine (backend/public_facts.py); compiling without a session has none, and a join with a public
+engine (backend/engines/public_tables.py); compiling without a session has none, and a join with a public
 table is then refused (DP139).
 
 A public table declared without `[columns]` takes its columns from its source's schema when the
@@ -15,7 +15,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Protocol
 
-from dpsql.catalog.model import Column, Policy, Scalar, Table
+from dpsql.catalog.policy import Column, Policy, Scalar, Table
 
 
 class PublicFacts(Protocol):

@@ -19,7 +19,7 @@ from dpsql.analysis.functions import (
     is_aggregate,
     scalar_allowed,
 )
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 from dpsql.errors import UnknownColumnError, UnknownTableError
 from dpsql.frontend.spans import keyword_span, span_of
 

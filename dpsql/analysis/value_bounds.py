@@ -14,7 +14,7 @@ the expression's value on every possible row; it is derived here from the policy
   seconds since 1970-01-01 of its bounds (Grafana's `floor(extract(epoch from t) / 86400)`).
 
 Privacy does not rest on this arithmetic alone: the engine clamps every value into the interval
-before summing (backend/sqlgen.py), so a value outside it (float rounding, NaN) cannot raise the
+before summing (backend/sql/plan_sql.py), so a value outside it (float rounding, NaN) cannot raise the
 sensitivity; a tight interval only keeps the clamp from changing honest values.
 """
 
@@ -27,7 +27,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.accounting.cost import to_fraction
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 
 
 # The largest magnitude a derived bound may have (declared column bounds are far below it).

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dpsql.catalog.model import Policy, View
+from dpsql.catalog.policy import Policy, View
 from dpsql.errors import CatalogError, Error
 from dpsql.frontend.parse import parse_tree
 

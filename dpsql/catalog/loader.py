@@ -15,7 +15,7 @@ from typing import Any
 from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.cost import PrivacyCost, to_fraction
 from dpsql.accounting.store import is_postgres_url
-from dpsql.catalog.model import (
+from dpsql.catalog.policy import (
     AFTER_HALT,
     COLUMN_TYPES,
     DEFAULT_REPLAY_SECONDS,

@@ -188,7 +188,7 @@ def ensure_demo(cache_dir: Path | None = None) -> Path:
         return policy
     directory.mkdir(parents=True, exist_ok=True)
     if not data.is_file():
-        from dpsql.backend.files import write_parquet  # pandas: only when the data is written
+        from dpsql.backend.auxiliary.files import write_parquet  # pandas: only when the data is written
 
         _atomic_write(data, lambda tmp: write_parquet(generate_people(), tmp))
     _atomic_write(policy, lambda tmp: tmp.write_text(DEMO_POLICY, encoding="utf-8"))

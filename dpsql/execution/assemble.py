@@ -4,7 +4,7 @@ Released values are evaluated in one place. Each aggregate's value, interval and
 from its Estimate over the noisy table (dpsql/aggregates/: the one definition of the estimate, in
 Python). A query whose outputs are keys and bare aggregates is then done. Otherwise the executor
 runs the analyst's own SQL (outputs, HAVING, ORDER BY, LIMIT) over those values
-(`released_table`) in the released-values database (backend/released_db.py), which holds nothing
+(`released_table`) in the released-values database (backend/auxiliary/released_db.py), which holds nothing
 else, with the corner values of derived outputs' intervals (execution/intervals.py). Python
 rather than SQL evaluates the estimates because it is faster per query: a grouped COUNT and AVG
 with its intervals took 0.15 ms here against 6 ms as SQL in DuckDB (corner expressions over the
@@ -17,9 +17,10 @@ import itertools
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engine import EngineResult, key_type
-from dpsql.backend.output_sql import confident
-from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
+from dpsql.backend.engines.engine import EngineResult
+from dpsql.backend.sql.plan_sql import key_type
+from dpsql.backend.sql.output_sql import confident
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
 from dpsql.execution import intervals
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.noise import noise_info
@@ -87,7 +88,7 @@ def assemble_simple(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]
 
 
 def released_table(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]], table: ReleasedTable) -> ReleasedTable:
-    """The released aggregates post-processing reads (backend/output_sql.py; `table`: their
+    """The released aggregates post-processing reads (backend/sql/output_sql.py; `table`: their
     schema): keys, every aggregate's cell, and the aggregates' values at the corners of derived
     outputs' intervals."""
     plan = compiled.plan

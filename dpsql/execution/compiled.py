@@ -16,8 +16,8 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.dialects import render
-from dpsql.backend.engine import (
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.engine import (
     bounded_heavy_name,
     bounded_name,
     empty_keyed_name,
@@ -25,23 +25,23 @@ from dpsql.backend.engine import (
     keyed_name,
     source_name,
 )
-from dpsql.backend.join_sql import joined_select
-from dpsql.backend.output_sql import OUTPUTS, output_select, output_table
-from dpsql.backend.released_db import ReleasedTable
-from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
-from dpsql.backend.bounding import bounding_steps
-from dpsql.backend.sqlgen import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
+from dpsql.backend.sql.join_sql import joined_select
+from dpsql.backend.sql.output_sql import OUTPUTS, output_select, output_table
+from dpsql.backend.auxiliary.released_db import ReleasedTable
+from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
+from dpsql.backend.sql.bounding import bounding_steps
+from dpsql.backend.sql.plan_sql import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.execution import intervals
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.join import JoinedTable
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.identity import plan_identity
 from dpsql.ir.plan import Plan
 from dpsql.ir.printer import plan_text
-from dpsql.ir.post import PostQuery
+from dpsql.ir.post_query import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
-from dpsql.planner.plan import plan_query
+from dpsql.planner.build import plan_query
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -188,7 +188,7 @@ def engine_relation_keys(plan: Plan) -> tuple[str, ...]:
     # A derived key (GROUP BY age // 10) is keyed on the columns it reads: a person's flagged row
     # per kept tuple of those columns has one value of each key expression, so each person has
     # flagged rows in at most max_groups key values; two kept tuples can share a key value, so
-    # engine_select counts distinct persons there (sqlgen.engine_select).
+    # engine_select counts distinct persons there (plan_sql.engine_select).
     names: list[str] = []
     for key in plan.query.keys:
         read = [key.column.name] if key.expr is None else [c.name.lower() for c in key.expr.find_all(exp.Column)]

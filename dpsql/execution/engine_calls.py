@@ -2,7 +2,7 @@
 released-value statements around them.
 
 Private data are read only here, and only through the session's bounded relation of a table,
-whose secret seed is drawn once per session and table (see backend/engine.py for why caching
+whose secret seed is drawn once per session and table (see backend/engines/engine.py for why caching
 it is private). Released values and public domain tables go to the engine's local DuckDB.
 """
 
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlglot import exp
 
-from dpsql.backend.engine import BackendFailure, Engine, EngineResult, bounded_name, keyed_name
-from dpsql.catalog.model import Table
+from dpsql.backend.engines.engine import BackendFailure, Engine, EngineResult, bounded_name, keyed_name
+from dpsql.catalog.policy import Table
 from dpsql.errors import Error
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import RandomSource
@@ -89,7 +89,7 @@ class EngineCalls:
 
         With a database shared by the process's sessions (the server) the text is the same
         whatever exists: whether a relation is built would show what other connections ran
-        (backend/shared_duckdb.py)."""
+        (backend/engines/shared_duckdb.py)."""
         if self.engine.shared is not None:
             if isinstance(table, JoinedTable):
                 return ("built once for this analyst's connections, by the first of their queries that reads it (other "

@@ -9,7 +9,7 @@ through the same Charger and reads data through the same EngineCalls. Refusals r
 charge; a charged query is never refunded, whatever happens after the charge.
 
 Multi-step reads (MEDIAN/IQR/MODE requests whose next statement depends on the rows of the last)
-are generators in the backend (backend/robust_sql.reads) that yield each statement and receive its
+are generators in the backend (backend/sql/robust_sql.reads) that yield each statement and receive its
 rows: the executor runs every engine statement itself, the backend only decides and decodes.
 """
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engine import Engine
-from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
-from dpsql.backend.robust_sql import GroupKey, Reads, RobustQuery, reads
-from dpsql.catalog.model import Policy
+from dpsql.backend.engines.engine import Engine
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
+from dpsql.backend.sql.robust_sql import GroupKey, Reads, RobustQuery, reads
+from dpsql.catalog.policy import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.assemble import assemble_post, assemble_simple, released_table, table_types
 from dpsql.execution.charge import Charger, more_text, post_charge, query_charge
@@ -48,7 +48,7 @@ class Executor:
         self.calls = EngineCalls(engine, rng)
         # Answers released before, given again free (execution/replay.py); off unless the session says.
         self.replays = replays if replays is not None else Replays(None, charger.analyst, None)
-        self.released = ReleasedDatabase()  # released values only: all post-processing runs there (backend/released_db.py)
+        self.released = ReleasedDatabase()  # released values only: all post-processing runs there (backend/auxiliary/released_db.py)
         self.charger = charger
         self.state = SessionState(engine.dialect, engine.capabilities, policy.budget.default_query)
         self._rng = rng
@@ -280,7 +280,7 @@ class Executor:
 
     def _drive(self, steps: Reads, state: QueryState) -> dict[GroupKey, Any]:
         """Run a request's statements one at a time, each answered with its rows; the request
-        (backend/robust_sql.reads) decides from them which statement comes next, the executor runs it."""
+        (backend/sql/robust_sql.reads) decides from them which statement comes next, the executor runs it."""
         select, params = next(steps)
         while True:
             result = self.calls.run(state.text(select), params)

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.ir.plan import Estimate, Plan, release_name, release_width
-from dpsql.ir.post import OutputLineage
+from dpsql.ir.post_query import OutputLineage
 from dpsql.result import NoiseInfo, NoisyResult
 
 MAX_CORNER_RELEASES = 4

@@ -25,8 +25,8 @@ import numpy as np
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.released_db import ReleasedDatabase
-from dpsql.backend.mmsql import (
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase
+from dpsql.backend.sql.median_layer_sql import (
     COUNT,
     X_ID,
     domain_create,
@@ -34,7 +34,7 @@ from dpsql.backend.mmsql import (
     histogram_select,
     mask_select,
 )
-from dpsql.catalog.model import MedianMechanismConfig, Table
+from dpsql.catalog.policy import MedianMechanismConfig, Table
 from dpsql.errors import (
     BudgetExhaustedError,
     MedianMechanismHaltedError,
@@ -46,7 +46,7 @@ from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, measured_width
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
-from dpsql.mechanisms.median_mechanism.model import PublicModel
+from dpsql.mechanisms.median_mechanism.public_model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer, turn_on_hint
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sparse_vector import SVTCalibration

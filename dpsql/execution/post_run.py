@@ -4,7 +4,7 @@ The executor runs it (execution/executor.py, fail closed): budget check -> every
 runs -> the outer query over EMPTY released tables (DP127) -> one charge for the sum of the
 releases -> each release answered (engine, noise) exactly as the query on its own would be ->
 the outer query in a database that holds the released tables and nothing else
-(backend/released_db.py). This module holds the pieces that read no engine.
+(backend/auxiliary/released_db.py). This module holds the pieces that read no engine.
 
 Intervals follow each output column's lineage (execution/intervals.py): a column that copies a
 released column keeps each cell's 95% half-width, a derived one gets none.
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dpsql.backend.released_db import ReleasedTable
+from dpsql.backend.auxiliary.released_db import ReleasedTable
 from dpsql.execution.compiled import CompiledPost
 from dpsql.execution.intervals import lineage_noise
-from dpsql.ir.post import released_column
+from dpsql.ir.post_query import released_column
 from dpsql.result import NoisyResult, ResultColumn
 
 

@@ -1,6 +1,6 @@
 """Column probes (RowProbe) answered with columns and types only, and the policy's views as tables.
 
-Both read the policy and the SQL, never data (backend/row_types.py types a statement over empty
+Both read the policy and the SQL, never data (backend/engines/row_types.py types a statement over empty
 tables of the policy's types), and charge nothing.
 """
 
@@ -14,8 +14,8 @@ from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.row_level import PROBE_NOTICE
 from dpsql.analysis.views import check_views, view_bodies
-from dpsql.backend.row_types import describe_rows
-from dpsql.catalog.model import Column, Policy, Table
+from dpsql.backend.engines.row_types import describe_rows
+from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.frontend.parse import parse_statement
 from dpsql.ir.query import RowProbe
 from dpsql.result import NoisyResult, ResultColumn

@@ -14,9 +14,10 @@ import itertools
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from dpsql.backend.engine import EngineResult, key_type
-from dpsql.backend.robust_sql import GroupKey
-from dpsql.backend.sqlgen import UNITS
+from dpsql.backend.engines.engine import EngineResult
+from dpsql.backend.sql.plan_sql import key_type
+from dpsql.backend.sql.robust_sql import GroupKey
+from dpsql.backend.sql.plan_sql import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import (
     Plan,

@@ -12,7 +12,7 @@ What keys an answer (`Replays.key`): the statement's plan (its canonical form, i
 without the SQL text it was compiled from: what is computed, over which declared tables and
 bounds, with which noise, epsilon and bound parameter values; two spellings of one plan, or the
 plan under EXPLAIN, are one statement), the policy's version (a digest of all of it), the data's
-version (backend/data_version.py: the files read, by size and modification time; an in-memory
+version (backend/engines/data_version.py: the files read, by size and modification time; an in-memory
 frame by this process's counter) and the analyst (a column of its own). A session whose data has
 no version (remote sources, Spark catalog tables) keeps its answers in memory, for itself only; a
 session with `random_seed` (tests) neither replays nor keeps.
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.errors import LedgerError
 from dpsql.execution.replay_codec import Unstorable, dumps, loads
 from dpsql.ir.identity import canonical_form

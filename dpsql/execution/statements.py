@@ -15,7 +15,7 @@ from typing import Protocol, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.context import AnalysisContext
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.execution.compiled import CompiledPost, CompiledQuery, compile_statement
 from dpsql.execution.executor import Executor
 from dpsql.execution.probe import answer_probe, probe_columns, probe_explain

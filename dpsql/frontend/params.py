@@ -13,8 +13,8 @@ from typing import Sequence
 
 from sqlglot import exp
 
-from dpsql.catalog.model import Policy
-from dpsql.frontend.dialect import PrivacyOptions
+from dpsql.catalog.policy import Policy
+from dpsql.frontend.privacy_dialect import PrivacyOptions
 from dpsql.frontend.parse import parse_tree
 
 _BINARY = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Like, exp.ILike,

@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dpsql.errors import ParameterError, Span, SqlSyntaxError, UnsupportedQueryError
-from dpsql.frontend.dialect import Dpsql, PrivacyOptions
+from dpsql.frontend.privacy_dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import at, keyword_span
 
 StatementKind = Literal["select", "explain", "set", "other"]

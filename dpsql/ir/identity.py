@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 
 VERSION = b"dpsql-plan-1"
 DIGEST_CHARS = 16  # as the ledger's plan_hash column has always held

@@ -1,6 +1,6 @@
 """A joined relation as one private table: what the analysis made of a query's JOINs and
 `[NOT] EXISTS` / `[NOT] IN (SELECT ...)` predicates (analysis/joins.py), for the planner, the
-backend (backend/join_sql.py builds its SQL) and EXPLAIN.
+backend (backend/sql/join_sql.py builds its SQL) and EXPLAIN.
 
 A JoinedTable is a Table whose rows are the join's rows: every later stage (bounding, keyed
 relations, dry runs, release) treats it as one private table with a privacy unit and a
@@ -16,7 +16,7 @@ from typing import Literal
 
 from sqlglot import exp
 
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 
 JoinKind = Literal["from", "inner", "left"]
 SemiKind = Literal["in", "exists"]

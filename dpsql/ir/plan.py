@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping, NamedTuple, Protocol, Sequence
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.catalog.model import Column
+from dpsql.catalog.policy import Column
 from dpsql.ir.query import SPELLING, BoundQuery
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.gaussian import GaussianSpec

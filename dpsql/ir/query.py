@@ -15,7 +15,7 @@ from typing import Literal
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.catalog.model import Column, Table
+from dpsql.catalog.policy import Column, Table
 
 RefKind = Literal["key", "aggregate", "release", "robust", "output", "low", "high", "width", "confidence"]
 SPELLING: dict[str, str] = {"key": "__k", "aggregate": "__a", "release": "__r", "robust": "__q",

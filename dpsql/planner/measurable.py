@@ -23,7 +23,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dpsql.aggregates import registry as aggregates
-from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
+from dpsql.catalog.policy import MedianMechanismConfig, MMColumnDomain
 from dpsql.ir.query import BoundQuery
 
 _FLIP = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE, exp.EQ: exp.EQ, exp.NEQ: exp.NEQ}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 
 BACKSLASH_COMMANDS: tuple[str, ...] = ("\\d", "\\dt", "\\budget", "\\history", "\\explain", "\\timing", "\\help", "\\q")
 STATEMENT_STARTS: tuple[str, ...] = ("SELECT", "EXPLAIN", "SET")

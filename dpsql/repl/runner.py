@@ -16,7 +16,7 @@ from typing import TextIO
 from dpsql import errors
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import render_table
-from dpsql.repl.commands import Output, ReplState, number, run_command
+from dpsql.repl.backslash import Output, ReplState, number, run_command
 from dpsql.repl.script import is_command, split_script
 from dpsql.result import NoisyResult, with_ci_columns
 from dpsql.session import Session

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dpsql.execution.charge import more_text
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.repl.commands import number
+from dpsql.repl.backslash import number
 
 
 def toolbar_text(analyst: str, remaining: PrivacyCost, total: PrivacyCost, last_cost: PrivacyCost | None,

@@ -1,7 +1,7 @@
 """Answers the catalog probes clients send (pg_catalog, information_schema, version(), SET/SHOW)
 from the policy alone: no data, no budget.
 
-Probes run in a private, locked-down in-memory DuckDB (dpsql.backend.catalog_db) that holds only
+Probes run in a private, locked-down in-memory DuckDB (dpsql.backend.auxiliary.catalog_db) that holds only
 PostgreSQL-shaped metadata tables built from the policy (pg_catalog.py). A probe is parsed as
 PostgreSQL SQL and rewritten for DuckDB: catalog tables move to the emulation's schemas, reg*
 casts and PostgreSQL-only operators become macros, and per-connection values (current_user,
@@ -22,8 +22,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsql.backend.catalog_db import MetadataDB
-from dpsql.catalog.model import Policy, ServerSettings
+from dpsql.backend.auxiliary.catalog_db import MetadataDB
+from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.errors import CatalogQueryError, NotSupportedError
 from dpsql.execution.probe import view_tables
 from dpsql.server import pg_catalog as pgc

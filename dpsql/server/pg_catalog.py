@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpsql.catalog.model import Column, Policy, Table
+from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.server import pgtypes as t
 
 PG_CATALOG_OID, PUBLIC_OID, INFO_SCHEMA_OID, OWNER_OID = 11, 2200, 13000, 10

@@ -20,12 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dpsql import errors
-from dpsql.backend.watchdog import WATCHDOG
-from dpsql.catalog.model import Policy, ServerSettings
+from dpsql.backend.engines.watchdog import WATCHDOG
+from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.render import rounded
 from dpsql.result import NoisyResult
-from dpsql.server import codec, noise_report, pgtypes, scram, session_views
+from dpsql.server import codec
+from dpsql.server import noise_report
+from dpsql.server import pgtypes
+from dpsql.server import scram
+from dpsql.server import session_views
 from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
 from dpsql.server import pg_catalog as pgc
 from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState

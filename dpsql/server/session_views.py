@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from sqlglot import exp
 
-from dpsql.backend.catalog_db import MetadataDB
-from dpsql.catalog.model import ServerSettings
+from dpsql.backend.auxiliary.catalog_db import MetadataDB
+from dpsql.catalog.policy import ServerSettings
 from dpsql.errors import CatalogQueryError, InvalidOptionError
 from dpsql.render import refusal, rounded
 from dpsql.result import NoisyResult

@@ -23,7 +23,7 @@ from sqlalchemy.engine import default
 from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
-from dpsql.catalog.model import Column, Policy, Table
+from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.execution.probe import view_tables
 
 SCHEMA = "main"

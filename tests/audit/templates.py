@@ -19,7 +19,8 @@ from fractions import Fraction
 
 import pytest
 
-from dpsql.analysis import joins, post
+from dpsql.analysis import joins
+from dpsql.analysis import post_processing as post
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms import ptr, subsample
 from dpsql.mechanisms.gaussian import GaussianSpec
@@ -29,7 +30,7 @@ from dpsql.mechanisms.median_mechanism import core as layer_core
 from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.window_exponential import WindowQuantileSpec, _rho
-from dpsql.planner import plan as planner
+from dpsql.planner import build as planner
 from dpsql.result import NoisyResult
 from dpsql.session import Session
 from tests.audit.auditor import Template

@@ -1,5 +1,5 @@
 """Golden files for the analyst's expressions on each engine: SQL -> the WHERE clause as DuckDB runs
-it and as Spark runs it with DuckDB's meaning (backend/spark_semantics.py, from the DuckDB types the
+it and as Spark runs it with DuckDB's meaning (backend/sql/spark_semantics.py, from the DuckDB types the
 analysis writes into each node: analysis/expression_types.py).
 
 Each case shows both renderings, so a change in how Spark computes an expression is a visible
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.dialects import render
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.golden.test_golden import Case, check_case_file
 from tests.golden.test_group_domains_golden import events_policy

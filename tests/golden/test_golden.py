@@ -37,9 +37,9 @@ from typing import Callable
 import pytest
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import render
+from dpsql.backend.engines.duckdb_engine import render
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.demo.people import policy_text
 from dpsql.errors import Error
 from dpsql.ir.printer import plan_text

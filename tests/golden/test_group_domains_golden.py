@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.dialects import render
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.golden.test_golden import Case, check_case_file
 

@@ -13,7 +13,7 @@ import dpsql
 from dpsql.catalog.loader import load_policy
 from dpsql.cli import main
 from dpsql.errors import CatalogError, InterfaceError
-from dpsql.server.commands import serve_main
+from dpsql.server.cli_args import serve_main
 from dpsql.session import DEMO_LEDGER
 from tests.conftest import make_policy_text
 
@@ -66,7 +66,7 @@ def _owned_policy(tmp_path: Path, people_path: Path, ledger: str = "budget/ledge
 
 @pytest.fixture
 def people_path(tmp_path: Path, people_frame: object) -> Path:
-    from dpsql.backend.files import write_parquet
+    from dpsql.backend.auxiliary.files import write_parquet
 
     path = tmp_path / "people.parquet"
     write_parquet(people_frame, path)  # type: ignore[arg-type]

@@ -20,9 +20,9 @@ import pytest
 from sqlglot import parse_one
 
 import dpsql
-import dpsql.analysis.post as post
-import dpsql.backend.released_db as released_db
-from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
+import dpsql.analysis.post_processing as post
+import dpsql.backend.auxiliary.released_db as released_db
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
 from dpsql.errors import EngineError, Error
 from tests.conftest import make_policy_text
 

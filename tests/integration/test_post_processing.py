@@ -16,7 +16,7 @@ import pytest
 from sqlglot import parse_one
 
 import dpsql
-from dpsql.backend.released_db import ReleasedDatabase, ReleasedTable
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
 from dpsql.errors import EngineError, Error
 from tests.conftest import make_policy_text
 

@@ -24,7 +24,7 @@ import pytest
 import dpsql
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import open_ledger
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.errors import BudgetExhaustedError, LedgerError
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text

@@ -14,7 +14,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 import dpsql
-from dpsql.repl.app import Repl, history_path
+from dpsql.repl.prompt import Repl, history_path
 from dpsql.session import Session
 
 Connect = Callable[..., dpsql.Connection]

@@ -23,7 +23,7 @@ import pytest
 
 import dpsql
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.execution import replay
 
 QUERY = "SELECT dept, COUNT(*) AS n, AVG(income) AS avg_income FROM people GROUP BY dept"

@@ -337,7 +337,7 @@ def test_explain_shows_which_mechanism_runs(open_table) -> None:
 def test_windowed_and_exact_paths_agree(open_table) -> None:
     # y is a float column with a fine grid: PTR-Laplace and Scale read rank windows; a forced
     # bracket miss must give the same answer through the exact fallback.
-    from dpsql.backend import robust_sql as backend
+    from dpsql.backend.sql import robust_sql as backend
 
     rng = np.random.default_rng(4)
     y = np.round(rng.normal(500, 50, size=30000), 2)

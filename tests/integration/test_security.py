@@ -27,7 +27,7 @@ from sqlglot import exp
 
 import dpsql
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.duckdb_engine import bounded_name
+from dpsql.backend.engines.duckdb_engine import bounded_name
 from dpsql.demo.people import generate_people
 from dpsql.errors import BudgetExhaustedError, EngineError, OperationalError, ProgrammingError
 
@@ -258,7 +258,7 @@ KILL_CHILD = textwrap.dedent(
     """
     import pathlib, sys, time
     import dpsql
-    from dpsql.backend.duckdb_engine import DuckDBEngine
+    from dpsql.backend.engines.duckdb_engine import DuckDBEngine
     from dpsql.demo.people import generate_people
 
     policy, ledger, marker = sys.argv[1:4]

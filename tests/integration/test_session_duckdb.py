@@ -20,7 +20,7 @@ import pytest
 
 import dpsql
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.files import write_duckdb, write_parquet
+from dpsql.backend.auxiliary.files import write_duckdb, write_parquet
 from dpsql.demo.people import DEPTS, REGIONS
 from dpsql.errors import ParameterError
 from dpsql.mechanisms.sampling import discrete_laplace_ci

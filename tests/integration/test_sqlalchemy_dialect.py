@@ -23,7 +23,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sa_types
 
 import dpsql
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import DEPTS, generate_people, policy_text
 from dpsql.sqlalchemy.dialect import DpsqlDialect
 

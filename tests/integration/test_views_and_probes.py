@@ -100,7 +100,7 @@ def test_probe_still_gets_every_statement_check(con: dpsql.Connection) -> None:
 
 def test_cli_answers_show_probe_and_plain_explain(tmp_path: Path, people_frame: pd.DataFrame,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from dpsql.backend.files import write_parquet
+    from dpsql.backend.auxiliary.files import write_parquet
 
     write_parquet(people_frame, tmp_path / "people.parquet")
     policy = tmp_path / "policy.toml"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.server import codec
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text

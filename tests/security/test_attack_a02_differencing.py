@@ -28,9 +28,9 @@ import pandas as pd
 import pytest
 
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.session import Session

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsql.backend.files import write_duckdb
+from dpsql.backend.auxiliary.files import write_duckdb
 from dpsql.errors import BudgetExhaustedError
 from tests.security.attack_support import forbid_engine
 

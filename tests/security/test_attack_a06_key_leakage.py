@@ -21,9 +21,9 @@ from scipy import stats
 import dpsql
 from dpsql.accounting.ledger import Ledger
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
-from dpsql.backend.engine import bounded_name
-from dpsql.backend.sqlgen import engine_select, key_heavy_select, keyed_select
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine, EngineResult
+from dpsql.backend.engines.engine import bounded_name
+from dpsql.backend.sql.plan_sql import engine_select, key_heavy_select, keyed_select
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import generate_people
 from dpsql.ir.query import key_name

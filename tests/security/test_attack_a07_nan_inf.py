@@ -21,8 +21,8 @@ import pytest
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.files import write_duckdb
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+from dpsql.backend.auxiliary.files import write_duckdb
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.plan import release_name
 from dpsql.mechanisms import laplace

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dpsql.backend import sqlgen
+from dpsql.backend.sql import plan_sql as sqlgen
 from tests.security.attack_support import SECRET, SECRET_ID, Outcome, outcome, with_secret_person, without_person
 
 T = SECRET_ID

@@ -26,9 +26,9 @@ import pytest
 
 import dpsql
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.errors import LedgerError
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text
 

@@ -38,9 +38,9 @@ name = { type = "text" }
 floor = { type = "int" }
 """
 OLD_WORDING = """
-import dpsql.backend.shared_duckdb as shared_duckdb
+import dpsql.backend.engines.shared_duckdb as shared_duckdb
 import dpsql.execution.engine_calls as engine_calls
-from dpsql.backend.engine import bounded_name, keyed_name
+from dpsql.backend.engines.engine import bounded_name, keyed_name
 def _old(self, table, keys=None):
     name = keyed_name(table, keys) if keys is not None else bounded_name(table)
     if self.engine.has_relation(name):

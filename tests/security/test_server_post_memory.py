@@ -42,15 +42,15 @@ CROSS = f"SELECT a.n, b.n AS m FROM {DEPTS} a, {DEPTS} b, {DEPTS} c, {DEPTS} d, 
 
 # The deliberately broken builds (run inside the server process before it starts).
 NO_CAPS = """
-import dpsql.analysis.post as post
-import dpsql.backend.released_db as released_db
+import dpsql.analysis.post_processing as post
+import dpsql.backend.auxiliary.released_db as released_db
 post.check_outer_functions = lambda outer, sql: None
 released_db.MAX_ROWS = 10**12
 released_db.MAX_BYTES = 10**15
 """
 DATABASE_PER_SESSION = """
 import duckdb
-import dpsql.backend.released_db as released_db
+import dpsql.backend.auxiliary.released_db as released_db
 def _own(self):
     if self._con is None:
         self._con = duckdb.connect(":memory:", config=released_db._CONFIG)

@@ -1,4 +1,4 @@
-"""Predicates dpsql runs without TRY(...) cannot fail on any value (backend/safe_predicates.py).
+"""Predicates dpsql runs without TRY(...) cannot fail on any value (backend/sql/safe_predicates.py).
 
 Hypothesis: for every predicate `cannot_fail` accepts, evaluating it *bare* in DuckDB over rows of
 extreme typed values (NULL, NaN, +-inf, the int64 limits, empty and odd strings, far dates)
@@ -15,9 +15,9 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpsql.backend.safe_predicates import cannot_fail
+from dpsql.backend.sql.safe_predicates import cannot_fail
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 
 POLICY = policy_from_dict({
     "budget": {"epsilon": 1, "delta": 1e-6, "default_query_epsilon": 0.1, "default_query_delta": 0},

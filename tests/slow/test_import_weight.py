@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import dpsql
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 
 pytestmark = pytest.mark.slow
@@ -69,8 +69,8 @@ def test_ordinary_queries_load_no_heavy_library(policy: Path) -> None:
 
 
 def test_negative_control_a_module_that_imports_pandas_is_seen(tmp_path: Path) -> None:
-    # The check can fail: backend/files.py writes DataFrames, and imports pandas at its top.
-    assert "pandas" in loaded("import dpsql, dpsql.backend.files", cwd=tmp_path)
+    # The check can fail: backend/auxiliary/files.py writes DataFrames, and imports pandas at its top.
+    assert "pandas" in loaded("import dpsql, dpsql.backend.auxiliary.files", cwd=tmp_path)
 
 
 def test_negative_control_fetchdf_is_seen(policy: Path) -> None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 
 

@@ -8,14 +8,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 from dpsql.server.scram import make_verifier
 
 SCRIPT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from dpsql.server.app import ServerConfig, build_context
+    from dpsql.server.transport import ServerConfig, build_context
     policy = Path(sys.argv[1])
     context = build_context(ServerConfig(policy=policy, port=0, ledger=policy.with_name("ledger.sqlite")))
     context.wait_prepared()

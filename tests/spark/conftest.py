@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 
 SPARK_DIR = Path(__file__).resolve().parent
 DATA_SEED = 20261122
@@ -106,7 +106,7 @@ def spark_unavailable() -> str | None:
     """Why the Spark suite cannot run here, or None."""
     if importlib.util.find_spec("pyspark") is None:
         return "pyspark is not installed (pip install 'dpsql[spark]')"
-    from dpsql.backend.spark_engine import java_command
+    from dpsql.backend.engines.spark_engine import java_command
 
     if java_command() is None:
         return "no Java found (set JAVA_HOME or put java on PATH)"
@@ -121,7 +121,7 @@ def spark() -> Iterator[Any]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the Spark suite must run in CI, but {reason}", pytrace=False)
         pytest.skip(reason)
-    from dpsql.backend.spark_engine import TEST_CONF, start_spark
+    from dpsql.backend.engines.spark_engine import TEST_CONF, start_spark
 
     session = start_spark("local[2]", conf=TEST_CONF)
     session.sparkContext.setLogLevel("OFF")
@@ -217,8 +217,8 @@ class EnginePair:
 @pytest.fixture(scope="session")
 def engines(spark: Any, spark_data: SparkData) -> Iterator[EnginePair]:
     """Both engines over the same Parquet file (the policy's source=)."""
-    from dpsql.backend.duckdb_engine import DuckDBEngine
-    from dpsql.backend.spark_engine import SparkEngine
+    from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+    from dpsql.backend.engines.spark_engine import SparkEngine
 
     pair = EnginePair(DuckDBEngine(spark_data.policy), SparkEngine(spark_data.policy, spark))
     for engine in pair:

@@ -30,13 +30,13 @@ from sqlglot import exp
 import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.expression_types import TYPE_KEY
-from dpsql.backend import mmsql
-from dpsql.backend.dialects import HashBits, KeyedHash, hash_input, render
-from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.engine import EngineResult, bounded_name, keyed_name, source_name
-from dpsql.backend.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, robust_queries
-from dpsql.backend.spark_engine import SparkEngine
-from dpsql.backend.sqlgen import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
+from dpsql.backend.sql import median_layer_sql as mmsql
+from dpsql.backend.sql.engine_dialects import HashBits, KeyedHash, hash_input, render
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.engine import EngineResult, bounded_name, keyed_name, source_name
+from dpsql.backend.sql.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, robust_queries
+from dpsql.backend.engines.spark_engine import SparkEngine
+from dpsql.backend.sql.plan_sql import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
 from dpsql.ir.plan import ModeRequest, RankRequest
 from dpsql.mechanisms.ranks import CountedWindows, Histogram, WindowedOrderStatistics, quantile_rank
 from dpsql.execution.compiled import CompiledQuery, compile_statement
@@ -243,7 +243,7 @@ PREDICATES = [
 # Parity gaps this suite found (29 strict xfails until issue 30): the engines gave different exact
 # answers to the same SQL, or one refused (DP123 at the dry run, uncharged) what the other answered.
 # DuckDB is the reference. Closed by rendering the analyst's expression for Spark with DuckDB's
-# meaning (backend/spark_semantics.py; the analysis types each node: analysis/expression_types.py),
+# meaning (backend/sql/spark_semantics.py; the analysis types each node: analysis/expression_types.py),
 # or by refusing it on every engine. Each entry says what differed; every one must now agree.
 NAN_VS_NULL = "of a negative number was NaN on DuckDB (and NaN > c holds), NULL on Spark"
 SPARK_LACKED = "Spark has no such function: it refused (DP123) what DuckDB answered"

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpsql
-from dpsql.backend.engine import ENGINE_FAILED
+from dpsql.backend.engines.engine import ENGINE_FAILED
 from dpsql.errors import EngineError, UnsupportedQueryError
 from tests.spark.conftest import SparkData
 

@@ -25,10 +25,10 @@ import pytest
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.dialects import render
-from dpsql.backend.engine import EngineResult
-from dpsql.backend.spark_engine import SparkEngine
-from dpsql.catalog.model import Policy
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.engine import EngineResult
+from dpsql.backend.engines.spark_engine import SparkEngine
+from dpsql.catalog.policy import Policy
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.execution.assemble import simple_rows

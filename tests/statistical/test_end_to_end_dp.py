@@ -30,7 +30,7 @@ processing) via `Session.execute`. One DuckDB engine per database is shared by t
 a fresh Session with its own SeededRandomSource and in-memory ledger: dpsql.connect per run costs
 ~50 ms (4,000 runs would take minutes). Sharing the engine fixes the bounding seed of the cached
 bounded relation, which changes nothing here (no person has more than max_rows rows) and is
-covered by the DP argument for each fixed seed anyway (see dpsql/backend/duckdb_engine.py).
+covered by the DP argument for each fixed seed anyway (see dpsql/backend/engines/duckdb_engine.py).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ from scipy import stats
 
 import dpsql
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.mechanisms.laplace import LaplaceSpec
 from dpsql.mechanisms.rng import SeededRandomSource

@@ -36,7 +36,7 @@ from scipy import stats
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger
-from dpsql.analysis import post
+from dpsql.analysis import post_processing as post
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.session import Session
 from tests.statistical.test_end_to_end_dp import NEW_ID, Neighbours, build_neighbours, duckdb_engine, violates

@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 from dpsql.mechanisms.median_mechanism.core import SecretHistogram, measurement_noise
-from dpsql.mechanisms.median_mechanism.model import marginal
+from dpsql.mechanisms.median_mechanism.public_model import marginal
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
 from dpsql.mechanisms.rng import SeededRandomSource
 from tests.unit.mechanisms.median_mechanism.support import tiny_domain

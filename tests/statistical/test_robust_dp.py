@@ -43,10 +43,10 @@ import pytest
 from scipy import stats
 
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.dialects import render
-from dpsql.backend.duckdb_engine import DuckDBEngine, EngineResult
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine, EngineResult
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.ir.plan import robust_name
 from dpsql.mechanisms import exponential, ptr
 from dpsql.mechanisms.ranks import quantile_rank
@@ -359,7 +359,7 @@ MODE_PARAMS = {"mode_seed": 20261122, "tie_seed": 7}
 
 
 def _block(pid: int) -> int:
-    # The engine's assignment of an integer unit (backend/robust_sql.py block_hash):
+    # The engine's assignment of an integer unit (backend/sql/robust_sql.py block_hash):
     # x = (pid ^ (pid >> 31) ^ (pid >> 62)) & M (M = 2^31 - 1), x -> ((x ^ k1) * a1) & M,
     # x ^ (x >> 16), ((x ^ k2) * a2) & M, x ^ (x >> 15), with k1, a1, k2, a2 the first 15 hex
     # digits of md5('<mode_seed>:1'..'4') & M (a1, a2 made odd); then modulo B. Computed here

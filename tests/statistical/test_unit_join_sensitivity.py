@@ -41,11 +41,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dpsql.backend.engine as engine_module
-import dpsql.backend.join_sql as join_sql
+import dpsql.backend.engines.engine as engine_module
+import dpsql.backend.sql.join_sql as join_sql
 from dpsql.accounting.ledger import Ledger
 from dpsql.analysis.joins import _JoinAnalysis
-from dpsql.backend.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import SeededRandomSource

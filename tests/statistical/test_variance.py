@@ -39,8 +39,8 @@ from sqlglot import exp
 from scipy import stats
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.duckdb_engine import render
-from dpsql.backend.sqlgen import engine_select, fixed_point_selects
+from dpsql.backend.engines.duckdb_engine import render
+from dpsql.backend.sql.plan_sql import engine_select, fixed_point_selects
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import generate_people, policy_text
 from dpsql.execution.compiled import CompiledQuery, compile_statement

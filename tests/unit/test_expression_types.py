@@ -18,7 +18,7 @@ import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.expression_types import TYPE_KEY, annotate, type_of
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.execution.compiled import compile_statement
 from dpsql.frontend.parse import parse_tree
 
@@ -62,7 +62,7 @@ FAMILIES = {"TINYINT": "INTEGER", "SMALLINT": "INTEGER", "INTEGER": "INTEGER", "
             "DOUBLE": "DOUBLE", "FLOAT": "FLOAT", "VARCHAR": "VARCHAR", "DATE": "DATE", "TIMESTAMP": "TIMESTAMP",
             "BOOLEAN": "BOOLEAN", "INTERVAL": "INTERVAL", "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ"}
 # to_timestamp: DuckDB's own is a TIMESTAMP WITH TIME ZONE; dpsql renders it as a TIMESTAMP on every
-# engine (backend/spark_semantics.py), and types it so.
+# engine (backend/sql/spark_semantics.py), and types it so.
 DPSQL_OWN = {"to_timestamp(age)": "TIMESTAMP"}
 
 

@@ -20,10 +20,10 @@ import pytest
 from sqlglot import exp
 
 from dpsql.analysis.group_domains import MAX_DERIVED_KEYS, derive_key
-from dpsql.backend.duckdb_engine import render
-from dpsql.backend.sqlgen import key_sql
+from dpsql.backend.engines.duckdb_engine import render
+from dpsql.backend.sql.plan_sql import key_sql
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 from dpsql.frontend.parse import parse_tree
 from dpsql.ir.query import GroupKey
 

@@ -74,7 +74,7 @@ def test_the_comparison_sees_a_dropped_filter() -> None:
     ("SELECT COUNT(*) FROM other.main.people", "DP103", "schema main"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people ORDER BY income DESC) s", "DP110", "ORDER BY"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people OFFSET 3) s", "DP110", "OFFSET"),
-    # (An aggregated subquery read by an outer query is a release: post-processing, analysis/post.py.)
+    # (An aggregated subquery read by an outer query is a release: post-processing, analysis/post_processing.py.)
     ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE SUM(income) > 3) t", "DP110", "aggregate (SUM)"),
     ("SELECT COUNT(*) FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) * FROM people) t", "DP110", "OPTIONS"),
     # A join inside a row-level body is judged like the flat join (analysis/joins.py): a comma list is a cross join.

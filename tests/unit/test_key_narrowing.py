@@ -23,10 +23,10 @@ from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.group_domains import derive_key, narrowed
-from dpsql.backend.duckdb_engine import render
-from dpsql.backend.sqlgen import key_sql
+from dpsql.backend.engines.duckdb_engine import render
+from dpsql.backend.sql.plan_sql import key_sql
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.frontend.parse import parse_tree
 from dpsql.ir.query import GroupKey

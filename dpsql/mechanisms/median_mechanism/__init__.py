@@ -13,7 +13,7 @@ Modules here (the maths):
   core.py        the algorithm: repeat cache, median, sparse-vector test, hard answers, transcript
 Elsewhere: dpsql.planner.measurable (which counting queries are measurable over X),
 dpsql.execution.median_layer (calibration, reservation through the Charger, SQL, results,
-EXPLAIN), dpsql.backend.mmsql (the domain, mask and histogram SQL).
+EXPLAIN), dpsql.backend.sql.median_layer_sql (the domain, mask and histogram SQL).
 
 Privacy lives in dpsql.mechanisms.sparse_vector (noise, scales, calibration) and in core.py's
 `SecretHistogram`, the only object holding the data; everything else sees public state only.

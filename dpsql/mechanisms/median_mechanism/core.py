@@ -35,7 +35,7 @@ from dpsql.mechanisms.sparse_vector import (
     size_noise,
 )
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
-from dpsql.mechanisms.median_mechanism.model import PublicModel, marginal
+from dpsql.mechanisms.median_mechanism.public_model import PublicModel, marginal
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan
 
 AnswerKind = Literal["easy", "hard", "repeat", "measured"]

@@ -1,7 +1,7 @@
 """The domain X as numpy arrays, and the shape of a counting query over it (all public).
 
 A cell's `x_id` is the mixed-radix number of its column codes, the first column most
-significant (as in dpsql.backend.mmsql). A counting query over X is a `QueryShape`: the cells
+significant (as in dpsql.backend.sql.median_layer_sql). A counting query over X is a `QueryShape`: the cells
 it counts and, for a GROUP BY, the group of each counted cell (groups in the order the engine
 releases public keys: the product of the declared values, first key most significant).
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpsql.catalog.model import MedianMechanismConfig
+from dpsql.catalog.policy import MedianMechanismConfig
 
 
 @dataclass(frozen=True)

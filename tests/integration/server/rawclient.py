@@ -9,7 +9,8 @@ import base64
 import socket
 import struct
 
-from dpsql.server import codec, scram
+from dpsql.server import codec
+from dpsql.server import scram
 
 
 def frontend(kind: bytes, body: bytes = b"") -> bytes:

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import DEPTS
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text
 from tests.integration.server.conftest import PASSWORDS, PgServer

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.render import precision, round_to
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.integration.server import rawclient
 from tests.integration.server.conftest import PASSWORDS, QUERY, PgServer
 

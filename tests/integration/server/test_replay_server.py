@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.files import write_parquet
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.backend.auxiliary.files import write_parquet
+from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text
 

@@ -1,4 +1,4 @@
-"""MODE's subsample assignment (backend/robust_sql.py block_hash) on DuckDB, against its definition.
+"""MODE's subsample assignment (backend/sql/robust_sql.py block_hash) on DuckDB, against its definition.
 
 tests/spark/test_parity.py checks that Spark assigns the same blocks.
 """
@@ -11,8 +11,8 @@ import duckdb
 import pytest
 from sqlglot import exp
 
-from dpsql.backend.dialects import render
-from dpsql.backend.robust_sql import BLOCK_MASK, BLOCK_X, block_hash, block_hash_layers
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.sql.robust_sql import BLOCK_MASK, BLOCK_X, block_hash, block_hash_layers
 
 EDGES = [0, 1, -1, 7, -7, BLOCK_MASK - 1, BLOCK_MASK, BLOCK_MASK + 1, -BLOCK_MASK, 2**31, 2**40 + 3, -(2**40) - 3,
          2**62, 2**63 - 1, -(2**63)]

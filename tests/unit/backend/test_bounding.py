@@ -10,9 +10,9 @@ import duckdb
 import pytest
 from sqlglot import exp
 
-from dpsql.backend.bounding import bounding_steps
-from dpsql.backend.dialects import render
-from dpsql.backend.sqlgen import ROW_RANK, bounded_select, fixed_point_name, fixed_point_units, rank_by_hash, seed_placeholder
+from dpsql.backend.sql.bounding import bounding_steps
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.sql.plan_sql import ROW_RANK, bounded_select, fixed_point_name, fixed_point_units, rank_by_hash, seed_placeholder
 from dpsql.catalog.loader import policy_from_dict
 
 POLICY = policy_from_dict({
@@ -89,7 +89,7 @@ def test_prepared_fixed_point_column() -> None:
     assert nulls == (4,)  # NULL, NaN, +inf, -inf
 
 
-# --- the plan of backend/bounding.py ----------------------------------------------------------
+# --- the plan of backend/sql/bounding.py ----------------------------------------------------------
 
 def built(con: duckdb.DuckDBPyConnection, seed: int, name: str) -> list[tuple]:
     """Run bounding_steps as Engine.ensure_bounded does; the bounded relation's rows, sorted."""
@@ -138,8 +138,8 @@ def test_an_interrupted_build_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) 
     # and the next query rebuilds the same rows.
     import pandas
 
-    from dpsql.backend.duckdb_engine import DuckDBEngine
-    from dpsql.backend.engine import BackendFailure, bounded_name
+    from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+    from dpsql.backend.engines.engine import BackendFailure, bounded_name
     from dpsql.errors import EngineError
 
     frame = pandas.DataFrame({"pid": [1, 1, 1, 1, 1, 2, 3, 3], "x": [0.5, 1, 2, 3, 4, 5, 6, 7], "s": list("abcdefgh")})
@@ -168,8 +168,8 @@ def test_an_interrupted_build_is_rebuilt_whole(monkeypatch: pytest.MonkeyPatch) 
 def full_tie_break_ranked(drop: str | None = None) -> exp.Select:
     """Heavy persons ranked with the tie-break over every column, the person included (the form
     before the partition column was left out), or without column `drop` (a negative control)."""
-    from dpsql.backend.dialects import KeyedHash, hash_input
-    from dpsql.backend.sqlgen import ordered
+    from dpsql.backend.sql.engine_dialects import KeyedHash, hash_input
+    from dpsql.backend.sql.plan_sql import ordered
 
     unit = exp.column("pid", quoted=True)
     values = [(exp.column(c.name, quoted=True), c.type) for c in TABLE.columns.values()]

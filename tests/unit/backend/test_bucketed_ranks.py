@@ -1,4 +1,4 @@
-"""The two-stage rank read (backend/robust_sql.py: a coarse histogram of public buckets, then the
+"""The two-stage rank read (backend/sql/robust_sql.py: a coarse histogram of public buckets, then the
 values of the buckets that hold the windows' ranks) gives exactly the order statistics, scores and
 draws of the single exact read (`row_number()` per rank, the Spark path), on random data with
 heavy ties, ties across bucket edges, clamped values and empty selections. Negative control: a
@@ -18,10 +18,10 @@ import pytest
 import dpsql
 
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend import robust_sql
-from dpsql.backend.dialects import render
-from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
+from dpsql.backend.sql import robust_sql
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.catalog.loader import load_policy
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import RankRequest

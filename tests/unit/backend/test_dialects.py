@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
-from dpsql.backend.dialects import (
+from dpsql.backend.sql.engine_dialects import (
     DayNumber, ExactSum, Guarded, HashBits, IntegerSeries, IsFinite, KeyedHash, WideInt, hash_input, render,
 )
 

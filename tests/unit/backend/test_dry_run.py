@@ -1,5 +1,5 @@
 """Dry runs check the statement that will run after the charge, over empty stand-ins of the
-session relations (backend/engine.py Engine.dry_run, backend/dialects.py render(relations=...)):
+session relations (backend/engines/engine.py Engine.dry_run, backend/sql/engine_dialects.py render(relations=...)):
 the text differs from the real one only in the relations it reads; a statement that reads any
 other session relation is refused before anything runs (fail closed); a query-only error is
 still refused (DP123) before the charge."""
@@ -13,8 +13,8 @@ import pytest
 from sqlglot import exp
 
 import dpsql
-from dpsql.backend.dialects import UnknownRelation, render
-from dpsql.backend.engine import bounded_name, empty_keyed_name, empty_name, keyed_name, source_name
+from dpsql.backend.sql.engine_dialects import UnknownRelation, render
+from dpsql.backend.engines.engine import bounded_name, empty_keyed_name, empty_name, keyed_name, source_name
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.compiled import CompiledQuery
 

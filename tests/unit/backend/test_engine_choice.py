@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import dpsql
-from dpsql.backend import spark_engine
+from dpsql.backend.engines import spark_engine
 from dpsql.errors import InterfaceError
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dpsql.backend.duckdb_engine import DuckDBBackend
+from dpsql.backend.engines.duckdb_engine import DuckDBBackend
 from dpsql.catalog.loader import policy_from_dict
 
 

@@ -8,8 +8,8 @@ import datetime
 
 import pytest
 
-from dpsql.backend.duckdb_engine import DuckDBBackend
-from dpsql.backend.engine import RawRows, normalise, normalise_rows, row_type
+from dpsql.backend.engines.duckdb_engine import DuckDBBackend
+from dpsql.backend.engines.engine import RawRows, normalise, normalise_rows, row_type
 from dpsql.catalog.loader import policy_from_dict
 
 POLICY = policy_from_dict({
@@ -71,7 +71,7 @@ def test_other_types_go_through_arrow(backend: DuckDBBackend) -> None:
 
 
 def test_connection_stays_usable_after_a_failing_statement(backend: DuckDBBackend) -> None:
-    from dpsql.backend.engine import BackendFailure
+    from dpsql.backend.engines.engine import BackendFailure
 
     backend.connection.execute("CREATE TABLE s AS SELECT range::VARCHAR v FROM range(100000) UNION ALL SELECT 'x'")
     with pytest.raises(BackendFailure):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas
 import pytest
 
-from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.engine import bounded_name
-from dpsql.backend.files import write_parquet
-from dpsql.backend.shared_duckdb import SharedDuckDB
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.engine import bounded_name
+from dpsql.backend.auxiliary.files import write_parquet
+from dpsql.backend.engines.shared_duckdb import SharedDuckDB
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 from dpsql.errors import EngineError, InterfaceError
@@ -77,7 +77,7 @@ def test_second_session_reads_the_first_ones_relations(policy_path: Path, monkey
 
 def test_negative_control_sessions_of_their_own_each_build(policy_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The count above can see a second build: sessions without the shared database each bound the table.
-    from dpsql.backend import engine as engine_module
+    from dpsql.backend.engines import engine as engine_module
 
     builds: list[str] = []
     original = engine_module.Engine._build
@@ -148,7 +148,7 @@ def test_a_failed_shared_build_is_built_again_by_the_next_query(policy_path: Pat
 
     def interrupted(name: str, *args: object, **kwargs: object) -> object:
         if name == bounded_name(table):  # the last step: the heavy persons' table is already built
-            from dpsql.backend.engine import BackendFailure
+            from dpsql.backend.engines.engine import BackendFailure
             raise BackendFailure("interrupted")
         return original(name, *args, **kwargs)  # type: ignore[arg-type]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from dpsql.backend.watchdog import Watchdog
+from dpsql.backend.engines.watchdog import Watchdog
 
 
 def test_an_alarm_fires_after_its_deadline_and_reports_it() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import ServerSettings
+from dpsql.catalog.policy import ServerSettings
 from dpsql.errors import CatalogError
 from tests.conftest import make_policy_text
 

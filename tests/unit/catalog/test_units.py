@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError
 
 BUDGET = {"epsilon": 1.0, "delta": 1e-6, "default_query_epsilon": 0.1, "default_query_delta": 1e-8}

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.catalog.loader import load_policy
 from dpsql.demo import people
 from dpsql.demo.people import DEMO_POLICY, DEPTS, REGIONS, ensure_demo, generate_people, policy_text, user_cache_dir

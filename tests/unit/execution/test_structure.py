@@ -67,9 +67,9 @@ def test_one_module_per_name() -> None:
 
 
 def test_multi_step_reads_are_driven_by_the_executor() -> None:
-    # backend/robust_sql.reads yields each statement and receives its rows: no function of the
+    # backend/sql/robust_sql.reads yields each statement and receives its rows: no function of the
     # backend's robust SQL takes a callable from its caller (the old fetch(run=...) climbed back).
-    tree = ast.parse((DPSQL / "backend" / "robust_sql.py").read_text(encoding="utf-8"))
+    tree = ast.parse((DPSQL / "backend" / "sql" / "robust_sql.py").read_text(encoding="utf-8"))
     functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
     annotated = [(f.name, ast.unparse(a.annotation)) for f in functions for a in f.args.args if a.annotation is not None]
     assert not [pair for pair in annotated if "Callable" in pair[1] or "Runner" in pair[1]], annotated

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from tests.conftest import make_policy_text
 
 EXTRA_TABLES = """

@@ -8,8 +8,8 @@ from fractions import Fraction
 import dpsql
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import LedgerEntry
-from dpsql.catalog.model import Policy
-from dpsql.repl.commands import ReplState, budget_text, describe_table, describe_tables, history_text, run_command
+from dpsql.catalog.policy import Policy
+from dpsql.repl.backslash import ReplState, budget_text, describe_table, describe_tables, history_text, run_command
 
 Connect = Callable[..., dpsql.Connection]
 

@@ -8,7 +8,7 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 from dpsql.repl.completion import PolicyCompleter, suggest
 from dpsql.session import Session
 

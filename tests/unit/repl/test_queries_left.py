@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.repl.commands import budget_text
+from dpsql.repl.backslash import budget_text
 from dpsql.repl.toolbar import toolbar_text
 
 

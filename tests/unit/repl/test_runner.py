@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import dpsql
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.repl.commands import ReplState
+from dpsql.repl.backslash import ReplState
 from dpsql.repl.runner import Runner, needs_confirmation, run_script
 
 Connect = Callable[..., dpsql.Connection]

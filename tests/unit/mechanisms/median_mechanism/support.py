@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain
+from dpsql.catalog.policy import MedianMechanismConfig, MMColumnDomain
 from dpsql.demo.people import REGIONS
 from dpsql.mechanisms.median_mechanism.core import LayerCore, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
-from dpsql.mechanisms.median_mechanism.model import PublicModel
+from dpsql.mechanisms.median_mechanism.public_model import PublicModel
 from tests.conftest import make_policy_text
 
 REGION_LINE = 'region    = { type = "text" }'

@@ -22,7 +22,7 @@ from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, dependence, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
-from dpsql.mechanisms.median_mechanism.model import PublicModel
+from dpsql.mechanisms.median_mechanism.public_model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import plan_layer
 from tests.unit.mechanisms.median_mechanism.support import random_shapes, replay, run_core, tiny_domain
 
@@ -84,7 +84,7 @@ def test_replay_catches_a_warm_start_from_the_exact_marginals() -> None:
     core = warm_core(h, "zcdp", 15)
     exact = [m.copy() for m in core.measured]
     core.model = PublicModel.from_measurement(DOMAIN, core.plan.axes, [m - m + e for m, e in zip(core.measured, [
-        np.array([int(v) for v in __import__("dpsql.mechanisms.median_mechanism.model", fromlist=["marginal"]).marginal(
+        np.array([int(v) for v in __import__("dpsql.mechanisms.median_mechanism.public_model", fromlist=["marginal"]).marginal(
             h, DOMAIN.sizes, ax)]) for ax in core.plan.axes])], tau_p=core.calibration.accuracy / 8)  # forbidden
     core.measured = exact
     answered = run_core(core, random_shapes(DOMAIN, 300, seed=15))
@@ -288,7 +288,7 @@ def test_an_update_moves_the_model_into_the_answer_slab() -> None:
 
 def test_warm_start_is_a_distribution_with_the_measured_marginals() -> None:
     h = data(18)
-    from dpsql.mechanisms.median_mechanism.model import marginal
+    from dpsql.mechanisms.median_mechanism.public_model import marginal
 
     axes = ((0, 1), (0, 2), (1, 2))
     exact = [marginal(h, DOMAIN.sizes, ax) for ax in axes]

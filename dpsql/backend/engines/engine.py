@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 from sqlglot import exp
 
 from dpsql.analysis.function_arguments import constant_probes
-from dpsql.backend.bounding import Step, bounding_steps
-from dpsql.backend.dialects import UnknownRelation, render
-from dpsql.backend.join_sql import joined_select
-from dpsql.backend.sqlgen import (
+from dpsql.backend.sql.bounding import Step, bounding_steps
+from dpsql.backend.sql.engine_dialects import UnknownRelation, render
+from dpsql.backend.sql.join_sql import joined_select
+from dpsql.backend.sql.plan_sql import (
     TYPE_NAMES, UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select, source_select,
 )
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
 from dpsql.ir.join import JoinedTable
 
@@ -110,7 +110,7 @@ class Backend(Protocol):
 
 
 class SharedRelations(Protocol):
-    """Relations built once for every session of a process (backend/shared_duckdb.py)."""
+    """Relations built once for every session of a process (backend/engines/shared_duckdb.py)."""
 
     def seed(self, name: str) -> int:
         """The relation's secret seed, drawn once from the OS CSPRNG."""
@@ -123,8 +123,8 @@ class SharedRelations(Protocol):
 
 
 class ReleasedValues(Protocol):
-    """Where public domain tables live (a local DuckDB, backend/local_duckdb.py, for every engine):
-    never private rows. Released values are post-processed apart, in backend/released_db.py."""
+    """Where public domain tables live (a local DuckDB, backend/engines/local_duckdb.py, for every engine):
+    never private rows. Released values are post-processed apart, in backend/auxiliary/released_db.py."""
 
     def ensure_public_table(self, name: str, create: exp.Create) -> str:
         """Create a session table of public rows once."""
@@ -157,12 +157,12 @@ def bounded_name(table: Table) -> str:
 
 
 def bounded_heavy_name(table: Table) -> str:
-    """The persons with more than max_rows rows (sqlgen.row_heavy_select), computed once per session."""
+    """The persons with more than max_rows rows (plan_sql.row_heavy_select), computed once per session."""
     return f"{bounded_name(table)}_heavy"
 
 
 def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
-    """The session's keyed relation of a table for one grouping-column set (sqlgen.keyed_select)."""
+    """The session's keyed relation of a table for one grouping-column set (plan_sql.keyed_select)."""
     digest = hashlib.sha256("\x00".join(keys).encode()).hexdigest()[:16]
     return f"__dpsql_keyed_{table.name}_{digest}"
 
@@ -170,11 +170,6 @@ def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
 def empty_keyed_name(table: Table) -> str:
     """An empty keyed relation (the bounded schema plus the person-key flag), for dry runs."""
     return f"__dpsql_empty_keyed_{table.name}"
-
-
-def key_type(column_type: str) -> str:
-    """The engine type of a policy column type."""
-    return TYPE_NAMES[column_type]
 
 
 # --- the result normaliser -------------------------------------------------------------------------
@@ -408,7 +403,7 @@ class Engine:
 
     def _build(self, name: str, steps: Sequence[Step], seed: int) -> None:
         """Run a relation's steps; with a shared database, once for every session, with the
-        shared relation's own seed (backend/shared_duckdb.py: why that is private)."""
+        shared relation's own seed (backend/engines/shared_duckdb.py: why that is private)."""
         shared = self.shared
         if shared is None:
             for step in steps:
@@ -431,7 +426,7 @@ class Engine:
 
     def ensure_keyed(self, table: Table, keys: tuple[str, ...], bounded_seed: int, seed: int) -> str:
         """Materialise the keyed relation of a table and grouping-column set once per session: the
-        bounded relation with each person's kept keys flagged (sqlgen.keyed_select: why it is private)."""
+        bounded relation with each person's kept keys flagged (plan_sql.keyed_select: why it is private)."""
         with self._lock:
             name = keyed_name(table, keys)
             if name not in self._relations:

@@ -1,5 +1,5 @@
 """Post-processing SQL of one query: its outputs, HAVING, ORDER BY and LIMIT over its released
-aggregates, run in the released-values database (backend/released_db.py).
+aggregates, run in the released-values database (backend/auxiliary/released_db.py).
 
 It reads one table of released values only (`OUTPUTS`): the group keys, each aggregate's
 estimate (`__a<j>`, computed by its Estimate, dpsql/aggregates/), its 95% half-width and its
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dpsql.backend.engine import key_type
+from dpsql.backend.sql.plan_sql import key_type
 from dpsql.ir.plan import Plan, aggregate_confidence_name, aggregate_name, aggregate_width_name, corner_name
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry

@@ -1,7 +1,7 @@
 """The statements that build a private table's bounded relation, in order (run by Engine.ensure_bounded,
 printed by EXPLAIN).
 
-One plan for every engine (sqlgen.bounded_select: every row of a person with at most max_rows rows,
+One plan for every engine (plan_sql.bounded_select: every row of a person with at most max_rows rows,
 the first max_rows rows by the keyed hash of a heavier person; rows without a person dropped): count
 rows per person over the source (the heavy persons: a read of the unit column only), then one
 CREATE TABLE AS copies the light persons' rows (an anti-join against the heavy persons) and appends
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import sqlglot.expressions as exp
 
-from dpsql.backend.sqlgen import bounded_select, row_heavy_select
-from dpsql.catalog.model import Table
+from dpsql.backend.sql.plan_sql import bounded_select, row_heavy_select
+from dpsql.catalog.policy import Table
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.dialects import render as render_for
+from dpsql.backend.sql.engine_dialects import render as render_for
 
 if TYPE_CHECKING:
     import numpy
@@ -22,7 +22,7 @@ def render(expression: exp.Expr) -> str:
 class LocalDuckDB:
     """Public domain tables, in a DuckDB of the process (never private rows): the Median
     Mechanism's masks over its public domain run here for every engine, so they agree across
-    engines. (Released values are post-processed in backend/released_db.py.)"""
+    engines. (Released values are post-processed in backend/auxiliary/released_db.py.)"""
 
     def __init__(self, connection: duckdb.DuckDBPyConnection | None = None, lock: threading.RLock | None = None) -> None:
         self._owned = connection is None

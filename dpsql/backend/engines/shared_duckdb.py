@@ -11,7 +11,7 @@ are ordinary tables of that database, each built once by the first session that 
 the first query of the first connection waits only for what is left (`prepare`).
 
 Privacy. A bounded (or keyed) relation is a stable per-person transformation of the data for a
-fixed secret seed (backend/engine.py, sqlgen.keyed_select); it does not matter which session's
+fixed secret seed (backend/engines/engine.py, plan_sql.keyed_select); it does not matter which session's
 query triggers it, nor that several analysts' queries read the same one: each query is still
 charged to its analyst before it reads anything, and its noise is its own. The seeds here are
 drawn once per relation from the operating system's CSPRNG, never from a session's source (a
@@ -43,9 +43,9 @@ from typing import Any, Callable, Mapping
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.dialects import render
-from dpsql.backend.engine import BackendFailure, bounded_name
-from dpsql.catalog.model import Policy, Table
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.engine import BackendFailure, bounded_name
+from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, Error
 
 DIALECT = "duckdb"

@@ -16,7 +16,7 @@ from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.output import Output as TerminalOutput
 from pygments.lexers.sql import SqlLexer
 
-from dpsql.repl.commands import Output, ReplState, number
+from dpsql.repl.backslash import Output, ReplState, number
 from dpsql.repl.completion import PolicyCompleter
 from dpsql.repl.keys import repl_key_bindings
 from dpsql.repl.runner import Runner, emit

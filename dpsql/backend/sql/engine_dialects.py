@@ -18,7 +18,7 @@ of ours, with one rendering per engine written here:
 - IntegerSeries(n): a table of 0..n-1 in one column.
 
 The analyst's own expressions (typed by the analysis) render for Spark with DuckDB's meaning
-(`backend/spark_semantics.py`).
+(`backend/sql/spark_semantics.py`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
 
-from dpsql.backend.spark_semantics import duckdb_unix_to_time, with_duckdb_meaning
+from dpsql.backend.sql.spark_semantics import duckdb_unix_to_time, with_duckdb_meaning
 
 if TYPE_CHECKING:  # sqlglot's Spark, Spark2 and Hive dialects load only for the Spark engine (_spark)
     from sqlglot.generators.spark import SparkGenerator
 
-SESSION_PREFIX = "__dpsql_"  # every session relation's name starts with it (backend/engine.py: source_name, bounded_name, ...)
+SESSION_PREFIX = "__dpsql_"  # every session relation's name starts with it (backend/engines/engine.py: source_name, bounded_name, ...)
 HASH_DIGITS = 15  # hex digits of a HashBits value: 60 bits, so every engine's BIGINT holds it
 
 
@@ -259,7 +259,7 @@ def _spark() -> Dialect:
         def identifier_sql(self, expression: exp.Identifier) -> str:
             return super().identifier_sql(_relation(self, expression))
 
-        TRANSFORMS = with_duckdb_meaning({  # the analyst's expressions with DuckDB's meaning (backend/spark_semantics.py)
+        TRANSFORMS = with_duckdb_meaning({  # the analyst's expressions with DuckDB's meaning (backend/sql/spark_semantics.py)
             **SparkGenerator.TRANSFORMS,
             KeyedHash: _md5,
             HashBits: _spark_hash_bits,

@@ -4,7 +4,7 @@ DuckDB is the reference: the same SQL must give the same answer on every engine.
 DuckDB's functions to Spark's by name, and several names mean something else there, so every
 node the analysis typed (`analysis/expression_types.py` writes each node's DuckDB type into it)
 is rendered here when Spark's own function differs. dpsql's own plan nodes are untyped and keep
-their renderings (`backend/dialects.py`). Each rendering, with the difference it closes:
+their renderings (`backend/sql/engine_dialects.py`). Each rendering, with the difference it closes:
 
 - `x / y`: DuckDB divides as IEEE DOUBLEs (x / 0 is +-inf, 0 / 0 NaN), Spark returns NULL for a
   zero divisor: `CASE WHEN d <> 0 THEN n / d ELSE n * POWER(d, -1) END` (POWER(+-0, -1) is +-inf).
@@ -54,7 +54,7 @@ from dpsql.analysis.expression_types import (
     type_of,
 )
 
-Generator = Any  # sqlglot's SparkGenerator (imported lazily by backend/dialects.py)
+Generator = Any  # sqlglot's SparkGenerator (imported lazily by backend/sql/engine_dialects.py)
 Render = Callable[[Generator, Any], "str | None"]
 
 _ATOMS = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Placeholder, exp.Parameter)

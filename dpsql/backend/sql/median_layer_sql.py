@@ -18,9 +18,9 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from dpsql.backend.dialects import IntegerSeries
-from dpsql.backend.sqlgen import TYPE_NAMES, number
-from dpsql.catalog.model import MedianMechanismConfig, MMColumnDomain, Scalar, Table
+from dpsql.backend.sql.engine_dialects import IntegerSeries
+from dpsql.backend.sql.plan_sql import TYPE_NAMES, number
+from dpsql.catalog.policy import MedianMechanismConfig, MMColumnDomain, Scalar, Table
 
 X_ID = "x_id"
 COUNT = "n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dpsql import errors
 from dpsql.catalog.loader import load_policy
-from dpsql.server.app import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
+from dpsql.server.transport import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 from dpsql.server.scram import DEFAULT_ITERATIONS, make_verifier
 
 

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.duckdb_engine import EngineResult, render
-from dpsql.backend.watchdog import WATCHDOG
+from dpsql.backend.engines.duckdb_engine import EngineResult, render
+from dpsql.backend.engines.watchdog import WATCHDOG
 from dpsql.errors import CatalogLimitError, CatalogQueryError
 
 log = logging.getLogger("dpsql.server")

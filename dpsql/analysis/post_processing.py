@@ -7,7 +7,7 @@ arithmetic, window functions, UNION ALL of several releases) is rewritten to rea
 tables by name, and only them: a private table, a row-level relation over one, or a public
 table met there is refused (DP126) before any data is read. Execution then computes the
 releases (noise added) first and runs the outer query in a separate database that holds the
-released rows only (backend/released_db.py). GROUP BY ROLLUP / CUBE / GROUPING SETS is one release per
+released rows only (backend/auxiliary/released_db.py). GROUP BY ROLLUP / CUBE / GROUPING SETS is one release per
 grouping set (the query's epsilon and delta split evenly across the sets) and a UNION ALL
 with NULL for the rolled-up keys.
 """
@@ -28,9 +28,9 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.errors import InvalidOptionError, UnknownColumnError
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
-from dpsql.ir.post import RELEASED_PREFIX, OutputLineage, PostQuery, ReleasedInput, released_column, released_name
+from dpsql.ir.post_query import RELEASED_PREFIX, OutputLineage, PostQuery, ReleasedInput, released_column, released_name
 from dpsql.ir.query import BoundQuery, PublicQuery
 
 MAX_GROUPING_SETS = 16

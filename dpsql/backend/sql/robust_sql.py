@@ -41,9 +41,9 @@ from typing import Any, Generator, Hashable, Mapping
 
 from sqlglot import exp
 
-from dpsql.backend.dialects import DayNumber, HashBits, IsFinite, KeyedHash, WideInt, hash_input
-from dpsql.backend.sqlgen import key_sql, number, ordered, row_filter
-from dpsql.catalog.model import Column
+from dpsql.backend.sql.engine_dialects import DayNumber, HashBits, IsFinite, KeyedHash, WideInt, hash_input
+from dpsql.backend.sql.plan_sql import key_sql, number, ordered, row_filter
+from dpsql.catalog.policy import Column
 from dpsql.ir.plan import ModeRequest, Plan, RankRequest, ValueMap
 from dpsql.ir.query import key_name
 from dpsql.mechanisms.ranks import CountedWindows, Histogram, OrderStatistics, WindowedOrderStatistics, quantile_rank

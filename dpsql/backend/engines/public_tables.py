@@ -8,10 +8,10 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from dpsql.backend.dialects import IsFinite
-from dpsql.backend.engine import BackendFailure, Engine, type_name
-from dpsql.backend.schema_reader import policy_type
-from dpsql.catalog.model import Column, Scalar, Table
+from dpsql.backend.sql.engine_dialects import IsFinite
+from dpsql.backend.engines.engine import BackendFailure, Engine, type_name
+from dpsql.backend.auxiliary.schema_reader import policy_type
+from dpsql.catalog.policy import Column, Scalar, Table
 from dpsql.errors import CatalogError
 
 

@@ -1,6 +1,6 @@
 """What the Spark engine refuses before the charge, because on Spark it could fail on private
 data (tests/spark records each case). Functions whose meaning differs are rendered with DuckDB's
-meaning instead (backend/spark_semantics.py), or refused on every engine (DP142, DP113).
+meaning instead (backend/sql/spark_semantics.py), or refused on every engine (DP142, DP113).
 
 Spark evaluates with ANSI mode off, so most failing expressions yield NULL, but not all: a
 regular expression, LIKE escape or datetime format that is not a constant is compiled per row,

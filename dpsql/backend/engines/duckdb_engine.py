@@ -1,5 +1,5 @@
-"""The DuckDB backend (the default engine). The privacy-relevant logic is in backend/engine.py;
-the local DuckDB that every engine uses for released values is in backend/local_duckdb.py.
+"""The DuckDB backend (the default engine). The privacy-relevant logic is in backend/engines/engine.py;
+the local DuckDB that every engine uses for released values is in backend/engines/local_duckdb.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.dialects import render as render_for
-from dpsql.backend.engine import (
+from dpsql.backend.sql.engine_dialects import render as render_for
+from dpsql.backend.engines.engine import (
     ENGINE_FAILED,
     BackendFailure,
     Engine,
@@ -20,13 +20,13 @@ from dpsql.backend.engine import (
     RawRows,
     bounded_name,
     empty_name,
-    key_type,
     row_type,
     source_name,
 )
-from dpsql.backend.local_duckdb import LocalDuckDB
-from dpsql.backend.robust_sql import DUCKDB_CAPABILITIES
-from dpsql.backend.shared_duckdb import (
+from dpsql.backend.engines.local_duckdb import LocalDuckDB
+from dpsql.backend.sql.plan_sql import key_type
+from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
+from dpsql.backend.engines.shared_duckdb import (
     DB_ALIAS,
     MATERIALIZE_SETTINGS,
     SharedDuckDB,
@@ -35,7 +35,7 @@ from dpsql.backend.shared_duckdb import (
     configure,
     current_settings,
 )
-from dpsql.catalog.model import Policy, Table
+from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
 
 if TYPE_CHECKING:  # pyarrow on the first result that needs Arrow; pandas only for DataFrames given to connect
@@ -70,7 +70,7 @@ class DuckDBBackend:
         if shared is not None and (self._frames or resolved != shared.database):
             # A shared relation is built from whichever session asks first: every session must read the same data.
             raise InterfaceError("a shared DuckDB database reads the policy's sources and its own database file only")
-        # Its own database, or its own connection to the process's shared one (backend/shared_duckdb.py).
+        # Its own database, or its own connection to the process's shared one (backend/engines/shared_duckdb.py).
         self.connection = duckdb.connect(":memory:") if shared is None else shared.connection()
         self.shared = shared
         self.lock = threading.RLock()
@@ -209,7 +209,7 @@ class DuckDBBackend:
     def materialize(self, name: str, select: exp.Expr, params: Mapping[str, Any] | None = None, *, view: bool = False,
                     shared: bool = False) -> None:
         """CREATE TEMPORARY TABLE (or VIEW) name AS select; `shared`: a table of the shared database
-        every session reads (backend/shared_duckdb.py), not a temporary one."""
+        every session reads (backend/engines/shared_duckdb.py), not a temporary one."""
         create = _temp_table(name, select)
         if shared:
             assert self.shared is not None and not view

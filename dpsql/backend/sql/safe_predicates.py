@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dpsql.catalog.model import Table
+from dpsql.catalog.policy import Table
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 _INT64 = 2**63

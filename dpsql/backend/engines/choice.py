@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from dpsql.backend.duckdb_engine import DuckDBEngine
-from dpsql.backend.engine import Engine
-from dpsql.backend.shared_duckdb import SharedDuckDB
-from dpsql.catalog.model import Policy
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
+from dpsql.backend.engines.engine import Engine
+from dpsql.backend.engines.shared_duckdb import SharedDuckDB
+from dpsql.catalog.policy import Policy
 from dpsql.errors import InterfaceError
 
 ENGINES = ("duckdb", "spark")
@@ -19,20 +19,20 @@ ENGINES = ("duckdb", "spark")
 
 def start_spark(master: str | None = None, remote: str | None = None) -> Any:
     """A SparkSession for engine='spark' sessions to share (the server starts one per process)."""
-    from dpsql.backend.spark_engine import start_spark as start  # pyspark is optional: imported on use
+    from dpsql.backend.engines.spark_engine import start_spark as start  # pyspark is optional: imported on use
 
     return start(master, remote)
 
 
 def open_shared(policy: Policy, database: str | Path | None = None) -> SharedDuckDB:
     """One DuckDB database for the DuckDB sessions of a process (the server): each private table is
-    bounded once for all of them (backend/shared_duckdb.py)."""
+    bounded once for all of them (backend/engines/shared_duckdb.py)."""
     return SharedDuckDB(policy, database)
 
 
 def analyst_scope(shared: Any, analyst: str) -> Any:
     """What a session of this analyst reads the process's shared database through (its own
-    schema for the relations its queries create: backend/shared_duckdb.py); None stays None."""
+    schema for the relations its queries create: backend/engines/shared_duckdb.py); None stays None."""
     return shared.scope(analyst) if isinstance(shared, SharedDuckDB) else shared
 
 
@@ -58,7 +58,7 @@ def open_engine(policy: Policy, name: str, database: str | Path | None, tables: 
     if name == "spark":
         if database is not None:
             raise InterfaceError("database= is a DuckDB file; with engine='spark' name Parquet paths or Spark tables in the policy")
-        from dpsql.backend.spark_engine import SparkEngine
+        from dpsql.backend.engines.spark_engine import SparkEngine
 
         return SparkEngine(policy, spark, master=master, remote=remote, frames=tables, progress=progress)
     raise InterfaceError(f"unknown engine '{name}': use one of {', '.join(ENGINES)}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpsql.catalog.loader import load_policy
-from dpsql.catalog.model import Policy, ServerSettings
+from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext

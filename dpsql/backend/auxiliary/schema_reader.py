@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.dialects import render
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.scaffold import DataFacts, SourceColumn, SourceTable
 from dpsql.errors import CatalogError
 

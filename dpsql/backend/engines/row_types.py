@@ -13,9 +13,9 @@ from typing import Mapping
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.duckdb_engine import render
-from dpsql.backend.sqlgen import TYPE_NAMES
-from dpsql.catalog.model import Table
+from dpsql.backend.engines.duckdb_engine import render
+from dpsql.backend.sql.plan_sql import TYPE_NAMES
+from dpsql.catalog.policy import Table
 from dpsql.errors import UnsupportedQueryError
 
 _LOCKDOWN = (

@@ -16,7 +16,7 @@ from fractions import Fraction
 from dpsql import errors
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import LedgerEntry
-from dpsql.catalog.model import Column, Policy, Table
+from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.execution.probe import view_tables
 from dpsql.render import aligned, render_table
 from dpsql.session import Session

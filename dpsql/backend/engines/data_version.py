@@ -34,7 +34,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Mapping
 
-from dpsql.catalog.model import Policy
+from dpsql.catalog.policy import Policy
 
 VERSION = b"dpsql-data-1"
 _PROCESS = uuid.uuid4().hex  # frame versions mean something in this process only

@@ -1,12 +1,12 @@
 """A database of released rows only: where every released value is post-processed.
 
 Two kinds of statements run here: a query's own post-processing (its outputs, HAVING, ORDER BY
-and LIMIT over its released aggregates: `evaluate`, SQL from backend/output_sql.py) and the outer
+and LIMIT over its released aggregates: `evaluate`, SQL from backend/sql/output_sql.py) and the outer
 query of a post-processing query over several releases (`check`, then `run`).
 
 One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
 connection (a cursor). A statement binds its released tables (noisy values, released keys,
-nothing else) as list parameters of the outer query itself (backend/released_lists.py), so the
+nothing else) as list parameters of the outer query itself (backend/sql/released_lists.py), so the
 database holds no table and a statement sees only its own released rows, never another
 session's. The private tables, their bounded relations and the public tables live in other
 databases (the engine's), which this one cannot name. File, network and extension access are
@@ -34,9 +34,9 @@ from typing import Any, Sequence
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.dialects import render
-from dpsql.backend.engine import ENGINE_FAILED, EngineResult, engine_reason
-from dpsql.backend.released_lists import list_values, unnest_select
+from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.engine import ENGINE_FAILED, EngineResult, engine_reason
+from dpsql.backend.sql.released_lists import list_values, unnest_select
 from dpsql.errors import EngineError, UnsupportedQueryError
 
 # Released tables are small (public domains or selected keys); every session's outer queries

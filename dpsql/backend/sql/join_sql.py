@@ -3,7 +3,7 @@
 Private tables enter through their bounded relations (each person cut to that table's max_rows
 rows by the keyed hash), public tables through their typed source views (read exactly). The
 result is the joined relation's "source"; the session then bounds it again to the JoinedTable's
-max_rows per person (sqlgen.bounded_select), so the bound holds after the join whatever the data.
+max_rows per person (plan_sql.bounded_select), so the bound holds after the join whatever the data.
 
 A private table joined through an identifier, and a private table read by EXISTS or IN, get the
 equality of its unit column with the lead table's (`within`): they pair or test rows of the same

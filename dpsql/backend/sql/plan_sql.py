@@ -15,9 +15,9 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from dpsql.backend.dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_input
-from dpsql.backend.safe_predicates import cannot_fail
-from dpsql.catalog.model import ENGINE_TYPES, Column, Table
+from dpsql.backend.sql.engine_dialects import ExactSum, Guarded, IsFinite, KeyedHash, hash_input
+from dpsql.backend.sql.safe_predicates import cannot_fail
+from dpsql.catalog.policy import ENGINE_TYPES, Column, Table
 from dpsql.ir.plan import Plan, RawAggregate, release_name, square_grid, square_units
 from dpsql.ir.query import GroupKey, key_name
 
@@ -30,12 +30,17 @@ TYPE_NAMES = ENGINE_TYPES
 FIXED_POINT = "__fx_"
 
 
+def key_type(column_type: str) -> str:
+    """The engine type of a policy column type."""
+    return TYPE_NAMES[column_type]
+
+
 # --- fixed-point columns prepared once in the bounded relation ----------------------------------
 
 
 def fixed_point_units(column: Column) -> tuple[Fraction, int, int]:
     """The grid and clamp bounds (in grid units) of SUM/AVG over a bounded column: the planner's
-    rule (planner/plan.py), restated so the prepared column can be checked against each plan."""
+    rule (planner/build.py), restated so the prepared column can be checked against each plan."""
     assert column.lower is not None and column.upper is not None
     grid = column.grid()
     return grid, math.ceil(column.lower / grid), math.floor(column.upper / grid)
@@ -73,7 +78,7 @@ def fixed_point_selects(table: Table) -> list[exp.Expr]:
 
     Privacy: each is a function of its own row's value and the policy's public bounds, so adding
     it changes nothing about which rows the bounded relation holds (its argument in
-    backend/engine.py is unchanged), and a sum over it reads exactly the integers the per-query
+    backend/engines/engine.py is unchanged), and a sum over it reads exactly the integers the per-query
     expression would compute (the same function, _fixed_point): identical answers, sensitivity
     from the same clamp bounds.
     """
@@ -167,7 +172,7 @@ def bounded_select(table: Table, source_name: str, heavy_name: str | None = None
     the keyed-hash window (and its MD5 over every column): the light persons' rows pass through
     an anti-join against the small set of heavy persons. The result is the same multiset of rows
     as ranking everybody (a person with n <= max_rows rows has ranks 1..n, all kept), so the
-    privacy argument of the bounded relation (backend/engine.py) is unchanged; it is 3-4x
+    privacy argument of the bounded relation (backend/engines/engine.py) is unchanged; it is 3-4x
     cheaper when most persons are light, as they are in practice.
     """
     assert table.privacy_unit is not None
@@ -287,7 +292,7 @@ def keyed_select(table: Table, bounded: str, keys: tuple[str, ...], heavy: str) 
 
     Privacy. The flags are a stable per-person transformation of the bounded relation for a fixed
     seed (removing p removes p's rows and flags, changes nobody else's), like the bounded relation
-    itself (backend/engine.py). A query's person count of key k is the number of flagged rows with
+    itself (backend/engines/engine.py). A query's person count of key k is the number of flagged rows with
     key k that pass its WHERE. p has flagged rows for the keys of K(p) only, one row per key, and a
     WHERE can only remove rows, never add a flag or change a row's key: so, whatever the WHERE, p
     adds 1 to at most |K(p)| <= max_groups keys' counts and 0 to all others (L0 <= max_groups,
@@ -342,7 +347,7 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
     conditions = []
     if plan.query.where is not None:
         # TRY(...) turns a data-dependent error into NULL; COALESCE makes NULL rows drop out. A
-        # predicate that cannot fail on any value skips TRY (backend/safe_predicates.py).
+        # predicate that cannot fail on any value skips TRY (backend/sql/safe_predicates.py).
         where = plan.query.where.copy()
         if cannot_fail(where, plan.query.table):
             # Bare: the filter is only ever a WHERE conjunct (here and in robust_sql), where NULL

@@ -1,0 +1,1 @@
+"""Auxiliary databases: released values, the wire catalog, files and schemas (no private rows)."""

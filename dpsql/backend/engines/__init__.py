@@ -1,0 +1,1 @@
+"""Engines: the Engine boundary and the concrete engines that run plans (DuckDB, Spark)."""

@@ -1,0 +1,1 @@
+"""SQL generation: plans to engine SQL as sqlglot expressions (no engine, no connection)."""
