@@ -57,7 +57,9 @@ def test_show_dpsql_settings_answer_from_the_session(pg_server: PgServer) -> Non
         assert con.execute("SHOW dpsql.epsilon").fetchone() == ("0.1",)
         assert float(con.execute("SHOW dpsql.delta").fetchone()[0]) < 1e-6
         before = con.execute("SHOW dpsql.budget").fetchone()[0]
-        assert before.endswith("(of epsilon 1, delta 1e-06)"), before
+        # bob's budget is shared with the other files of this worker's server: the total is fixed,
+        # the remainder and the "N more queries like the last" tail depend on what ran before.
+        assert "(of epsilon 1, delta 1e-06)" in before, before
         con.execute(QUERY).fetchall()
         after = con.execute("SHOW dpsql.budget").fetchone()[0]
         assert _remaining_epsilon(before) - _remaining_epsilon(after) == pytest.approx(0.1, abs=1e-4)
