@@ -54,6 +54,7 @@ window and interval arguments above only use b c >= target > b (c - 1) for the t
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -370,6 +371,7 @@ class Bracketed:
     high: int | Fraction
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of public bounds, asked thousands of times a release
 def ladder(span: int, ratio: Fraction = LADDER_RATIO) -> tuple[int, ...]:
     """The public half-widths (grid steps) the width release chooses from: 0, then ceil(ratio^j)
     without repeats, up to the first one that reaches `span` (upper - lower). Public: bounds only."""
