@@ -46,11 +46,15 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
         widths = [float(w) for row in result.cell_ci95 if (w := row[index]) is not None]
         mechanism = info.get("mechanism", "")
         bent = [text for line in texts if (text := line[index]) is not None and text.startswith("[")]
+        even = [float(w) for row, line in zip(result.cell_ci95, texts)
+                if (w := row[index]) is not None and (text := line[index]) is not None and not text.startswith("[")]
         if bent and len(widths) == 1:
             intervals.append(f"{column.name} {bent[0]} ({mechanism})")
-        elif bent:
-            intervals.append(f"{column.name} {_interval(widths)}, not symmetric in {len(bent)} of {len(widths)} rows "
-                             f"(low and high per row in dpsql.last_query) ({mechanism})")
+        elif bent:  # ± would misstate these rows (a clamped count's [0, high]): no ± for them
+            rows = len(widths)
+            symmetric = f"{_interval(even)} in {len(even)} of {rows} rows, " if even else ""
+            intervals.append(f"{column.name} {symmetric}[low, high] in {len(bent)} of {rows} rows "
+                             f"(per row in dpsql.last_query) ({mechanism})")
         elif widths:
             intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
         elif info.get("rank_error95") is not None:
