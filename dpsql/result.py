@@ -222,7 +222,7 @@ def with_ci_columns(result: NoisyResult) -> NoisyResult:
             if flag:
                 known = width is not None and value is not None
                 interval = result.interval(number, index) if known else None
-                values += [float(width) if known else None, *(interval or (None, None))]  # type: ignore[arg-type]
+                values += [float(width) if known else None, *(interval or (None, None))]
                 spans += [None] * len(CI_SUFFIXES)
                 bounds += [None] * len(CI_SUFFIXES)
         rows.append(tuple(values))
