@@ -220,9 +220,8 @@ def with_ci_columns(result: NoisyResult) -> NoisyResult:
             spans.append(width)
             bounds.append(given[index] if index < len(given) else None)
             if flag:
-                known = width is not None and value is not None
-                interval = result.interval(number, index) if known else None
-                values += [float(width) if known else None, *(interval or (None, None))]
+                interval = result.interval(number, index) if width is not None and value is not None else None
+                values += [None if width is None or value is None else float(width), *(interval or (None, None))]
                 spans += [None] * len(CI_SUFFIXES)
                 bounds += [None] * len(CI_SUFFIXES)
         rows.append(tuple(values))
