@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.backend.files import write_parquet
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.execution import replay_codec
 from dpsql.render import render_table
