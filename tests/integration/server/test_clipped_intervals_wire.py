@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from dpsql.backend.auxiliary.files import write_parquet
-from dpsql.server.app import ServerConfig, ServerThread
+from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
 from tests.conftest import make_policy_text
 
