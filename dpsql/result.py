@@ -181,6 +181,10 @@ def with_interval_ends(result: NoisyResult) -> NoisyResult:
 
 
 CI_SUFFIX = "_ci95"
+# The interval's ends beside the half-width: what CI_LOW(agg) / CI_HIGH(agg) give, clipped to the
+# possible range where value ∓ ci95 would leave it (asymmetric error bars in a BI tool).
+CI_LOW_SUFFIX, CI_HIGH_SUFFIX = "_ci_low", "_ci_high"
+CI_SUFFIXES = (CI_SUFFIX, CI_LOW_SUFFIX, CI_HIGH_SUFFIX)
 
 
 def noisy_flags(result: NoisyResult) -> list[bool]:
@@ -189,8 +193,10 @@ def noisy_flags(result: NoisyResult) -> list[bool]:
 
 
 def with_ci_columns(result: NoisyResult) -> NoisyResult:
-    """The answer with a `<col>_ci95` column (DOUBLE, the 95% half-width; NULL for a ⊥ cell) after
-    each noisy column: post-processing of what was released, so any front end may show it."""
+    """The answer with `<col>_ci95` (DOUBLE, the 95% half-width), `<col>_ci_low` and `<col>_ci_high`
+    (the interval's ends, clipped to the possible range: not always value ∓ ci95) after each noisy
+    column, NULL for a cell without an interval (⊥): post-processing of what was released, so any
+    front end may show it."""
     flags = noisy_flags(result)
     if not any(flags):
         return result
@@ -200,8 +206,8 @@ def with_ci_columns(result: NoisyResult) -> NoisyResult:
         columns.append(column)
         infos.append(info)
         if flag:
-            columns.append(ResultColumn(column.name + CI_SUFFIX, "DOUBLE"))
-            infos.append(None)
+            columns += [ResultColumn(column.name + suffix, "DOUBLE") for suffix in CI_SUFFIXES]
+            infos += [None] * len(CI_SUFFIXES)
     rows, widths, ends = [], [], []
     for number, (row, cells) in enumerate(zip(result.rows, result.cell_ci95)):
         values: list[Any] = []
@@ -214,9 +220,10 @@ def with_ci_columns(result: NoisyResult) -> NoisyResult:
             spans.append(width)
             bounds.append(given[index] if index < len(given) else None)
             if flag:
-                values.append(None if width is None or value is None else float(width))
-                spans.append(None)
-                bounds.append(None)
+                interval = result.interval(number, index) if width is not None and value is not None else None
+                values += [None if width is None or value is None else float(width), *(interval or (None, None))]
+                spans += [None] * len(CI_SUFFIXES)
+                bounds += [None] * len(CI_SUFFIXES)
         rows.append(tuple(values))
         widths.append(tuple(spans))
         ends.append(tuple(bounds))

@@ -71,7 +71,7 @@ class Session:
                  rng: RandomSource | None = None, owns_ledger: bool = True, prepare: bool = False, ci_columns: bool = False,
                  replay: ReplayScope | None = None, replay_off: str | None = None, round_values: bool | None = None) -> None:
         self._policy = policy
-        # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95` after each noisy one.
+        # `SET dpsql.ci_columns = on`: front ends that show columns add `<col>_ci95`, `_ci_low`, `_ci_high` after each noisy one.
         self.ci_columns = ci_columns
         # `SET dpsql.round = on | off`: released values rounded to their interval's precision (render.rounded);
         # None: each door's default (rounded where values are displayed: the REPL, the CLI, a
@@ -329,7 +329,7 @@ class SessionOptions:
     progress: Any = None
     prepare: bool = True  # build the policy's bounded relations in the background from connect on
     shared: Any = None  # the process's shared DuckDB database (open_shared; the server), else the session's own
-    # A `<col>_ci95` column after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it.
+    # `<col>_ci95`, `_ci_low` and `_ci_high` after each noisy one (DB-API, REPL); SET dpsql.ci_columns changes it.
     # None: the policy's `[server] ci_columns` (off unless the data owner turned it on).
     ci_columns: bool | None = None
     # Released values rounded to their interval's precision (SET dpsql.round); None: the door's default.

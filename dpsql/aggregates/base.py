@@ -289,7 +289,17 @@ class LaplaceEstimate:
         Unless OPTIONS (clamp = false), the value is then clamped into the possible range, and
         the half-width kept: the true value lies in that range, and clamping (a projection onto
         it) never moves a value away from it, so the clamped value is within the half-width of
-        the truth whenever the unclamped one was (coverage kept; never a misleading ±0)."""
+        the truth whenever the unclamped one was (coverage kept; never a misleading ±0).
+
+        The interval's ends (`Cell.low`, `Cell.high`) are the corner evaluation's two sides kept
+        around the released value, each end then clipped into the possible range: [v - hw, v + hw]
+        intersected with that range for one release. Coverage stays >= 95%. Say the unclamped
+        interval [v - below, v + above] holds the truth t (the 95% event). Clamping moves v towards
+        the range, and t is in the range, so t - c lies between t - v and 0 (c: the clamped
+        value): t is in [c - below, c + above] too. Clipping an end into a range holding t never
+        moves it past t (a projection is monotone and leaves t where it is). The interval is never
+        empty and holds c (c is in the range, between the ends before clipping), and it is never
+        a misleading [c, c]: the side away from the clipped bound keeps its width."""
         released = [columns[release_name(r)] for r in self.releases]
         widths = [float(release_width(plan, r, len(self.releases))) for r in self.releases]
         signs = list(itertools.product((-1, 1), repeat=len(widths)))
@@ -307,7 +317,9 @@ class LaplaceEstimate:
             values = [column[row] for column in released]
             value = self.value(values)
             corners = [self.value([v + s * w for v, s, w in zip(values, sign, widths)]) for sign in signs]
-            out.append(Cell(clip(value), float(max(max(corners) - value, value - min(corners)))))
+            below, above = float(max(value - min(corners), 0)), float(max(max(corners) - value, 0))
+            kept = clip(value)
+            out.append(Cell(kept, max(below, above), None, float(clip(float(kept) - below)), float(clip(float(kept) + above))))
         return out
 
     def output_type(self, plan: Plan) -> str:

@@ -52,7 +52,8 @@ class VarianceEstimate(LaplaceEstimate):
         for squares, total, count in zip(*(columns[release_name(r)] for r in self.releases)):
             value = variance.estimate(spec, float(count), float(total), float(squares))
             low, high = variance.bounds(spec, float(count), float(total), float(squares), widths)
-            out.append(Cell(value, float(max(high - value, value - low))))
+            low, high = min(low, value), max(high, value)  # its sound interval, around the value
+            out.append(Cell(value, float(max(high - value, value - low)), None, float(low), float(high)))
         return out
 
     def expected(self, plan: Plan) -> str:

@@ -24,7 +24,7 @@ from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
 from dpsql.frontend.privacy_dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
-from dpsql.ir.plan import aggregate_name, aggregate_width_name
+from dpsql.ir.plan import aggregate_high_name, aggregate_low_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp"})
@@ -301,10 +301,13 @@ class _Binder:
 
     def _interval(self, node: exp.Anonymous) -> exp.Expr:
         """CI95(agg), CI_LOW(agg), CI_HIGH(agg): the 95% half-width of the aggregate's release in
-        this statement, or its ends (value -/+ half-width). They describe a release the statement
-        makes anyway (its aggregate is released once, charged once): post-processing, free. Plain
-        columns of the released-values table, not aggregate placeholders, so no interval is
-        derived for the interval itself."""
+        this statement, or its interval's ends. The ends are the interval as computed, clipped to
+        the range every true value lies in (a clamped COUNT of 0 has CI_LOW 0, not 0 - CI95), so
+        they are not always value -/+ CI95; CI95 stays the one half-width (the larger side), for
+        tools that read one number. They describe a release the statement makes anyway (its
+        aggregate is released once, charged once): post-processing, free. Plain columns of the
+        released-values table, not aggregate placeholders, so no interval is derived for the
+        interval itself."""
         name = str(node.this).lower()
         args = node.expressions
         if len(args) != 1 or not (isinstance(args[0], (exp.AggFunc, exp.WithinGroup, exp.Filter))
@@ -313,10 +316,9 @@ class _Binder:
                                   f"write {name.upper()}(COUNT(*)), {name.upper()}(SUM(income)), ...; for an expression over "
                                   "aggregates, combine the aggregates' own intervals after the query")
         index = self._add_aggregate(args[0])
-        value, width = exp.column(aggregate_name(index)), exp.column(aggregate_width_name(index))
         if name == "ci95":
-            return width
-        return exp.paren(exp.Sub(this=value, expression=width) if name == "ci_low" else exp.Add(this=value, expression=width))
+            return exp.column(aggregate_width_name(index))
+        return exp.column(aggregate_low_name(index) if name == "ci_low" else aggregate_high_name(index))
 
     def _derived_ref(self, node: exp.Expr) -> exp.Expr | None:
         """The key placeholder when `node` is a GROUP BY expression repeated (SELECT, HAVING, ORDER BY)."""

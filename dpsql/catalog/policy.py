@@ -276,7 +276,7 @@ class ServerSettings:
     catalog_memory_mb: int = 64  # the metadata database's DuckDB memory_limit (its tables take well under 1 MB)
     catalog_max_rows: int = 100_000  # rows of one catalog answer
     # Defaults of a connection's own settings (SET dpsql.ci_columns / dpsql.round change them):
-    # a `<col>_ci95` column after each noisy column (also the default of in-process connections
+    # `<col>_ci95`, `_ci_low`, `_ci_high` after each noisy column (also the default of in-process connections
     # that do not choose), and released values rounded to their interval's precision.
     ci_columns: bool = False
     round: bool = True

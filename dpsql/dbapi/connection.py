@@ -61,6 +61,24 @@ class Cursor:
         return list(self._result.cell_ci95) if self._result else []
 
     @property
+    def cell_ci_low(self) -> list[tuple[float | None, ...]]:
+        """Each cell's 95% interval low end (what CI_LOW gives: clipped to the possible range, so not
+        always value - ci95; None for keys, exact values and ⊥)."""
+        return self._ends(0)
+
+    @property
+    def cell_ci_high(self) -> list[tuple[float | None, ...]]:
+        """Each cell's 95% interval high end (what CI_HIGH gives; None for keys, exact values and ⊥)."""
+        return self._ends(1)
+
+    def _ends(self, side: int) -> list[tuple[float | None, ...]]:
+        result = self._result
+        if result is None:
+            return []
+        return [tuple(None if (ends := result.interval(r, c)) is None else ends[side] for c in range(len(row)))
+                for r, row in enumerate(result.rows)]
+
+    @property
     def result(self) -> NoisyResult | None:
         """The last NoisyResult (what the REPL and server render)."""
         return self._result
@@ -72,7 +90,8 @@ class Cursor:
 
     def execute(self, operation: str, parameters: Sequence[object] | Mapping[str, object] | None = None) -> Cursor:
         """Run one statement with qmark (`?`) parameters; psycopg's `%s` (a sequence) and `%(name)s`
-        (a mapping) are accepted too. With `ci_columns` on, a `<col>_ci95` column follows each noisy one."""
+        (a mapping) are accepted too. With `ci_columns` on, `<col>_ci95`, `<col>_ci_low` and
+        `<col>_ci_high` columns follow each noisy one."""
         self._check()
         self._result = None
         sql, values = to_qmark(operation, parameters)
@@ -135,6 +154,7 @@ class Cursor:
         frame = pandas.DataFrame(rows, columns=[c.name for c in result.columns])
         frame.attrs["noise_info"] = self.noise_info
         frame.attrs["ci95"] = self.cell_ci95
+        frame.attrs["ci_low"], frame.attrs["ci_high"] = self.cell_ci_low, self.cell_ci_high  # asymmetric error bars
         frame.attrs["epsilon"] = float(result.cost.epsilon)
         frame.attrs["delta"] = float(result.cost.delta)
         return frame
@@ -271,8 +291,9 @@ def connect(*args: Any, **kwargs: Any) -> Connection:
     budget shared by several processes and hosts; needs the `postgres` extra), ":memory:" (a
     throwaway budget), or None: the policy's `[budget] ledger` if it fixes one (a different
     `ledger` is then refused), the demo's ledger in the user cache directory for the demo, else
-    a fresh in-memory budget for this connection. `ci_columns=True` adds a `<col>_ci95` column (the
-    95% half-width) after each noisy column of every answer (`SET dpsql.ci_columns` changes it;
+    a fresh in-memory budget for this connection. `ci_columns=True` adds `<col>_ci95` (the 95%
+    half-width), `<col>_ci_low` and `<col>_ci_high` (its ends, clipped to the possible range)
+    after each noisy column of every answer (`SET dpsql.ci_columns` changes it;
     None: the policy's `[server] ci_columns`). `round=True` rounds fetched values to their
     interval's precision (`SET dpsql.round`; None: exact in fetched rows, rounded where shown).
     A repeated statement within the policy's `[budget] replay_seconds` gets the answer released

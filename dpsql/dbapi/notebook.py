@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import REFUSED, asymmetric, format_value, refusal, replay_text, shown
-from dpsql.result import CI_SUFFIX, Interval, NoisyResult, noisy_flags
+from dpsql.result import CI_HIGH_SUFFIX, CI_LOW_SUFFIX, CI_SUFFIX, CI_SUFFIXES, Interval, NoisyResult, noisy_flags
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -84,10 +84,16 @@ class _Table:
     ends: list[tuple[Interval | None, ...]] | None = None  # each cell's (low, high), when known
 
 
+def _interval_column(name: str, noisy: set[str]) -> bool:
+    """Whether `name` is an interval column (`_ci95`, `_ci_low`, `_ci_high`) of a noisy column in `noisy`."""
+    return any(name.endswith(suffix) and name[: -len(suffix)] in noisy for suffix in CI_SUFFIXES)
+
+
 def _from_result(result: NoisyResult) -> _Table:
     flags = noisy_flags(result)
     names = [c.name for c in result.columns]
-    keep = [i for i, name in enumerate(names) if not (name.endswith(CI_SUFFIX) and i > 0 and flags[i - 1] and not flags[i])]
+    noisy = {name for name, flag in zip(names, flags) if flag}
+    keep = [i for i, name in enumerate(names) if flags[i] or not _interval_column(name, noisy)]
     return _Table([names[i] for i in keep], [tuple(r[i] for i in keep) for r in result.rows],
                   [tuple(w[i] if i < len(w) else None for i in keep) for w in result.cell_ci95], [flags[i] for i in keep],
                   result.cost if result.kind == "query" else None,
@@ -100,14 +106,27 @@ def _from_frame(frame: Any) -> _Table:
     attrs = frame.attrs
     cost = PrivacyCost(attrs["epsilon"], attrs.get("delta", 0)) if "epsilon" in attrs else None
     infos, cells = attrs.get("noise_info"), attrs.get("ci95")
+    lows, highs = attrs.get("ci_low"), attrs.get("ci_high")
     if isinstance(infos, list) and isinstance(cells, list) and len(infos) == len(names) and len(cells) == len(rows):
-        return _Table(names, rows, [tuple(c) for c in cells], [i is not None for i in infos], cost)  # fetchdf()
-    # ci_columns (pd.read_sql over `dpsql://...?ci_columns=on` or the server): `<col>_ci95` after each noisy column.
+        ends = None  # fetchdf(): each cell's ends in attrs too (a frame from an older dpsql has ci95 only)
+        if isinstance(lows, list) and isinstance(highs, list) and len(lows) == len(highs) == len(rows):
+            ends = [tuple(None if lo is None or hi is None else (float(lo), float(hi)) for lo, hi in zip(low, high))
+                    for low, high in zip(lows, highs)]
+        return _Table(names, rows, [tuple(c) for c in cells], [i is not None for i in infos], cost, ends)
+    # ci_columns (pd.read_sql over `dpsql://...?ci_columns=on` or the server): `<col>_ci95` after each
+    # noisy column, then `<col>_ci_low` and `<col>_ci_high` (absent from an older server's answers).
     paired = {name: names.index(name + CI_SUFFIX) for name in names if name + CI_SUFFIX in names}
-    keep = [i for i, name in enumerate(names) if not (name.endswith(CI_SUFFIX) and name[: -len(CI_SUFFIX)] in paired)]
+    keep = [i for i, name in enumerate(names) if not _interval_column(name, set(paired))]
     widths = [tuple(_float(row[paired[names[i]]]) if names[i] in paired else None for i in keep) for row in rows]
+    sided = {name for name in paired if name + CI_LOW_SUFFIX in names and name + CI_HIGH_SUFFIX in names}
+    pairs = [tuple(_ends(row, names, names[i]) if names[i] in sided else None for i in keep) for row in rows]
     return _Table([names[i] for i in keep], [tuple(row[i] for i in keep) for row in rows], widths,
-                  [names[i] in paired for i in keep], cost)
+                  [names[i] in paired for i in keep], cost, pairs if sided else None)
+
+
+def _ends(row: tuple[Any, ...], names: list[str], name: str) -> Interval | None:
+    low, high = _float(row[names.index(name + CI_LOW_SUFFIX)]), _float(row[names.index(name + CI_HIGH_SUFFIX)])
+    return None if low is None or high is None else (low, high)
 
 
 def _missing(value: Any) -> bool:

@@ -28,7 +28,7 @@ from dpsql.ir.plan import Cell
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.sparse_vector import SVTCalibration
-from dpsql.result import NoiseInfo, NoisyResult, ResultColumn
+from dpsql.result import Interval, NoiseInfo, NoisyResult, ResultColumn, symmetric
 
 if TYPE_CHECKING:  # the layer's modules (numpy) load only for a policy that enables a layer
     from dpsql.mechanisms.median_mechanism.core import Release
@@ -53,7 +53,7 @@ def _cells(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]) -> lis
 def simple_rows(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]], types: Mapping[str, str]) -> Rows:
     """Outputs, types, rows and 95% half-widths of a query whose outputs are keys and bare
     aggregates, in the noisy table's row order (sorted keys), without a second database."""
-    rows, cells, _ = _simple(compiled, columns)
+    rows, cells, _, _ = _simple(compiled, columns)
     return tuple(o.name for o in compiled.plan.query.outputs), _simple_types(compiled, types), rows, cells
 
 
@@ -64,32 +64,43 @@ def _simple_types(compiled: CompiledQuery, types: Mapping[str, str]) -> tuple[st
 
 
 def _simple(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]) -> tuple[
-        list[tuple[Any, ...]], list[tuple[float | None, ...]], list[tuple[float | None, ...]]]:
+        list[tuple[Any, ...]], list[tuple[float | None, ...]], list[tuple[float | None, ...]], list[tuple[Interval | None, ...]]]:
     outputs = compiled.plan.query.outputs
-    rows, widths, confidences = [], [], []
+    rows, widths, confidences, bounds = [], [], [], []
     for row, cells in enumerate(_cells(compiled, columns)):
         picked = [Cell(columns[key_name(o.key)][row]) if o.key is not None else cells[o.aggregate]  # type: ignore[index]
                   for o in outputs]
         rows.append(tuple(c.value for c in picked))
         widths.append(tuple(c.half_width for c in picked))
         confidences.append(tuple(c.confidence for c in picked))
-    return rows, widths, confidences
+        bounds.append(tuple(_bent(c.value, c.interval()) if c.low is not None else None for c in picked))
+    return rows, widths, confidences, bounds
+
+
+def _bent(value: Any, ends: Interval | None) -> Interval | None:
+    """An interval's ends where `value ± half-width` would misstate them (NoisyResult.cell_bounds), else None."""
+    return ends if ends is not None and not symmetric(value, ends) else None
 
 
 def assemble_simple(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]], types: Mapping[str, str],
                     template: Sequence[NoiseInfo | None] | None = None) -> NoisyResult:
     """The answer of a query whose outputs are keys and bare aggregates, straight from the noisy
     table (`template`: its noise_info's plan-only part, when the caller keeps it)."""
-    rows, cells, confidences = _simple(compiled, columns)
+    rows, cells, confidences, bounds = _simple(compiled, columns)
     outputs = compiled.plan.query.outputs
     result_columns = tuple(ResultColumn(o.name, t) for o, t in zip(outputs, _simple_types(compiled, types)))
     infos = noise_info(compiled, rows, cells, confidences, template)
-    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost)
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.plan.cost, cell_bounds=_given(bounds))
+
+
+def _given(bounds: list[tuple[Interval | None, ...]]) -> list[tuple[Interval | None, ...]] | None:
+    """cell_bounds when some cell's interval is not symmetric, else None (nothing to keep)."""
+    return bounds if any(end is not None for row in bounds for end in row) else None
 
 
 def released_table(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]], table: ReleasedTable) -> ReleasedTable:
     """The released aggregates post-processing reads (backend/sql/output_sql.py; `table`: their
-    schema): keys, every aggregate's cell, and the aggregates' values at the corners of derived
+    schema): keys, every aggregate's cell (value, half-width, the interval's ends), and the aggregates' values at the corners of derived
     outputs' intervals."""
     plan = compiled.plan
     nkeys = len(plan.query.keys)
@@ -99,7 +110,8 @@ def released_table(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]
     for row, cells in enumerate(_cells(compiled, columns)):
         values: list[Any] = [columns[key_name(i)][row] for i in range(nkeys)]
         for cell, stated in zip(cells, sure):
-            values += [cell.value, cell.half_width] + ([cell.confidence] if stated else [])
+            ends = cell.interval()
+            values += [cell.value, cell.half_width, *(ends or (None, None))] + ([cell.confidence] if stated else [])
         for output, shifts in corners.items():
             for shift in shifts:
                 values += [intervals.at_corner(plan.estimates[a], shift, columns, row) for a in plan.query.outputs[output].aggregates]
@@ -119,15 +131,17 @@ def assemble_post(compiled: CompiledQuery, post: EngineResult, template: Sequenc
     lows = [position.get(ColumnRef("low", i).name) for i in range(len(outputs))]
     highs = [position.get(ColumnRef("high", i).name) for i in range(len(outputs))]
     sure = [position.get(ColumnRef("confidence", i).name) for i in range(len(outputs))]
-    values, cells, confidences = [], [], []
+    values, cells, confidences, bounds = [], [], [], []
     for row in rows:
         values.append(tuple(row[j] for j in at))
         cells.append(tuple(row[w] if w is not None else
                            intervals.half_width(row[at[i]], row[lo], row[hi]) if lo is not None and hi is not None else None
                            for i, (w, lo, hi) in enumerate(zip(widths, lows, highs))))
+        bounds.append(tuple(_bent(row[at[i]], intervals.ends(row[at[i]], row[lo], row[hi])) if lo is not None and hi is not None
+                            else None for i, (lo, hi) in enumerate(zip(lows, highs))))
         confidences.append(tuple(None if j is None else row[j] for j in sure))
     infos = noise_info(compiled, values, cells, confidences, template)
-    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost)
+    return NoisyResult("query", columns, values, tuple(infos), cells, compiled.plan.cost, cell_bounds=_given(bounds))
 
 
 def table_types(compiled: CompiledQuery) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -174,8 +188,9 @@ def assemble_layer(compiled: CompiledQuery, release: Release, cal: SVTCalibratio
         cells = [tuple(None if o.key is not None else float(release.error) for o in outputs) for _ in groups]
     else:
         table = compiled.post_table
-        rest = len(table.columns) - len(bound.keys) - 2  # the keys, the count and its half-width, then corners: none
-        filled = [tuple(g) + (count, float(release.error)) + (None,) * rest for g, count in zip(groups, counts)]
+        rest = len(table.columns) - len(bound.keys) - 4  # the keys, the count, its half-width and ends, then corners: none
+        error = float(release.error)
+        filled = [tuple(g) + (count, error, count - error, count + error) + (None,) * rest for g, count in zip(groups, counts)]
         sql = ReleasedDatabase.render_own(table, compiled.post)  # a layer's answers are few: rendered each time
         post = released.evaluate(ReleasedTable(table.name, table.columns, table.types, filled), sql)
         position = {name: i for i, name in enumerate(post.names)}

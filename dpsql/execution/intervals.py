@@ -11,8 +11,9 @@ and highest. An output over a robust aggregate or a VARIANCE gets none: no corne
 
 Lineage (a post-processing query's outer query over released tables). An output column that
 copies a released column (through filters, ORDER BY, LIMIT, joins, UNION ALL) keeps each cell's
-95% half-width, found by the cell's value among the released cells of its source columns (the
-widest when several share the value). A derived column (arithmetic, aggregates or windows over
+95% half-width and ends (a clipped interval stays clipped), found by the cell's value among the
+released cells of its source columns (the widest, or the hull of the ends, when several share the
+value). A derived column (arithmetic, aggregates or windows over
 released values) gets none: a sum of independent Laplace errors has no exact 95% half-width from
 the parts (the square-root rule is a normal approximation, not a guarantee), so dpsql drops the
 interval rather than guess. A filter or ORDER BY ... LIMIT on noisy values selects cells by their
@@ -28,7 +29,7 @@ from typing import Any, Mapping, Sequence
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.ir.plan import Estimate, Plan, release_name, release_width
 from dpsql.ir.post_query import OutputLineage
-from dpsql.result import NoiseInfo, NoisyResult
+from dpsql.result import Interval, NoiseInfo, NoisyResult, symmetric
 
 MAX_CORNER_RELEASES = 4
 DERIVED = "post-processed (no interval)"
@@ -72,56 +73,76 @@ def half_width(value: Any, low: Any, high: Any) -> float | None:
     return float(max(high - value, value - low))
 
 
+def ends(value: Any, low: Any, high: Any) -> Interval | None:
+    """The interval (low, high) around `value` (None as for `half_width`); it holds the value."""
+    if half_width(value, low, high) is None:
+        return None
+    return float(min(low, value)), float(max(high, value))
+
+
 # --- lineage ---------------------------------------------------------------------------------------
 
 
+Lineage = tuple[list[NoiseInfo | None], list[tuple[float | None, ...]], list[tuple[Interval | None, ...]] | None]
+
+
 def lineage_noise(lineage: tuple[OutputLineage, ...] | None, cost: PrivacyCost, results: Sequence[NoisyResult],
-                  rows: list[tuple[Any, ...]], width: int) -> tuple[list[NoiseInfo | None], list[tuple[float | None, ...]]]:
-    """Each outer-query column's noise information and per-cell half-widths, by lineage."""
+                  rows: list[tuple[Any, ...]], width: int) -> Lineage:
+    """Each outer-query column's noise information, per-cell half-widths and the ends of cells
+    whose interval is not symmetric (NoisyResult.cell_bounds; None when there are none), by lineage."""
     derived = NoiseInfo(mechanism=DERIVED, scale=None, ci95=None, epsilon=float(cost.epsilon), delta=float(cost.delta))
     if lineage is None or len(lineage) != width:
-        return [derived] * width, [tuple(None for _ in range(width)) for _ in rows]
+        return [derived] * width, [tuple(None for _ in range(width)) for _ in rows], None
     infos: list[NoiseInfo | None] = []
     widths: list[list[float | None]] = []
+    ends: list[list[Interval | None]] = []
     for position, line in enumerate(lineage):
-        info, column = _column_noise(line, results, [row[position] for row in rows], derived)
+        info, column, bent = _column_noise(line, results, [row[position] for row in rows], derived)
         infos.append(info)
         widths.append(column)
+        ends.append(bent)
     cells = [tuple(widths[c][r] for c in range(width)) for r in range(len(rows))]
-    return infos, cells
+    bounds = [tuple(ends[c][r] for c in range(width)) for r in range(len(rows))]
+    return infos, cells, bounds if any(e is not None for row in bounds for e in row) else None
 
 
 def _column_noise(line: OutputLineage, results: Sequence[NoisyResult], values: list[Any],
-                  derived: NoiseInfo) -> tuple[NoiseInfo | None, list[float | None]]:
+                  derived: NoiseInfo) -> tuple[NoiseInfo | None, list[float | None], list[Interval | None]]:
     noisy_sources = [(info, i, j) for i, j in line.sources if (info := results[i].noise_info[j]) is not None]
+    none: list[Interval | None] = [None] * len(values)
     if not line.passthrough:
         if not line.noisy:
-            return None, [None] * len(values)
+            return None, [None] * len(values), none
         per_column = {(i, j): info.epsilon for info, i, j in noisy_sources}
         epsilon = sum(per_column.values()) if per_column else derived.epsilon
         mechanisms = sorted({info.mechanism for info, _, _ in noisy_sources})
         mechanism = f"{', '.join(mechanisms)}, {DERIVED}" if mechanisms else DERIVED
-        return derived.replace(mechanism=mechanism, epsilon=float(epsilon)), [None] * len(values)
+        return derived.replace(mechanism=mechanism, epsilon=float(epsilon)), [None] * len(values), none
     if not noisy_sources:
-        return None, [None] * len(values)
-    # Each released cell's half-width, by value (the widest when several cells share a value).
+        return None, [None] * len(values), none
+    # Each released cell's half-width and interval, by value (the widest, and the hull of the
+    # intervals, when several cells share a value: a wider interval holds the truth whenever either does).
     by_value: dict[Any, float | None] = {}
+    hull: dict[Any, Interval | None] = {}
     for _, i, j in noisy_sources:
-        for row, cells in zip(results[i].rows, results[i].cell_ci95):
-            value, half = row[j], cells[j]
+        for r, (row, cells) in enumerate(zip(results[i].rows, results[i].cell_ci95)):
+            value, half, interval = row[j], cells[j], results[i].interval(r, j)
             if value in by_value:
-                previous = by_value[value]
+                previous, around = by_value[value], hull[value]
                 by_value[value] = None if previous is None or half is None else max(previous, half)
+                hull[value] = None if around is None or interval is None else \
+                    (min(around[0], interval[0]), max(around[1], interval[1]))
             else:
-                by_value[value] = half
+                by_value[value], hull[value] = half, interval
     column = [by_value.get(v) if v is not None else None for v in values]
+    bent = [None if v is None or (e := hull.get(v)) is None or symmetric(v, e) else e for v in values]
     first = noisy_sources[0][0]
     distinct = set(column)
     ci95: float | tuple[float | None, ...] | None = distinct.pop() if len(distinct) == 1 else tuple(column)
     if len(noisy_sources) == 1:
-        return first.replace(ci95=ci95), column
+        return first.replace(ci95=ci95), column, bent
     infos = [s[0] for s in noisy_sources]
     scales = tuple(s for info in infos for s in (info.scale if isinstance(info.scale, tuple) else (info.scale,))
                    if s is not None)
     return NoiseInfo(mechanism=", ".join(sorted({info.mechanism for info in infos})), scale=scales or None, ci95=ci95,
-                     epsilon=float(sum(info.epsilon for info in infos)), delta=float(sum(info.delta for info in infos))), column
+                     epsilon=float(sum(info.epsilon for info in infos)), delta=float(sum(info.delta for info in infos))), column, bent

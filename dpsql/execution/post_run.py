@@ -7,7 +7,7 @@ the outer query in a database that holds the released tables and nothing else
 (backend/auxiliary/released_db.py). This module holds the pieces that read no engine.
 
 Intervals follow each output column's lineage (execution/intervals.py): a column that copies a
-released column keeps each cell's 95% half-width, a derived one gets none.
+released column keeps each cell's 95% half-width and ends, a derived one gets none.
 """
 
 from __future__ import annotations
@@ -47,5 +47,5 @@ def post_result(compiled: CompiledPost, columns: tuple[ResultColumn, ...], types
                 results: Sequence[NoisyResult]) -> NoisyResult:
     """The answer: the outer query's rows, each column's noise information and cells' intervals."""
     result_columns = tuple(ResultColumn(c.name, t) for c, t in zip(columns, types))
-    infos, cells = lineage_noise(compiled.query.lineage, compiled.cost, results, rows, len(result_columns))
-    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.cost)
+    infos, cells, bounds = lineage_noise(compiled.query.lineage, compiled.cost, results, rows, len(result_columns))
+    return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.cost, cell_bounds=bounds)

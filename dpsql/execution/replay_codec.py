@@ -60,7 +60,7 @@ def loads(text: str) -> NoisyResult:
         payload = json.loads(text)
         if payload.get("format") != FORMAT or payload["kind"] not in _KINDS:
             raise Unstorable("an answer of another format")
-        bounds = payload["bounds"]
+        bounds = payload.get("bounds")  # each asymmetric cell's (low, high): a clipped interval replays clipped
         eps, delta = (Fraction(int(n), int(d)) for n, d in payload["cost"])
         return NoisyResult(
             payload["kind"],

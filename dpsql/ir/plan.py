@@ -14,6 +14,7 @@ import functools
 import math
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal, Mapping, NamedTuple, Protocol, Sequence
 
@@ -50,6 +51,16 @@ def aggregate_name(index: int) -> str:
 def aggregate_width_name(index: int) -> str:
     """The column of analyst aggregate `index`'s per-cell 95% half-widths (post-processing's table)."""
     return f"{aggregate_name(index)}__w"
+
+
+def aggregate_low_name(index: int) -> str:
+    """The column of analyst aggregate `index`'s per-cell 95% interval low end (post-processing's table)."""
+    return f"{aggregate_name(index)}__lo"
+
+
+def aggregate_high_name(index: int) -> str:
+    """The column of analyst aggregate `index`'s per-cell 95% interval high end (post-processing's table)."""
+    return f"{aggregate_name(index)}__hi"
 
 
 def aggregate_confidence_name(index: int) -> str:
@@ -125,11 +136,25 @@ def _width(spec: LaplaceSpec | GaussianSpec, parts: int) -> int:
 
 class Cell(NamedTuple):
     """One group's released value of an aggregate: the value (None for ⊥), its 95% half-width
-    (None: none stated) and, for MODE, the confidence that it is the mode."""
+    (None: none stated), for MODE the confidence that it is the mode, and the 95% interval's ends
+    where its estimate computed them (`low`, `high`: value ∓ half-width clipped to the range every
+    true value lies in, or the corner evaluation's own ends; None: value ∓ half-width)."""
 
     value: Any
     half_width: float | None = None
     confidence: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% interval (low, high): the ends computed, else value ∓ half-width; None without one."""
+        if self.value is None or self.half_width is None or isinstance(self.value, bool) \
+                or not isinstance(self.value, (int, float, Decimal)):
+            return None
+        if self.low is not None and self.high is not None:
+            return float(self.low), float(self.high)
+        number = float(self.value)
+        return number - float(self.half_width), number + float(self.half_width)
 
 
 class Estimate(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.ir.join import JoinedTable
-from dpsql.ir.plan import Plan, RobustRelease, aggregate_width_name, release_name, robust_name
+from dpsql.ir.plan import Plan, RobustRelease, aggregate_high_name, aggregate_low_name, aggregate_width_name, release_name, robust_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing
 
@@ -103,6 +103,7 @@ def _domain_text(values: tuple[object, ...], shown: int = 8) -> str:
 
 def _interval_of(plan: Plan, expr: exp.Expr) -> str:
     """The aggregates whose 95% interval an output reads (CI95(agg) and its ends), as written."""
-    names = {aggregate_width_name(i): call.label for i, call in enumerate(plan.query.aggregates)}
+    names = {name(i): call.label for i, call in enumerate(plan.query.aggregates)
+             for name in (aggregate_width_name, aggregate_low_name, aggregate_high_name)}
     found = [names[c.name] for c in expr.find_all(exp.Column) if c.name in names]
     return ", ".join(dict.fromkeys(found))

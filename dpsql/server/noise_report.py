@@ -1,4 +1,5 @@
-"""What a wire client learns about an answer's noise: a NoticeResponse text and optional `_ci95` columns.
+"""What a wire client learns about an answer's noise: a NoticeResponse text and optional interval
+columns (`_ci95`, `_ci_low`, `_ci_high`).
 
 Everything here is post-processing of what was released (values, their 95% half-widths, the
 mechanism's public ⊥ sentence) and of the analyst's own ledger (cost, remaining budget): no data
@@ -13,7 +14,7 @@ from typing import Any, Sequence
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, replay_text, shown, utility_notes
-from dpsql.result import CI_SUFFIX, NoisyResult, ResultColumn, noisy_flags  # noqa: F401 - noisy_flags: re-exported
+from dpsql.result import CI_SUFFIX, CI_SUFFIXES, NoisyResult, ResultColumn, noisy_flags  # noqa: F401 - re-exported
 from dpsql.result import with_ci_columns as result_with_ci_columns
 
 
@@ -45,11 +46,15 @@ def notice_text(result: NoisyResult, remaining: PrivacyCost, queries_left: int |
         widths = [float(w) for row in result.cell_ci95 if (w := row[index]) is not None]
         mechanism = info.get("mechanism", "")
         bent = [text for line in texts if (text := line[index]) is not None and text.startswith("[")]
+        even = [float(w) for row, line in zip(result.cell_ci95, texts)
+                if (w := row[index]) is not None and (text := line[index]) is not None and not text.startswith("[")]
         if bent and len(widths) == 1:
             intervals.append(f"{column.name} {bent[0]} ({mechanism})")
-        elif bent:
-            intervals.append(f"{column.name} {_interval(widths)}, not symmetric in {len(bent)} of {len(widths)} rows "
-                             f"(low and high per row in dpsql.last_query) ({mechanism})")
+        elif bent:  # ± would misstate these rows (a clamped count's [0, high]): no ± for them
+            rows = len(widths)
+            symmetric = f"{_interval(even)} in {len(even)} of {rows} rows, " if even else ""
+            intervals.append(f"{column.name} {symmetric}[low, high] in {len(bent)} of {rows} rows "
+                             f"(per row in dpsql.last_query) ({mechanism})")
         elif widths:
             intervals.append(f"{column.name} {_interval(widths)} ({mechanism})")
         elif info.get("rank_error95") is not None:
@@ -83,17 +88,18 @@ def info_mechanisms(result: NoisyResult) -> str:
 
 
 def ci_column_names(columns: Sequence[str], noisy: Sequence[bool]) -> list[tuple[str, bool]]:
-    """Output names with `<col>_ci95` after each noisy column; each with whether it is an interval."""
+    """Output names with `<col>_ci95`, `<col>_ci_low` and `<col>_ci_high` after each noisy column;
+    each with whether it is an interval column."""
     names: list[tuple[str, bool]] = []
     for name, flag in zip(columns, list(noisy) + [False] * (len(columns) - len(noisy))):
         names.append((name, False))
         if flag:
-            names.append((name + CI_SUFFIX, True))
+            names += [(name + suffix, True) for suffix in CI_SUFFIXES]
     return names
 
 
 def with_ci_columns(result: NoisyResult) -> tuple[tuple[ResultColumn, ...], list[tuple[Any, ...]]]:
-    """The answer's columns and rows with a `<col>_ci95` column (DOUBLE, the 95% half-width; NULL
-    for a ⊥ cell) after each noisy column (dpsql.result.with_ci_columns)."""
+    """The answer's columns and rows with `<col>_ci95` (DOUBLE, the 95% half-width), `<col>_ci_low`
+    and `<col>_ci_high` (its ends; NULL for a ⊥ cell) after each noisy column (dpsql.result.with_ci_columns)."""
     expanded = result_with_ci_columns(result)
     return expanded.columns, expanded.rows

@@ -476,7 +476,8 @@ class PgConnection:
 
     @property
     def _ci_columns(self) -> bool:
-        """`SET dpsql.ci_columns = on`: a `<col>_ci95` column after each noisy column (default: `[server] ci_columns`)."""
+        """`SET dpsql.ci_columns = on`: `<col>_ci95`, `<col>_ci_low` and `<col>_ci_high` after each noisy column
+        (default: `[server] ci_columns`)."""
         return self._flag(CI_COLUMNS, self.ctx.limits.ci_columns)
 
     @property
@@ -587,7 +588,7 @@ class PgConnection:
         for (name, oid), flag in zip(columns, list(description.noisy) + [False] * len(columns)):
             expanded.append((name, oid))
             if flag:
-                expanded.append((name + noise_report.CI_SUFFIX, pgtypes.FLOAT8))
+                expanded += [(name + suffix, pgtypes.FLOAT8) for suffix in noise_report.CI_SUFFIXES]
         return tuple(expanded)
 
     def _utility_columns(self, command: Utility) -> tuple[tuple[str, int], ...]:

@@ -4,7 +4,7 @@ URLs (the path is the database file; an empty path means the policy's own source
     dpsql:///path/to/data.duckdb?policy=path/to/policy.toml&analyst=alice&ledger=ledger.sqlite
     dpsql:///?policy=policy.toml      data from the policy's `source =` lines
     dpsql://                          the bundled demo
-    ...&ci_columns=on                 a `<col>_ci95` column (the 95% half-width) after each noisy one
+    ...&ci_columns=on                 `<col>_ci95` (the 95% half-width), `<col>_ci_low`, `<col>_ci_high` after each noisy one
 
 A thin adapter like the other front ends: no privacy logic, SQL rewriting or budget arithmetic
 here. Statements compile with SQLAlchemy's default (ANSI, PostgreSQL/SQLite-like) compiler and

@@ -380,7 +380,7 @@ def test_jupysql_sql_magic(data_dir: Path, tmp_path: Path) -> None:
     report: dict[str, Any] = json.loads(lines[0].removeprefix("REPORT "))
     assert report["keys"] == ["n"] and report["rows"] == 1
     assert abs(report["n"] - ROWS) < 500
-    assert report["ci"] == ["dept", "n", "n_ci95"]  # interval columns through %sql too
+    assert report["ci"] == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high"]  # interval columns through %sql too
     assert report["depts"] == sorted(DEPTS)
 
 
@@ -395,11 +395,12 @@ def test_read_sql_gets_interval_columns_placeholders_and_views(data_dir: Path, t
     engine = sa.create_engine(f"dpsql:///?policy={policy}&ci_columns=on", connect_args={"random_seed": 5})
     try:
         frame = pd.read_sql("SELECT dept, COUNT(*) AS n FROM people WHERE age > %(age)s GROUP BY dept", engine, params={"age": 40})
-        assert list(frame.columns) == ["dept", "n", "n_ci95"] and (frame["n_ci95"] > 0).all()
+        assert list(frame.columns) == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high"] and (frame["n_ci95"] > 0).all()
+        assert (frame["n_ci_low"] >= 0).all() and (frame["n_ci_high"] == frame["n"] + frame["n_ci95"]).all()
         assert sa.inspect(engine).get_table_names() == ["people", "calendar", "seniors"]
         assert [c["name"] for c in sa.inspect(engine).get_columns("seniors")] == ["dept", "age", "income"]
         seniors = pd.read_sql("SELECT COUNT(*) AS n FROM seniors", engine)
-        assert list(seniors.columns) == ["n", "n_ci95"]
+        assert list(seniors.columns) == ["n", "n_ci95", "n_ci_low", "n_ci_high"]
     finally:
         engine.dispose()
     with pytest.raises(sa_exc.ArgumentError):

@@ -2,7 +2,8 @@
 aggregates, run in the released-values database (backend/auxiliary/released_db.py).
 
 It reads one table of released values only (`OUTPUTS`): the group keys, each aggregate's
-estimate (`__a<j>`, computed by its Estimate, dpsql/aggregates/), its 95% half-width and its
+estimate (`__a<j>`, computed by its Estimate, dpsql/aggregates/), its 95% half-width, the
+interval's two ends (clipped to the possible range: not value ∓ half-width there) and its
 confidence (MODE), and, for an output that is arithmetic over aggregates, the aggregates' values at
 the corners of its releases' intervals (execution/intervals.py). The analyst's expressions run
 here unchanged: aggregate placeholders are already that table's column names. Arithmetic on
@@ -14,7 +15,15 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.backend.sql.plan_sql import key_type
-from dpsql.ir.plan import Plan, aggregate_confidence_name, aggregate_name, aggregate_width_name, corner_name
+from dpsql.ir.plan import (
+    Plan,
+    aggregate_confidence_name,
+    aggregate_high_name,
+    aggregate_low_name,
+    aggregate_name,
+    aggregate_width_name,
+    corner_name,
+)
 from dpsql.ir.query import ColumnRef, key_name
 from dpsql.mechanisms import registry
 
@@ -34,8 +43,8 @@ def output_table(plan: Plan, corners: Corners) -> tuple[tuple[str, ...], tuple[s
     names = [key_name(i) for i in range(len(plan.query.keys))]
     types = [key_type(k.column.type) for k in plan.query.keys]
     for index, estimate in enumerate(plan.estimates):
-        names += [aggregate_name(index), aggregate_width_name(index)]
-        types += [estimate.output_type(plan), "DOUBLE"]
+        names += [aggregate_name(index), aggregate_width_name(index), aggregate_low_name(index), aggregate_high_name(index)]
+        types += [estimate.output_type(plan), "DOUBLE", "DOUBLE", "DOUBLE"]
         if confident(plan, index):
             names.append(aggregate_confidence_name(index))
             types.append("DOUBLE")
@@ -72,8 +81,10 @@ def output_select(plan: Plan, corners: Corners) -> exp.Select:
     for index, output in enumerate(query.outputs):
         value = _safe(output.expr.copy())
         columns.append(exp.alias_(value, ColumnRef("output", index).name))
-        if output.aggregate is not None:  # a bare aggregate: its own half-width (and confidence)
+        if output.aggregate is not None:  # a bare aggregate: its own half-width and ends (and confidence)
             columns.append(exp.alias_(exp.column(aggregate_width_name(output.aggregate)), ColumnRef("width", index).name))
+            columns.append(exp.alias_(exp.column(aggregate_low_name(output.aggregate)), ColumnRef("low", index).name))
+            columns.append(exp.alias_(exp.column(aggregate_high_name(output.aggregate)), ColumnRef("high", index).name))
             if confident(plan, output.aggregate):
                 columns.append(exp.alias_(exp.column(aggregate_confidence_name(output.aggregate)), ColumnRef("confidence", index).name))
         elif index in corners:

@@ -13,8 +13,11 @@ from tests.integration.server.test_psql import PSQL, psql
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install -e '.[test]')")
 
-NOTICE = re.compile(r"dpsql: 95% intervals: n ± [0-9.e+]+ \(\w+\)\ndpsql: cost epsilon 0\.1, delta 0; "
-                    r"remaining budget epsilon [0-9.]+, delta [0-9.e+-]+")  # fmt: skip
+# `n ± w`, or, where some counts are clipped at 0 (small groups), how many rows are `± w` and how
+# many `[low, high]` (the server's noise is not seeded: either can happen).
+NOTICE = re.compile(r"dpsql: 95% intervals: n (± [0-9.e+]+|(± [0-9.e+]+( to [0-9.e+]+)? in \d+ of 12 rows, )?"
+                    r"\[low, high\] in \d+ of 12 rows \(per row in dpsql\.last_query\)) \(\w+\)\n"
+                    r"dpsql: cost epsilon 0\.1, delta 0; remaining budget epsilon [0-9.]+, delta [0-9.e+-]+")  # fmt: skip
 
 
 def _remaining_epsilon(text: str) -> float:
@@ -78,7 +81,8 @@ def test_views_of_last_query_ledger_and_budget_are_never_charged(pg_server: PgSe
                             "FROM dpsql.last_query ORDER BY row_number").fetchall()  # fmt: skip
         assert [(c[1], c[2]) for c in cells] == [("n", float(n)) for _, n in answer]
         for _, _, value, ci95, low, high, mechanism, refused, epsilon in cells:
-            assert ci95 > 0 and low == pytest.approx(value - ci95) and high == pytest.approx(value + ci95)
+            # A count's interval stops at 0 (clipped where value - ci95 would be negative).
+            assert ci95 > 0 and low == pytest.approx(max(value - ci95, 0)) and high == pytest.approx(value + ci95)
             assert mechanism and refused is False and epsilon == pytest.approx(0.1)
         ledger = con.execute("SELECT query, epsilon FROM dpsql.ledger ORDER BY id DESC LIMIT 1").fetchone()
         assert ledger == (QUERY, pytest.approx(0.1))
@@ -110,14 +114,14 @@ def test_ci_columns_opt_in_per_connection(pg_server: PgServer) -> None:
     with psycopg.connect(pg_server.dsn(), autocommit=True) as con:
         con.execute("SET dpsql.ci_columns = on")
         cur = con.execute(QUERY)
-        assert [d.name for d in cur.description] == ["dept", "n", "n_ci95"]
+        assert [d.name for d in cur.description] == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high"]
         rows = cur.fetchall()
-        assert len(rows) == 12 and all(isinstance(w, float) and w > 0 for _, _, w in rows)
-        last = con.execute("SELECT ci95 FROM dpsql.last_query ORDER BY row_number").fetchall()
-        assert [w for (w,) in last] == pytest.approx([w for _, _, w in rows])
+        assert len(rows) == 12 and all(isinstance(w, float) and w > 0 and 0 <= lo <= n <= hi for _, n, w, lo, hi in rows)
+        last = con.execute("SELECT ci95, low, high FROM dpsql.last_query ORDER BY row_number").fetchall()
+        assert [w for w, _, _ in last] == pytest.approx([w for _, _, w, _, _ in rows])
         # Prepared (Describe before Execute) agrees with the rows.
         cur = con.execute("SELECT dept, COUNT(*) AS n FROM people WHERE age > %s GROUP BY dept", [30], prepare=True)
-        assert [d.name for d in cur.description] == ["dept", "n", "n_ci95"] and len(cur.fetchone()) == 3
+        assert [d.name for d in cur.description] == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high"] and len(cur.fetchone()) == 5
         with pytest.raises(psycopg.Error, match="requires a Boolean value"):
             con.execute("SET dpsql.ci_columns = maybe")
     with psycopg.connect(pg_server.dsn(), autocommit=True) as con:  # a new connection: off again
@@ -143,7 +147,7 @@ def test_psycopg2_exposes_the_notice(pg_server: PgServer) -> None:
 def test_psql_shows_the_notice(pg_server: PgServer) -> None:
     result = psql(pg_server, "-c", QUERY)
     assert result.returncode == 0, result.stderr
-    assert "NOTICE:  dpsql: 95% intervals: n ± " in result.stderr
+    assert "NOTICE:  dpsql: 95% intervals: n " in result.stderr
     assert "remaining budget epsilon" in result.stderr
 
 

@@ -46,7 +46,8 @@ def _dsn(port: int) -> str:
 def test_ci_columns_default_from_the_policy(served: tuple[int, Path]) -> None:
     with psycopg.connect(_dsn(served[0]), autocommit=True) as con:
         cur = con.execute(QUERY)
-        assert [c.name for c in cur.description] == ["dept", "n", "n_ci95", "avg_income", "avg_income_ci95"]
+        assert [c.name for c in cur.description] == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high",
+                                                     "avg_income", "avg_income_ci95", "avg_income_ci_low", "avg_income_ci_high"]
         assert con.execute("SHOW dpsql.ci_columns").fetchone() == ("on",)
         con.execute("SET dpsql.ci_columns = off")
         assert [c.name for c in con.execute(QUERY).description] == ["dept", "n", "avg_income"]
@@ -62,11 +63,13 @@ def test_values_are_rounded_to_their_interval_unless_round_is_off(served: tuple[
     with psycopg.connect(_dsn(served[0]), autocommit=True) as con:  # the same answer, replayed, rounded by default
         shown = con.execute(QUERY).fetchall()
     assert [r[0] for r in shown] == [r[0] for r in exact]
-    for (_, n, n_ci, avg, avg_ci), (_, n_e, n_ci_e, avg_e, avg_ci_e) in zip(shown, exact):
+    for (_, n, n_ci, n_lo, n_hi, avg, avg_ci, avg_lo, avg_hi), (_, n_e, n_ci_e, n_lo_e, n_hi_e, avg_e, avg_ci_e, avg_lo_e, avg_hi_e) \
+            in zip(shown, exact):
         assert avg == pytest.approx(round_to(avg_e, precision(avg_ci_e)), rel=1e-12, abs=1e-9)
         assert avg_ci >= avg_ci_e and n_ci >= n_ci_e  # the interval shown holds the computed one
+        assert n_lo <= n_lo_e and n_hi >= n_hi_e and avg_lo <= avg_lo_e and avg_hi >= avg_hi_e  # its ends too
         assert abs(n - n_e) <= n_ci - n_ci_e + 1e-9
-    assert any(avg != avg_e for (_, _, _, avg, _), (_, _, _, avg_e, _) in zip(shown, exact))
+    assert any(avg != avg_e for (_, _, _, _, _, avg, *_), (_, _, _, _, _, avg_e, *_) in zip(shown, exact))
 
 
 def test_in_process_connect_takes_the_policy_default(served: tuple[int, Path], people_frame: pd.DataFrame) -> None:

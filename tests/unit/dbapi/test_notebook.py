@@ -30,10 +30,12 @@ def error_bars(ax: object) -> list[tuple[float, float]]:
     return bars
 
 
-def check_one_bar_per_group(ax: object, values: list[float], widths: list[float]) -> bool:
-    """The check of the test: one error bar per group, spanning value ± its 95% half-width."""
+def check_one_bar_per_group(ax: object, values: list[float], widths: list[float],
+                            ends: list[tuple[float, float]] | None = None) -> bool:
+    """The check of the test: one error bar per group, spanning value ± its 95% half-width (or
+    the interval's ends, when given: a count's interval is clipped at 0)."""
     bars = sorted(error_bars(ax))
-    expected = sorted((v - w, v + w) for v, w in zip(values, widths))
+    expected = sorted(ends if ends is not None else [(v - w, v + w) for v, w in zip(values, widths)])
     return len(bars) == len(values) and all(math.isclose(a, c) and math.isclose(b, d) for (a, b), (c, d) in zip(bars, expected))
 
 
@@ -41,8 +43,10 @@ def test_plot_draws_one_error_bar_per_group_with_the_cost(connect) -> None:
     con = connect(random_seed=2)
     cur = con.execute(QUERY)
     rows, widths = cur.result.rows, cur.cell_ci95
+    ends = [(low[1], high[1]) for low, high in zip(cur.cell_ci_low, cur.cell_ci_high)]
+    assert all(low == max(r[1] - w[1], 0) and high == r[1] + w[1] for (low, high), r, w in zip(ends, rows, widths))
     ax = cur.plot(y="n")
-    assert check_one_bar_per_group(ax, [float(r[1]) for r in rows], [float(w[1]) for w in widths])
+    assert check_one_bar_per_group(ax, [float(r[1]) for r in rows], [float(w[1]) for w in widths], ends)
     assert [t.get_text() for t in ax.get_xticklabels()] == [r[0] for r in rows]
     caption = ax.get_title(loc="left")
     assert "95% intervals" in caption and "epsilon 0.1" in caption
@@ -50,7 +54,7 @@ def test_plot_draws_one_error_bar_per_group_with_the_cost(connect) -> None:
     # Negative control: the same check catches a plot drawn without the intervals.
     _, broken = plt.subplots()
     broken.bar(range(len(rows)), [float(r[1]) for r in rows])
-    assert not check_one_bar_per_group(broken, [float(r[1]) for r in rows], [float(w[1]) for w in widths])
+    assert not check_one_bar_per_group(broken, [float(r[1]) for r in rows], [float(w[1]) for w in widths], ends)
     plt.close(broken.figure)
 
 
@@ -62,7 +66,8 @@ def test_plot_reads_fetchdf_and_interval_columns(connect) -> None:
     plt.close(ax.figure)
     con.execute("SET dpsql.ci_columns = on")
     frame = con.execute(QUERY).fetchdf()  # what pd.read_sql over `dpsql://...?ci_columns=on` gives too
-    assert list(frame.columns) == ["dept", "n", "n_ci95", "avg_income", "avg_income_ci95"]
+    assert list(frame.columns) == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high",
+                                   "avg_income", "avg_income_ci95", "avg_income_ci_low", "avg_income_ci_high"]
     bare = pd.DataFrame(frame.to_dict("list"))  # no attrs (as pd.read_sql gives): the _ci95 columns alone
     assert not bare.attrs
     ax = notebook.plot(bare)
@@ -89,9 +94,12 @@ def test_ci_columns_in_process(connect) -> None:
     con = connect(random_seed=5, ci_columns=True)
     cur = con.execute(QUERY)
     names = [d[0] for d in cur.description]
-    assert names == ["dept", "n", "n_ci95", "avg_income", "avg_income_ci95"]
-    for row, widths in zip(cur.fetchall(), cur.result.cell_ci95):
-        assert row[2] == widths[1] and row[4] == widths[3]
+    assert names == ["dept", "n", "n_ci95", "n_ci_low", "n_ci_high",
+                     "avg_income", "avg_income_ci95", "avg_income_ci_low", "avg_income_ci_high"]
+    for number, (row, widths) in enumerate(zip(cur.fetchall(), cur.result.cell_ci95)):
+        assert row[2] == widths[1] and row[6] == widths[5]
+        assert (row[3], row[4]) == cur.result.interval(number, 1) and (row[7], row[8]) == cur.result.interval(number, 5)
+        assert row[3] == max(row[1] - row[2], 0)  # a count's interval stops at 0
     assert con.execute("SHOW dpsql.ci_columns").fetchall() == [("on",)]
     con.execute("SET dpsql.ci_columns = off")
     assert [d[0] for d in con.execute(QUERY).description] == ["dept", "n", "avg_income"]
