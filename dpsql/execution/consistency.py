@@ -240,31 +240,42 @@ def _solve(found: Layout, group: GroupingSets, target: Target, plans: Sequence[P
         spans.append((start, len(y)))
     if len(y) > MAX_RELEASED:
         return None
-    m, n = len(y), len(cells)
-    a = np.zeros((m, n))
+    values, widths = estimate(rows, len(cells), y, noise, target.sign)
+    return [(values[lo:hi], widths[lo:hi]) for lo, hi in spans]
+
+
+def estimate(rows: Sequence[Sequence[int]], cells: int, y: Sequence[float], noise: Sequence[tuple[str, float, Fraction]],
+             sign: int, variances: Sequence[float] | None = None) -> tuple[list[Any], list[float]]:
+    """Every released cell reconciled, and its 95% half-width. `rows`: per released cell, the
+    finest cells it sums; `y`: its released (unclamped) value; `noise`: its release's (family,
+    scale in grid units, unit), one unit for all; `sign`: the bound on every finest cell (0: none).
+    `variances` overrides the weights (tests: a mis-weighted least squares as a negative control)."""
+    m = len(y)
+    a = np.zeros((m, cells))
     for r, members in enumerate(rows):
-        a[r, members] = 1.0
+        a[r, list(members)] = 1.0
     units = [float(u) for _, _, u in noise]
-    var = np.array([sum_tails.variance(f, s) * u * u for (f, s, _), u in zip(noise, units)])
+    var = np.array(variances if variances is not None else
+                   [sum_tails.variance(f, s) * u * u for (f, s, _), u in zip(noise, units)])
     var = np.where(var > 0, var, np.min(var[var > 0]) * 1e-6 if np.any(var > 0) else 1.0)
     root = 1.0 / np.sqrt(var)
     b_mat = a * root[:, None]
-    yv = np.array(y)
+    yv = np.array(y, dtype=np.float64)
     pinv = np.linalg.pinv(b_mat)
     hat = a @ (pinv * root[None, :])  # each released cell's linear estimate: hat @ y
     linear = hat @ yv
     x = pinv @ (yv * root)
-    if target.sign:
-        x = target.sign * _nnls(b_mat * target.sign, yv * root, target.sign * x)
+    if sign:
+        x = sign * _nnls(b_mat * sign, yv * root, sign * x)
     unit = noise[0][2]
     parts = _rounded(x / float(unit))
-    reported_units = [sum(parts[i] for i in members) for members in rows]
-    values: list[Any] = [u if unit == 1 else float(u * unit) for u in reported_units]
+    reported = [sum(parts[i] for i in members) for members in rows]
+    values: list[Any] = [u if unit == 1 else float(u * unit) for u in reported]
     widths = []
     for r in range(m):
         terms = tuple((float(hat[r, i]) * units[i], noise[i][0], noise[i][1]) for i in range(m) if hat[r, i] != 0)
         widths.append(sum_tails.half_width(terms) + abs(float(values[r]) - float(linear[r])))
-    return [(values[lo:hi], widths[lo:hi]) for lo, hi in spans]
+    return values, widths
 
 
 def _rounded(x: np.ndarray) -> list[int]:
