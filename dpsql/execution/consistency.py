@@ -102,12 +102,12 @@ def layout(group: GroupingSets, plans: Sequence[Plan]) -> Layout:
     keys = tuple(dict.fromkeys(k for s in sets for k in group.keys[s]))
     domains: dict[str, tuple[Any, ...]] = {}
     for s in sets:
-        for key in plans[s].query.keys:
-            domains.setdefault(key.column.name.lower(), tuple(key.column.values or ()))
+        for group_key in plans[s].query.keys:
+            domains.setdefault(group_key.column.name.lower(), tuple(group_key.column.values or ()))
     cells = 1
-    for key in keys:
-        cells *= max(len(domains.get(key, ())), 1)
-    if len(sets) < 2 or cells > MAX_CELLS or any(key not in domains for key in keys):
+    for name in keys:
+        cells *= max(len(domains.get(name, ())), 1)
+    if len(sets) < 2 or cells > MAX_CELLS or any(name not in domains for name in keys):
         if len(sets) >= 2 and cells > MAX_CELLS:
             notes.append(f"the sets' keys have {cells:,} combinations (more than {MAX_CELLS}): left as released")
         return Layout(keys, (), (), (), tuple(notes))
@@ -185,7 +185,7 @@ def reconcile(group: GroupingSets, plans: Sequence[Plan], raws: Sequence[Mapping
         return out
     found = layout(group, plans)
     for target in found.targets:
-        solved = _solve(found, group, target, [plans[s] for s in target.sets], [raws[s] for s in target.sets])
+        solved = _solve(found, target, [plans[s] for s in target.sets], [raws[s] for s in target.sets])
         if solved is None:
             continue
         for k, s in enumerate(target.sets):
@@ -214,7 +214,7 @@ def _noise(plan: Plan, release: int) -> tuple[str, float, Fraction]:
     return family, scale, plan.releases[release].unit
 
 
-def _solve(found: Layout, group: GroupingSets, target: Target, plans: Sequence[Plan],
+def _solve(found: Layout, target: Target, plans: Sequence[Plan],
            raws: Sequence[Mapping[str, Sequence[Any]]]) -> list[tuple[list[Any], list[float]]] | None:
     cells = list(itertools.product(*found.domains))
     index = {cell: i for i, cell in enumerate(cells)}
@@ -222,7 +222,7 @@ def _solve(found: Layout, group: GroupingSets, target: Target, plans: Sequence[P
     y: list[float] = []
     noise: list[tuple[str, float, Fraction]] = []
     spans: list[tuple[int, int]] = []  # per set, its rows in `y`
-    for s, plan, raw, release in zip(target.sets, plans, raws, target.releases):
+    for plan, raw, release in zip(plans, raws, target.releases):
         names = [k.column.name.lower() for k in plan.query.keys]
         where = [found.keys.index(n) for n in names]
         count = len(raw[key_name(0)]) if names else 1
@@ -313,4 +313,5 @@ def _nnls(b: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
         if not free.any():
             break
         passive[int(np.argmax(np.where(free, gradient, -np.inf)))] = True
-    return np.maximum(z, 0.0)
+    kept: np.ndarray = np.maximum(z, 0.0)
+    return kept

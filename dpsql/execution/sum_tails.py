@@ -140,7 +140,7 @@ def _cdf(family: str, scale: float, n: np.ndarray) -> tuple[np.ndarray, float]:
     # Large sigma: the pmf sums as the normal CDF at half-integers (midpoint rule); its
     # Euler-Maclaurin error is at most integral |f''| / 24 of the density, below 0.05 / sigma^2.
     erfc = np.frompyfunc(math.erfc, 1, 1)
-    values = 0.5 * erfc(-(n + 0.5) / (scale * math.sqrt(2))).astype(np.float64)
+    values = 0.5 * np.asarray(erfc(-(n + 0.5) / (scale * math.sqrt(2))), dtype=np.float64)
     return values, 0.05 / (scale * scale)
 
 
