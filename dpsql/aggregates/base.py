@@ -275,6 +275,8 @@ class LaplaceEstimate:
     robust: int | None = None
     corners = True
     doubles = False  # whether its values are DOUBLE even on unit releases (AVG, VARIANCE)
+    additive = False  # its value over disjoint groups' union is the sum of theirs (COUNT, SUM)
+    not_additive = ""  # why not, where a reader would expect it (EXPLAIN of reconciled totals)
 
     def value(self, released: Sequence[Any]) -> Any:
         raise NotImplementedError
@@ -366,6 +368,8 @@ class RobustEstimate:
     robust: int | None
     releases: tuple[int, ...] = ()
     corners = False
+    additive = False
+    not_additive = ""
 
     def value(self, released: Sequence[Any]) -> Any:
         raise TypeError("a robust estimate is read from its release's column")

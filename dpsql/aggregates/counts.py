@@ -33,6 +33,7 @@ class CountEstimate(LaplaceEstimate):
 
     releases: tuple[int, ...]
     kind = "count"
+    additive = True  # of rows or values; a distinct count's raw is not additive (consistency.py checks the raw)
 
     def value(self, released: Sequence[Any]) -> Any:
         return released[0]

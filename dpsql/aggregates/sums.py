@@ -91,6 +91,7 @@ class SumEstimate(LaplaceEstimate):
     releases: tuple[int, ...]
     sign: int = 0  # the sign every value has by the bounds (1: lower >= 0, -1: upper <= 0, 0: either)
     kind = "sum"
+    additive = True
 
     def value(self, released: Sequence[Any]) -> Any:
         return released[0]
@@ -115,6 +116,7 @@ class AvgEstimate(LaplaceEstimate):
     upper: float
     kind = "avg"
     doubles = True
+    not_additive = "AVG is released from its own centred sum and count"
 
     def value(self, released: Sequence[Any]) -> Any:
         total, count = released

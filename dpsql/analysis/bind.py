@@ -27,7 +27,8 @@ from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import aggregate_high_name, aggregate_low_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
-QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp"})
+QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp",
+                           "consistent"})
 MAX_MODE_BLOCKS = 1_000_000
 
 
@@ -396,6 +397,8 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
             robust[name] = _robust_number(item.expression, name, ctx)
         elif name == "clamp":
             robust[name] = _bool_option(item.expression, name, ctx)
+        elif name == "consistent":  # grouping sets' reconciliation (analysis/post_processing.py reads it): checked here
+            _bool_option(item.expression, name, ctx)
         else:
             values[name] = option_number(item.expression, name, ctx)
     options = RobustOptions(**robust)  # type: ignore[arg-type]

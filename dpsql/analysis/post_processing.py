@@ -9,7 +9,9 @@ table met there is refused (DP126) before any data is read. Execution then compu
 releases (noise added) first and runs the outer query in a separate database that holds the
 released rows only (backend/auxiliary/released_db.py). GROUP BY ROLLUP / CUBE / GROUPING SETS is one release per
 grouping set (the query's epsilon and delta split evenly across the sets) and a UNION ALL
-with NULL for the rolled-up keys.
+with NULL for the rolled-up keys; its additive aggregates are then reconciled so that totals
+equal the sum of their parts (GroupingSets, execution/consistency.py), unless OPTIONS
+(consistent = false).
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
-from dpsql.ir.post_query import RELEASED_PREFIX, OutputLineage, PostQuery, ReleasedInput, released_column, released_name
+from dpsql.ir.post_query import (
+    RELEASED_PREFIX,
+    GroupingSets,
+    OutputLineage,
+    PostQuery,
+    ReleasedInput,
+    released_column,
+    released_name,
+)
 from dpsql.ir.query import BoundQuery, PublicQuery
 
 MAX_GROUPING_SETS = 16
@@ -71,7 +81,8 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
     schema: dict[str, object] = {i.name: {released_column(j): "DOUBLE" for j in range(len(i.query.outputs))} for i in inputs}
     lineage = _lineage(outer, schema, inputs, ctx)
     kinds = " + ".join(dict.fromkeys(rewriter.kinds)) or "outer query"
-    return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes))
+    return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes),
+                     grouping=tuple(rewriter.grouping))
 
 
 # --- shapes ------------------------------------------------------------------------------------------
@@ -170,6 +181,9 @@ class _Rewriter:
         self.inputs: list[ReleasedInput] = []
         self.kinds: list[str] = []
         self.notes: list[str] = []
+        self.grouping: list[GroupingSets] = []
+        self.set_positions: list[tuple[int | None, ...]] = []  # per grouping set: each item's released position
+        self._released_at: dict[int, int] = {}
         self.hint: exp.Expr | None = None
         self.hint_receivers = 0
         self.rewritten: dict[int, exp.CTE] = {}  # id(CTE node of the analyst's tree) -> its outer version
@@ -353,11 +367,14 @@ class _Rewriter:
         visible = list(names)
         items = items + hidden
         names = names + [h.alias for h in hidden]
+        first = len(self.set_positions)
         plans = [self._set_items(s, items, names, keys) for s in sets]
+        positions = self.set_positions[first:]
         releasing = sum(1 for inner_items, _ in plans if inner_items)
         share = set_share(releasing) if releasing else Fraction(1)  # no release: constant rows only
         branches: list[exp.Select] = []
         self.kinds.append("grouping sets")
+        released: list[int] = []
         for s, (inner_items, outer_items) in zip(sets, plans):
             if not inner_items:  # the empty set with no aggregate: one row of NULLs and GROUPING() bits, data-free
                 branches.append(exp.select(*outer_items))
@@ -375,11 +392,17 @@ class _Rewriter:
             bound = dataclasses.replace(bound, budget=bound.budget.scale(share))
             label = "(" + ", ".join(k.sql(dialect=Dpsql) for k in s) + ")"
             self._add(bound, inner, f"grouping set {label}")
+            released.append(len(self.inputs) - 1)
             branches.append(exp.select(*outer_items).from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name))))
         if self.hint is not None and select.args.get("hint") is None:
             self.hint_receivers += 1
         self.notes.append(f"grouping sets: {releasing} release(s); the query's epsilon and delta are split evenly across "
                           "them (each person is in every set)")
+        self.grouping.append(GroupingSets(
+            inputs=tuple(released),
+            keys=tuple(tuple(k.name.lower() for k in s) for s, (inner_items, _) in zip(sets, plans) if inner_items),
+            positions=tuple(p for p, (inner_items, _) in zip(positions, plans) if inner_items),
+            names=tuple(names), consistent=self._consistent(select)))
         combined: exp.Query = branches[0]
         for branch in branches[1:]:
             combined = exp.union(combined, branch, distinct=False)
@@ -395,12 +418,22 @@ class _Rewriter:
         self._check_clauses(result)
         return result
 
+    def _consistent(self, select: exp.Select) -> bool:
+        """OPTIONS (consistent = ...) of the grouping-set query (or of the outer query's hint);
+        bind.py checks it is a boolean when each set's release is bound."""
+        for hint in (select.args.get("hint"), self.hint):
+            for item in hint.expressions if hint is not None else ():
+                if item.this.name.lower() == "consistent" and isinstance(item.expression, exp.Boolean):
+                    return bool(item.expression.this)
+        return True
+
     def _set_items(self, s: tuple[exp.Expr, ...], items: list[exp.Expr], names: list[str],
                    keys: list[exp.Expr]) -> tuple[list[exp.Expr], list[exp.Expr]]:
         """One grouping set's released items (the aggregated query's select list) and its outputs."""
         sql = self.ctx.sql
         outer_items: list[exp.Expr] = []
         inner_items: list[exp.Expr] = []
+        self._released_at = {}
         for j, item in enumerate(items):
             body = item.this if isinstance(item, exp.Alias) else item
             alias = exp.to_identifier(names[j], quoted=True)
@@ -420,6 +453,7 @@ class _Rewriter:
             if value.find(exp.Grouping, exp.GroupingId) is not None:
                 raise refuse("DP129", "GROUPING() inside an expression", value.find(exp.Grouping, exp.GroupingId),
                              sql, "select GROUPING(...) on its own, as an output")
+            self._released_at[j] = len(inner_items)
             position = released_column(len(inner_items))
             inner_items.append(exp.alias_(value, exp.to_identifier(position)))
             outer_items.append(exp.alias_(exp.column(position), alias))
@@ -427,6 +461,7 @@ class _Rewriter:
             # Only keys rolled up or GROUPING() selected: the set's keys are still released (which
             # groups exist), as hidden columns.
             inner_items = [exp.alias_(k.copy(), exp.to_identifier(released_column(p))) for p, k in enumerate(s)]
+        self.set_positions.append(tuple(self._released_at.get(j) for j in range(len(items))))
         return inner_items, outer_items
 
     def _set_order(self, select: exp.Select, items: list[exp.Expr], names: list[str]) -> tuple[exp.Order | None, list[exp.Expr]]:

@@ -32,6 +32,7 @@ from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robus
 from dpsql.backend.sql.bounding import bounding_steps
 from dpsql.backend.sql.plan_sql import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
 from dpsql.execution import intervals
+from dpsql.execution.consistency import explain as explain_consistency
 from dpsql.frontend.parse import ParsedStatement, parse_statement
 from dpsql.ir.join import JoinedTable
 from dpsql.catalog.policy import Table
@@ -158,6 +159,8 @@ class CompiledPost:
         lines.append("Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived "
                      "column (arithmetic, aggregates or windows over released values) has none")
         lines.extend(f"Note: {note}" for note in query.notes)
+        for group in query.grouping:
+            lines.extend(explain_consistency(group, [self.inputs[i].plan for i in group.inputs]))
         parts = " + ".join(f"{float(c.plan.cost.epsilon):g}" for c in self.inputs)
         lines.append(f"Cost: epsilon {float(self.cost.epsilon):g}, delta {float(self.cost.delta):g}"
                      + (f" (epsilon {parts}: the sum of the {count} releases)" if count > 1 else ""))

@@ -29,7 +29,7 @@ from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
-from dpsql.execution.post_run import filled, noisy_outputs, post_result, released_schemas
+from dpsql.execution.post_run import filled, noisy_outputs, post_result, reconciled, released_schemas
 from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.execution.replay import Replays
 from dpsql.execution.state import PostState, QueryState, SessionState
@@ -195,7 +195,9 @@ class Executor:
             state.charge = post_charge(compiled)
         self.charger.charge_statement(state.charge, compiled.statement.sql)
         # Charged: from here on, nothing is refunded, whatever happens.
-        results = [self._answer(query, self.state.query(query)) for query in compiled.inputs]
+        raws: list[dict[str, list[Any]]] = []
+        results = [self._answer(query, self.state.query(query), raws) for query in compiled.inputs]
+        results = reconciled(compiled, raws, results)  # grouping sets: totals equal their parts (free)
         assert state.tables is not None and state.outer_sql is not None
         out = self.released.run(filled(state.tables, results), state.outer_sql)
         return post_result(compiled, columns, out.types, out.rows, results)
@@ -250,8 +252,9 @@ class Executor:
             state.outer_columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
         return state.outer_columns
 
-    def _answer(self, compiled: CompiledQuery, state: QueryState) -> NoisyResult:
-        """ONLY after the charge: bounded relation, engine statements, release, post-processing, assembly."""
+    def _answer(self, compiled: CompiledQuery, state: QueryState, raws: list[dict[str, list[Any]]] | None = None) -> NoisyResult:
+        """ONLY after the charge: bounded relation, engine statements, release, post-processing, assembly
+        (`raws`: where to keep the noisy table, for grouping sets' reconciliation)."""
         calls = self.calls
         bounded = calls.bounded(compiled.plan.query.table)
         assert bounded
@@ -259,6 +262,8 @@ class Executor:
             calls.keyed(compiled.plan.query.table, compiled.keyed_columns)
         raw = calls.run(state.text(compiled.engine), {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
         columns, types = release_rows(compiled, raw, self._rng)
+        if raws is not None:
+            raws.append(columns)
         if compiled.plan.robust:  # MEDIAN/IQR/MODE: their requests' reads, then a value or ⊥ each
             release_robust_rows(compiled, columns, types, self._robust_reads(compiled, state), self._rng)
         # Every aggregate's estimate and interval, once, by its module (execution/assemble.py); the

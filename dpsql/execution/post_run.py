@@ -6,8 +6,10 @@ releases -> each release answered (engine, noise) exactly as the query on its ow
 the outer query in a database that holds the released tables and nothing else
 (backend/auxiliary/released_db.py). This module holds the pieces that read no engine.
 
-Intervals follow each output column's lineage (execution/intervals.py): a column that copies a
-released column keeps each cell's 95% half-width and ends, a derived one gets none.
+Grouping sets are reconciled before the outer query reads them (execution/consistency.py: totals
+equal the sum of their parts, free post-processing). Intervals follow each output column's
+lineage (execution/intervals.py): a column that copies a released column keeps each cell's 95%
+half-width and ends, a derived one gets none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Sequence
 
 from dpsql.backend.auxiliary.released_db import ReleasedTable
 from dpsql.execution.compiled import CompiledPost
+from dpsql.execution.consistency import reconcile
 from dpsql.execution.intervals import lineage_noise
 from dpsql.ir.post_query import released_column
 from dpsql.result import NoisyResult, ResultColumn
@@ -33,6 +36,18 @@ def released_schemas(compiled: CompiledPost, described: Sequence[tuple[ResultCol
 def filled(tables: Sequence[ReleasedTable], results: Sequence[NoisyResult]) -> list[ReleasedTable]:
     """The released tables with each release's released rows."""
     return [ReleasedTable(t.name, t.columns, t.types, r.rows) for t, r in zip(tables, results)]
+
+
+def reconciled(compiled: CompiledPost, raws: Sequence[Any], results: Sequence[NoisyResult]) -> list[NoisyResult]:
+    """The releases' answers with each grouping-set query's additive aggregates reconciled
+    (`raws`: each release's noisy table, in input order)."""
+    out = list(results)
+    for group in compiled.query.grouping:
+        plans = [compiled.inputs[i].plan for i in group.inputs]
+        answers = reconcile(group, plans, [raws[i] for i in group.inputs], [out[i] for i in group.inputs])
+        for i, answer in zip(group.inputs, answers):
+            out[i] = answer
+    return out
 
 
 def noisy_outputs(compiled: CompiledPost, columns: tuple[ResultColumn, ...]) -> tuple[bool, ...]:

@@ -174,6 +174,17 @@ class Estimate(Protocol):
         ...
 
     @property
+    def additive(self) -> bool:
+        """Whether its value over a union of disjoint groups is the sum of theirs (COUNT, SUM):
+        grouping sets' totals are reconciled with their parts (execution/consistency.py)."""
+        ...
+
+    @property
+    def not_additive(self) -> str:
+        """Why it is not, when a reader would expect it to be (EXPLAIN); empty otherwise."""
+        ...
+
+    @property
     def robust(self) -> int | None:
         """The robust release (Plan.robust) whose noisy column it reads, or None."""
         ...

@@ -54,6 +54,24 @@ class OutputLineage:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupingSets:
+    """One GROUP BY ROLLUP / CUBE / GROUPING SETS: its releasing sets and where each select item
+    is released in each (execution/consistency.py reconciles the additive ones).
+
+    `inputs`: each releasing set's index in PostQuery.inputs; `keys`: each set's key columns
+    (lower-case); `positions`: per set, per select item, its output position in the set's release
+    (None: not released there, a rolled-up key or GROUPING()); `names`: the select items' names;
+    `consistent`: OPTIONS (consistent = false) turns the reconciliation off.
+    """
+
+    inputs: tuple[int, ...]
+    keys: tuple[tuple[str, ...], ...]
+    positions: tuple[tuple[int | None, ...], ...]
+    names: tuple[str, ...]
+    consistent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class PostQuery:
     """Releases and the outer query over them (`lineage`: one entry per output column, or None
     when dpsql could not trace it: every output is then treated as noisy, without an interval)."""
@@ -64,3 +82,4 @@ class PostQuery:
     outer: exp.Query
     lineage: tuple[OutputLineage, ...] | None
     notes: tuple[str, ...] = ()
+    grouping: tuple[GroupingSets, ...] = ()

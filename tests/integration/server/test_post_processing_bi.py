@@ -59,3 +59,25 @@ def test_explain_and_refusal_over_the_wire(pg_server: PgServer) -> None:
     assert diag.message_primary.startswith("DP126:") and diag.statement_position == str(
         "SELECT * FROM (SELECT dept, COUNT(*) AS n FROM people GROUP BY dept) t JOIN ".__len__() + 1)
     assert pg_server.spent("alice") == before
+
+
+def test_rollup_totals_add_up_over_the_wire_with_psycopg2(pg_server: PgServer) -> None:
+    """A dashboard's ROLLUP through `dpsql serve` and psycopg2: the total row equals the sum of
+    the department rows exactly (COUNT and SUM), and `consistent = false` (the negative control)
+    leaves them apart."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    sql = "SELECT {hint}dept, COUNT(*) AS n, SUM(income) AS s FROM people GROUP BY ROLLUP(dept) ORDER BY GROUPING(dept), dept"
+    con = psycopg2.connect(pg_server.dsn())
+    try:
+        con.autocommit = True
+        cur = con.cursor()
+        cur.execute("SET dpsql.round = off")  # the exact released values (rounding is presentation only)
+        cur.execute(sql.format(hint=""))
+        rows = cur.fetchall()
+        cur.execute(sql.format(hint="WITH DIFFERENTIAL_PRIVACY OPTIONS (consistent = false) "))
+        apart = cur.fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 13 and rows[-1][0] is None
+    assert sum(r[1] for r in rows[:-1]) == rows[-1][1] and sum(r[2] for r in rows[:-1]) == rows[-1][2]
+    assert sum(r[1] for r in apart[:-1]) != apart[-1][1]
