@@ -23,6 +23,22 @@ from typing import Any
 
 from dpsql.result import Interval, NoisyResult, symmetric
 
+# Shown as ± (the wider side, which is the cell's half-width) when the two sides differ by at
+# most this share of the wider one: the ± then holds the interval and overstates its narrow side
+# by at most 10%; `[low, high]` is kept for what ± would misstate (a clipped or bent interval).
+DISPLAY_SYMMETRY = 0.1
+
+
+def plus_minus(value: Any, interval: Interval) -> bool:
+    """Whether `value ± half-width` shows an interval without misstating it: nearly symmetric
+    (DISPLAY_SYMMETRY), and ± crosses 0 only where the interval does (a COUNT or AVG clipped at 0
+    stays `[0, high]`, never `± w` that reads as possibly negative)."""
+    if not symmetric(value, interval, DISPLAY_SYMMETRY):
+        return False
+    low, high = interval
+    wider = max(float(value) - low, high - float(value))
+    return (float(value) - wider < 0) == (low < 0) and (float(value) + wider > 0) == (high > 0)
+
 NUMERIC_TYPES = frozenset({"BIGINT", "DOUBLE", "HUGEINT", "INTEGER", "DECIMAL"})
 REFUSED = "⊥"
 # Said of a cell a mechanism refused to release (PTR, A_samp). Public words only: never data.
@@ -43,7 +59,7 @@ def format_cell(value: Any, half_width: float | None, interval: Interval | None 
     text = format_value(value)
     if half_width is None or value is None:
         return text
-    if interval is not None and not symmetric(value, interval):
+    if interval is not None and not plus_minus(value, interval):
         return f"{text} {format_interval(interval)}"
     return f"{text} ± {format_value(float(half_width))}"
 
@@ -91,7 +107,7 @@ def shown(result: NoisyResult, round_values: bool = True) -> tuple[NoisyResult, 
     each cell's interval text: `± half-width`, `[low, high]` where the computed interval is not
     symmetric (decided before rounding, which could make a clamped interval look symmetric), or
     None (an exact value, a ⊥, no interval)."""
-    flags = [[(ends := result.interval(r, c)) is not None and not symmetric(value, ends) for c, value in enumerate(row)]
+    flags = [[(ends := result.interval(r, c)) is not None and not plus_minus(value, ends) for c, value in enumerate(row)]
              for r, row in enumerate(result.rows)]
     out = rounded(result) if round_values else result
     texts: list[list[str | None]] = []
@@ -135,7 +151,7 @@ def rounded(result: NoisyResult) -> NoisyResult:
             spans[c] = _outward(half + shift, exponent, up=True) if not isinstance(value, int) or exponent > 0 else \
                 float(math.ceil(half + shift))
             ends[c] = (_outward(interval[0], exponent, up=False), _outward(interval[1], exponent, up=True)) \
-                if not symmetric(value, interval) else None
+                if not plus_minus(value, interval) else None
         rows.append(tuple(values))
         widths.append(tuple(spans))
         bounds.append(tuple(ends))
@@ -230,7 +246,7 @@ def asymmetric(result: NoisyResult, column: int | None = None) -> bool:
             if column is not None and c != column:
                 continue
             interval = result.interval(r, c)
-            if interval is not None and not symmetric(value, interval):
+            if interval is not None and not plus_minus(value, interval):
                 return True
     return False
 
