@@ -89,7 +89,7 @@ def check_constant_arguments(tree: exp.Expr, sql: str) -> None:
     for node in tree.walk():
         for argument in CONSTANT_ARGUMENTS.get(type(node), ()):
             value = node.args.get(argument)
-            if not is_constant(value):
+            if value is not None and not is_constant(value):
                 word = _ARGUMENT_WORDS.get(argument, argument)
                 raise _refuse(f"the {word} of {_name(node)} must be a constant: a {word} read from the data could "
                               "make the query fail on one person's value", value, sql,
@@ -160,8 +160,8 @@ def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None
     elif isinstance(node, (exp.Concat, exp.DPipe)):
         bound = sum((length_bound(child, sql, memo) for child in node.iter_expressions()), Length(0, 0))
     elif isinstance(node, (exp.Predicate, exp.Connector, exp.Not, exp.Binary)):
-        for child in node.iter_expressions():  # a comparison, connective or arithmetic: fixed width
-            length_bound(child, sql, memo)
+        for operand in node.iter_expressions():  # a comparison, connective or arithmetic: fixed width
+            length_bound(operand, sql, memo)
         bound = Length(0, _SCALAR_TEXT)
     else:
         # Every other allowlisted function returns at most as much as its longest argument
@@ -193,7 +193,7 @@ def constant_probes(tree: exp.Expr) -> tuple[exp.Expr, ...]:
     bare (outside TRY) once finds an invalid constant pattern or format on every engine, with no
     data involved (DP123 before the charge). The node's non-constant input becomes a public
     dummy value of the kind the function reads."""
-    probes = []
+    probes: list[exp.Expr] = []
     for node in tree.walk():
         if type(node) not in CONSTANT_ARGUMENTS or not all(is_constant(node.args.get(a)) for a in CONSTANT_ARGUMENTS[type(node)]):
             continue

@@ -119,11 +119,13 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
 def epoch_operand(node: exp.Expr) -> exp.Expr | None:
     """x of EXTRACT(EPOCH FROM x) or date_part('epoch', x); None for anything else."""
     if isinstance(node, exp.Extract) and node.this is not None and node.this.name.lower() == "epoch":
-        return node.expression
+        operand: exp.Expr = node.expression
+        return operand
     if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart") and len(node.expressions) == 2:
         part = node.expressions[0]
         if isinstance(part, exp.Literal) and part.is_string and part.this.lower() == "epoch":
-            return node.expressions[1]
+            second: exp.Expr = node.expressions[1]
+            return second
     return None
 
 

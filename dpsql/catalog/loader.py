@@ -487,7 +487,8 @@ def _domain_value(value: Any, ctype: str, key: str, where: _Where) -> Any:
         if not isinstance(value, datetime) or value.tzinfo is not None:
             raise where.error(key, "holds a value that is not a TOML local date-time")
         return value
-    expected = {"int": int, "float": (int, Decimal, float), "text": str, "bool": bool, "date": date}[ctype]
+    types: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, Decimal, float), "text": str, "bool": bool, "date": date}
+    expected = types[ctype]
     if isinstance(value, bool) and ctype != "bool":
         raise where.error(key, f"holds a bool in a {ctype} column")
     if not isinstance(value, expected):

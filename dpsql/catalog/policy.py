@@ -89,7 +89,7 @@ class Column:
             return Fraction(1)
         if self.precision is not None:
             return self.precision
-        magnitude = max(abs(self.lower or 0), abs(self.upper or 0), Fraction(1))
+        magnitude = max(abs(self.lower or Fraction(0)), abs(self.upper or Fraction(0)), Fraction(1))
         exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length() - 30
         return Fraction(2) ** exponent
 

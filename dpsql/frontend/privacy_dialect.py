@@ -11,7 +11,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
-from sqlglot.tokens import TokenType
+from sqlglot import TokenType
 
 from dpsql.frontend.time_formats import postgres_timestamp
 
@@ -71,7 +71,8 @@ class DpsqlParser(DuckDBParser):
         node.meta["start"] = self._prev.start
         return node
 
-    def _parse_hint(self) -> exp.Expr | None:
+    # The statement's hint slot holds our PrivacyOptions node, not an exp.Hint (sqlglot stores any node there).
+    def _parse_hint(self) -> exp.Expr | None:  # type: ignore[override]
         if self._match_text_seq("WITH", "DIFFERENTIAL_PRIVACY"):
             if not self._match_text_seq("OPTIONS"):
                 self.raise_error("Expected OPTIONS after WITH DIFFERENTIAL_PRIVACY")

@@ -136,7 +136,8 @@ def _uncast(node: exp.Expr) -> exp.Expr:
 
 def _unqualified(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() == "pg_catalog":
-        return node.expression
+        name: exp.Expr = node.expression
+        return name
     return node
 
 

@@ -24,7 +24,7 @@ from dpsql.backend.engines.watchdog import WATCHDOG
 from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.render import rounded
-from dpsql.result import NoisyResult
+from dpsql.result import CI_SUFFIXES, NoisyResult
 from dpsql.server import codec
 from dpsql.server import noise_report
 from dpsql.server import pgtypes
@@ -588,7 +588,7 @@ class PgConnection:
         for (name, oid), flag in zip(columns, list(description.noisy) + [False] * len(columns)):
             expanded.append((name, oid))
             if flag:
-                expanded += [(name + suffix, pgtypes.FLOAT8) for suffix in noise_report.CI_SUFFIXES]
+                expanded += [(name + suffix, pgtypes.FLOAT8) for suffix in CI_SUFFIXES]
         return tuple(expanded)
 
     def _utility_columns(self, command: Utility) -> tuple[tuple[str, int], ...]:
