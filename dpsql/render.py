@@ -268,7 +268,7 @@ def utility_notes(result: NoisyResult) -> list[str]:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or width is None:
                 continue
             total += 1
-            wide += 0 < float(width) and abs(float(value)) <= float(width)  # the interval reaches zero
+            wide += float(width) > 0 and abs(float(value)) <= float(width)  # the interval reaches zero
         if wide:
             notes.append(f"{column.name}: the 95% interval is wider than the value in {wide} of {total} row"
                          f"{'s' if total != 1 else ''}: the noise dominates there; a larger epsilon "

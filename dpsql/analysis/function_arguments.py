@@ -129,7 +129,7 @@ def _size(node: exp.Expr, sql: str) -> int:
                   value if value is not None else node, sql, "write the length as a small integer literal")
 
 
-def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:
+def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:  # noqa: C901 - a visitor: one branch per string function
     """A static bound on the length of the string `node` can produce for any row (DP125 if none).
 
     `memo` keeps the bounds already found, by node identity, so a whole tree costs one pass (and

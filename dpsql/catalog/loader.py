@@ -249,7 +249,7 @@ def _ledger(raw: Any, base: Path, where: _Where) -> str | None:
     return str((base / Path(text).expanduser()).resolve())
 
 
-def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
+def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:  # noqa: C901 - a flat ladder: one check per key of [tables.<t>], each with its own message
     prefix = f"tables.{name}"
     if not isinstance(spec, dict):
         raise where.error(prefix, "must be a table")
@@ -312,7 +312,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     )
 
 
-def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: str, where: _Where) -> MedianMechanismConfig:
+def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: str, where: _Where) -> MedianMechanismConfig:  # noqa: C901 - a flat ladder: one check per key of [tables.<t>.median_mechanism], each with its own message
     """`[tables.<t>.median_mechanism]`: the Median Mechanism layer's domain and budget."""
     if not isinstance(spec, dict):
         raise where.error(prefix, "must be a table")
@@ -415,7 +415,7 @@ def _mm_domain(column: Column, binned: tuple[str, Any] | None, prefix: str, wher
                       f"declare its values, or (int/float) bins under {prefix}.bins, or (int) lower and upper bounds")
 
 
-def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
+def _column(name: str, spec: Any, key: str, where: _Where) -> Column:  # noqa: C901 - a flat ladder: one check per key of a column, each with its own message
     if not isinstance(spec, dict):
         raise where.error(key, "must be an inline table like { type = \"int\", lower = 0, upper = 10 }")
     _no_unknown(spec, COLUMN_KEYS, key + ".", where)

@@ -19,9 +19,9 @@ import bisect
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, Sequence, Union
+from typing import Protocol, Sequence
 
-Value = Union[int, float]
+Value = int | float
 NEG_INF = float("-inf")
 POS_INF = float("inf")
 

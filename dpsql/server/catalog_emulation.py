@@ -503,7 +503,7 @@ def _table(node: exp.Table, client: ClientState) -> exp.Expr:
         # A scalar function in FROM is one row whose column has the alias's name (Grafana's `string_to_array(...) s`).
         alias = node.alias or "string_to_array"
         return exp.select(exp.alias_(node.this, alias, quoted=True)).subquery(alias)
-    if isinstance(node.this, exp.Func) or isinstance(node.this, exp.Anonymous):
+    if isinstance(node.this, (exp.Func, exp.Anonymous)):
         node.set("db", None)
         table_alias = node.args.get("alias")
         if isinstance(table_alias, exp.TableAlias) and not table_alias.columns:

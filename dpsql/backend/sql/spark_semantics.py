@@ -335,6 +335,11 @@ def _micros(value: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this="UNIX_MICROS", expressions=[exp.cast(value, "TIMESTAMP")])
 
 
+# The parts that are one Spark function of the value.
+_PART_FUNCTIONS = {"year": "YEAR", "month": "MONTH", "quarter": "QUARTER", "hour": "HOUR", "minute": "MINUTE", "second": "SECOND",
+                   "day": "DAYOFMONTH", "doy": "DAYOFYEAR", "week": "WEEKOFYEAR"}
+
+
 def _part(part: str, x: exp.Expr) -> exp.Expr | None:
     """DuckDB's EXTRACT(part FROM x) on Spark, as a BIGINT (a DOUBLE for epoch)."""
     def call(name: str) -> exp.Expr:
@@ -344,14 +349,8 @@ def _part(part: str, x: exp.Expr) -> exp.Expr | None:
         return exp.Extract(this=exp.var(field), expression=x.copy())
 
     found: exp.Expr
-    if part in ("year", "month", "quarter", "hour", "minute", "second"):
-        found = call(part.upper())
-    elif part == "day":
-        found = call("DAYOFMONTH")
-    elif part == "doy":
-        found = call("DAYOFYEAR")
-    elif part == "week":
-        found = call("WEEKOFYEAR")
+    if part in _PART_FUNCTIONS:
+        found = call(_PART_FUNCTIONS[part])
     elif part == "dow":
         found = exp.Sub(this=call("DAYOFWEEK"), expression=_number(1))
     elif part == "isodow":

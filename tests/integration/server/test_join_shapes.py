@@ -87,8 +87,7 @@ def test_private_join_on_the_unit_with_a_parameter(join_server: PgServer) -> Non
 
 def test_refused_join_costs_nothing_and_keeps_its_code(join_server: PgServer) -> None:
     before = join_server.spent("alice")
-    with psycopg.connect(join_server.dsn()) as con:
-        with pytest.raises(psycopg.Error) as info:
-            con.execute("SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site")
+    with psycopg.connect(join_server.dsn()) as con, pytest.raises(psycopg.Error) as info:
+        con.execute("SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site")
     assert "DP136" in str(info.value)
     assert join_server.spent("alice") == before

@@ -84,7 +84,7 @@ def test_set_gives_a_new_plan_and_its_cost_is_charged(connect: Callable[..., dps
     assert after is not before and after.plan.cost.epsilon == Fraction(1, 4)
     con.execute(COUNT).fetchall()
     assert session.ledger_entries()[-1].cost.epsilon == Fraction(1, 4)
-    con.execute("SET dpsql.epsilon = %s" % float(before.plan.cost.epsilon))
+    con.execute(f"SET dpsql.epsilon = {float(before.plan.cost.epsilon)}")
     assert session.compile(COUNT).compiled.plan.cost == before.plan.cost
 
 
