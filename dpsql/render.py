@@ -13,11 +13,10 @@ integer is never given decimals, and a value without an interval is left as it i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from collections.abc import Mapping
 import dataclasses
 import math
 import time
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 

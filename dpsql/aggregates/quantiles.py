@@ -21,9 +21,10 @@ Every parameter comes from the policy, the query and its budget share, never fro
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from sqlglot import exp
 

@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sqlglot import exp
 

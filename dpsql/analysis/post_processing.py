@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError

@@ -29,7 +29,6 @@ from sqlglot import exp
 from dpsql.accounting.cost import to_fraction
 from dpsql.catalog.policy import Table
 
-
 # The largest magnitude a derived bound may have (declared column bounds are far below it).
 MAX_MAGNITUDE = Fraction(10**15)
 SECONDS_PER_DAY = 86_400

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.cost import PrivacyCost, to_fraction
+from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.policy import (
     AFTER_HALT,

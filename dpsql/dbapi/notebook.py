@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import REFUSED, asymmetric, format_value, refusal, replay_text, shown

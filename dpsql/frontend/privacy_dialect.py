@@ -7,11 +7,10 @@ which sqlglot calls right after the SELECT keyword.
 
 from __future__ import annotations
 
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
-from sqlglot import TokenType
 
 from dpsql.frontend.time_formats import postgres_timestamp
 

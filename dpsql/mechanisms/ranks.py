@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, Sequence
+from typing import Protocol
 
 Value = int | float
 NEG_INF = float("-inf")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hmac
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from sqlglot import exp
 

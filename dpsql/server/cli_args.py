@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dpsql import errors
 from dpsql.catalog.loader import load_policy
-from dpsql.server.transport import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 from dpsql.server.scram import DEFAULT_ITERATIONS, make_verifier
+from dpsql.server.transport import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 
 
 def serve_parser() -> argparse.ArgumentParser:

@@ -14,10 +14,10 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dpsql import errors
 from dpsql.backend.engines.watchdog import WATCHDOG
@@ -25,13 +25,9 @@ from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.render import rounded
 from dpsql.result import CI_SUFFIXES, NoisyResult
-from dpsql.server import codec
-from dpsql.server import noise_report
-from dpsql.server import pgtypes
-from dpsql.server import scram
-from dpsql.server import session_views
-from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
+from dpsql.server import codec, noise_report, pgtypes, scram, session_views
 from dpsql.server import pg_catalog as pgc
+from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
 from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState
 from dpsql.server.statements import Utility, is_empty, split_statements, utility
 from dpsql.session import Session

@@ -18,14 +18,16 @@ import types
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import exc, types as sqltypes
+from sqlalchemy import exc
+from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
 from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
 if TYPE_CHECKING:
-    from dpsql.dbapi.connection import Connection
     from sqlalchemy.engine.interfaces import IsolationLevel, ReflectedColumn, ReflectedPrimaryKeyConstraint, ReflectedTableComment
+
+    from dpsql.dbapi.connection import Connection
 
 from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.execution.probe import view_tables

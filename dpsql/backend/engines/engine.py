@@ -26,8 +26,9 @@ import functools
 import hashlib
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
@@ -36,7 +37,12 @@ from dpsql.backend.sql.bounding import Step, bounding_steps
 from dpsql.backend.sql.engine_dialects import UnknownRelation, render
 from dpsql.backend.sql.join_sql import joined_select
 from dpsql.backend.sql.plan_sql import (
-    TYPE_NAMES, UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select, source_select,
+    TYPE_NAMES,
+    UNIT_KEY,
+    fixed_point_selects,
+    key_heavy_select,
+    keyed_select,
+    source_select,
 )
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError

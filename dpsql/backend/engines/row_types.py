@@ -8,7 +8,7 @@ the policy only. No data source is opened; DuckDB's error text can quote nothing
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import duckdb
 from sqlglot import exp

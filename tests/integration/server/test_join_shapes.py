@@ -12,8 +12,8 @@ import pytest
 
 from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import DEPTS
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 from tests.integration.server.conftest import PASSWORDS, PgServer
 

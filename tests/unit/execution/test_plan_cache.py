@@ -4,8 +4,9 @@ another policy gives a new plan."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pytest
 
