@@ -388,7 +388,7 @@ def measure_engine(engine: str, rows: int, parquet: Path, policy: Path, runs: in
 
 
 # --- report --------------------------------------------------------------------------------------
-def report_size(rows: int, runs: int, by_engine: dict[str, Measured]) -> None:
+def report_size(rows: int, runs: int, by_engine: dict[str, Measured]) -> None:  # noqa: C901 - a report: one optional table per metric
     size = size_label(rows)
     log()
     log(f"== {size} rows: timings in ms; first = first run (see notes), warm = median of {runs} warm run(s) ==")

@@ -26,7 +26,8 @@ from dpsql.accounting import filters  # noqa: E402
 from dpsql.accounting.accountant import accountant  # noqa: E402
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss  # noqa: E402
 from dpsql.accounting.filters import Filter, History, charge_of  # noqa: E402
-from dpsql.mechanisms.gaussian import GaussianSpec, cost as gaussian_cost  # noqa: E402
+from dpsql.mechanisms.gaussian import GaussianSpec  # noqa: E402
+from dpsql.mechanisms.gaussian import cost as gaussian_cost
 
 Terms = tuple[PrivacyLoss, ...]
 

@@ -51,11 +51,11 @@ from workloads import conj_mask, workload  # bench/ is on sys.path when run as a
 
 import dpsql
 from dpsql.catalog.policy import MedianMechanismConfig, MMColumnDomain
-from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sparse_vector import rho_from_epsilon_delta
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
 from dpsql.mechanisms.median_mechanism.strategy import LayerPlan, plan_layer
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sparse_vector import rho_from_epsilon_delta
 
 HERE = Path(__file__).resolve().parent
 DELTA = Fraction(1, 10**6)

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import dpsql
-from dpsql.demo.people import generate_people, policy_text
 from dpsql.backend.auxiliary.files import write_parquet
+from dpsql.demo.people import generate_people, policy_text
 
 QUERIES = {
     "count": "SELECT COUNT(*) FROM people",
@@ -54,8 +54,8 @@ def _times(con: dpsql.Connection, sql: str, repeats: int) -> list[float]:
 def _server_times(directory: Path, replay: float, sql: str, repeats: int) -> list[float]:
     import psycopg
 
-    from dpsql.server.transport import ServerConfig, ServerThread
     from dpsql.server.scram import make_verifier
+    from dpsql.server.transport import ServerConfig, ServerThread
 
     policy = _policy(directory, replay)
     policy.write_text(policy.read_text(encoding="utf-8") + f'\n[analysts.bench]\npassword = "{make_verifier("pw")}"\n',

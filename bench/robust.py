@@ -262,7 +262,7 @@ class Cell:
                 f"{err95:10.4g} {half:10.4g} {ratio} {cover} {statistics.median(self.times):6.3f}s")
 
 
-def regime(args: argparse.Namespace) -> None:
+def regime(args: argparse.Namespace) -> None:  # noqa: C901 - a report: one optional column per library
     """The realistic-regime table (see the module docstring)."""
     try:
         import opendp.prelude as odp

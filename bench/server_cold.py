@@ -26,8 +26,8 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.overhead import ensure_data, log, source_state, sql_string  # noqa: E402
-from dpsql.server.transport import ServerConfig, ServerThread  # noqa: E402
 from dpsql.server.scram import make_verifier  # noqa: E402
+from dpsql.server.transport import ServerConfig, ServerThread  # noqa: E402
 
 QUERY = "SELECT region, SUM(income) FROM people WHERE age > 40 GROUP BY region"
 DP_OPTIONS = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6) "

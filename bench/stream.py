@@ -160,7 +160,7 @@ def _filters(rng: random.Random) -> tuple[str, str]:
     return clause, clause
 
 
-def stream_queries(count: int, seed: int = 7) -> list[Query]:
+def stream_queries(count: int, seed: int = 7) -> list[Query]:  # noqa: C901 - a workload generator: one branch per query kind
     """`count` distinct queries of mixed kinds, each with its own epsilon (a seeded, public workload)."""
     rng = random.Random(seed)
     out: list[Query] = []

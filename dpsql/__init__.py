@@ -1,6 +1,20 @@
 """dpsql: a differentially private SQL engine. Public API only: connect, the PEP 249 names, errors."""
 
 from dpsql.dbapi.connection import Connection, Cursor, connect
+from dpsql.dbapi.types import (
+    BINARY,
+    DATETIME,
+    NUMBER,
+    ROWID,
+    STRING,
+    Binary,
+    Date,
+    DateFromTicks,
+    Time,
+    TimeFromTicks,
+    Timestamp,
+    TimestampFromTicks,
+)
 from dpsql.errors import (
     BudgetExhaustedError,
     DatabaseError,
@@ -15,7 +29,6 @@ from dpsql.errors import (
     UnsupportedQueryError,
     Warning,
 )
-from dpsql.dbapi.types import BINARY, DATETIME, NUMBER, ROWID, STRING, Binary, Date, DateFromTicks, Time, TimeFromTicks, Timestamp, TimestampFromTicks
 
 apilevel = "2.0"
 threadsafety = 1  # threads may share the module, not connections

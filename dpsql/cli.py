@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from dpsql import errors
 from dpsql.dbapi.connection import Connection
 from dpsql.demo.people import ensure_demo
-from dpsql.session import DEMO_LEDGER, SessionOptions
 from dpsql.repl.runner import run_script
 from dpsql.repl.script import split_statements
+from dpsql.session import DEMO_LEDGER, SessionOptions
 
 __all__ = ["build_parser", "main", "split_statements"]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 REFERENCE = "docs/sql-reference.md"  # every rule code has an anchor there (#dp104)
 
 

@@ -13,11 +13,10 @@ integer is never given decimals, and a value without an interval is left as it i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from collections.abc import Mapping
 import dataclasses
 import math
 import time
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -284,7 +283,7 @@ def utility_notes(result: NoisyResult) -> list[str]:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or width is None:
                 continue
             total += 1
-            wide += 0 < float(width) and abs(float(value)) <= float(width)  # the interval reaches zero
+            wide += float(width) > 0 and abs(float(value)) <= float(width)  # the interval reaches zero
         if wide:
             notes.append(f"{column.name}: the 95% interval is wider than the value in {wide} of {total} row"
                          f"{'s' if total != 1 else ''}: the noise dominates there; a larger epsilon "

@@ -11,18 +11,20 @@ from __future__ import annotations
 import re
 import threading
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.accounting.store import is_postgres_url, redact
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.functions import allowed_function_names
-from dpsql.backend.engines import choice as engines
-from dpsql.backend.engines.engine import Engine
 from dpsql.analysis.public_facts import with_source_columns
+from dpsql.backend.engines import choice as engines
+from dpsql.backend.engines.data_version import data_version
+from dpsql.backend.engines.engine import Engine
 from dpsql.backend.engines.public_tables import EnginePublicFacts
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.policy import Policy
@@ -33,7 +35,6 @@ from dpsql.execution.executor import Executor
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.probe import check_policy_views
 from dpsql.execution.replay import Replays, ReplayScope, policy_version, scope_for
-from dpsql.backend.engines.data_version import data_version
 from dpsql.execution.statements import Statement, plan_result, prepare
 from dpsql.frontend.params import parameter_types, stand_ins
 from dpsql.mechanisms.rng import RandomSource, SeededRandomSource, default_source

@@ -23,14 +23,14 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from dpsql.accounting.accountant import losses_of
-from dpsql.accounting.filters import MORE_LIMIT, Filter, History, charge_of, filter_name
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.accounting.filters import MORE_LIMIT, Filter, History, charge_of, filter_name
 from dpsql.accounting.sqlite_ledger import SqliteStore
 from dpsql.accounting.store import (
     SCHEMA_VERSION,
-    LedgerStore,
     GroupRow,
     HistoryRow,
+    LedgerStore,
     is_postgres_url,
     redact,
 )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpsql.accounting.store import (
     CHARGE_FIELDS,
@@ -39,6 +39,11 @@ from dpsql.accounting.store import (
     redact,
 )
 from dpsql.errors import LedgerError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    _Connection = psycopg.Connection[tuple[Any, ...]]
 
 MISSING_DRIVER = (
     "a postgresql:// ledger needs psycopg 3: install the postgres extra (pip install 'dpsql[postgres]')"
@@ -149,7 +154,9 @@ class PostgresStore(LedgerStore):
             self._charging = False
 
     def summary(self, analyst: str) -> tuple[int, int]:
-        count, max_id = self._connection().execute(_SUMMARY, (analyst,)).fetchone()
+        row = self._connection().execute(_SUMMARY, (analyst,)).fetchone()
+        assert row is not None  # an aggregate without GROUP BY returns one row
+        count, max_id = row
         return int(count), int(max_id)
 
     def history(self, analyst: str, after_id: int) -> list[HistoryRow]:
@@ -195,8 +202,8 @@ class PostgresStore(LedgerStore):
         self._closed = True
         self._conn.close()
 
-    def _connect(self) -> Any:
-        conn = self._psycopg.connect(**self._params, autocommit=True)
+    def _connect(self) -> _Connection:
+        conn: _Connection = self._psycopg.connect(**self._params, autocommit=True)
         try:
             # Explicit, whatever the server's default: the advisory lock relies on READ COMMITTED.
             conn.isolation_level = self._psycopg.IsolationLevel.READ_COMMITTED
@@ -207,7 +214,7 @@ class PostgresStore(LedgerStore):
             raise
         return conn
 
-    def _connection(self) -> Any:
+    def _connection(self) -> _Connection:
         """The open connection; a broken one is replaced between operations, never inside a
         charge (the caller's operation then re-verifies the identity)."""
         if self._closed:

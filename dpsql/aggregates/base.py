@@ -18,9 +18,10 @@ The Estimate is the one definition of the aggregate's value, interval, type and 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from sqlglot import exp
 

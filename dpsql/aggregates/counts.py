@@ -11,9 +11,10 @@ itself; its 95% interval is the release's (docs/mechanisms.md, "Counts, sums and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 from sqlglot import exp
 

@@ -9,9 +9,10 @@ bounds and grid), else rank windows of +-(C + 1) s around each quantile.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from dpsql.ir.plan import Bounding, ModeRequest, RankRequest, RawAggregate, Release, RobustRelease, ValueMap
 from dpsql.ir.query import BoundQuery

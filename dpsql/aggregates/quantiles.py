@@ -21,9 +21,10 @@ Every parameter comes from the policy, the query and its budget share, never fro
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from sqlglot import exp
 
@@ -215,7 +216,7 @@ class Quantiles:
     names: tuple[str, ...] = ("iqr", "median", "quantile")
     filterable = False
 
-    def bind(self, node: exp.Expr, binder: Binder, text: str) -> AggregateCall:
+    def bind(self, node: exp.Expr, binder: Binder, text: str) -> AggregateCall:  # noqa: C901 - one branch per spelling (MEDIAN, PERCENTILE_*, QUANTILE, IQR) and its argument checks
         iqr = isinstance(node, exp.Anonymous) and function_name(node) == "iqr"
         p: Fraction | None = None if iqr else Fraction(1, 2)
         bound: Fraction | None = None

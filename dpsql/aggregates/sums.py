@@ -13,9 +13,10 @@ are those the analysis derived for it from the policy, and the engine clamps eac
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 from sqlglot import exp
 

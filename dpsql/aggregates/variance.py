@@ -12,9 +12,10 @@ intervals are derived for Laplace noise: a query with one keeps Laplace noise (a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, cast
 
 from sqlglot import exp
 

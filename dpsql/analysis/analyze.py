@@ -12,9 +12,9 @@ from dpsql.analysis.expression_types import check_query
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
 from dpsql.analysis.inline import flatten
+from dpsql.analysis.joins import join_relation
 from dpsql.analysis.post_processing import analyze_post, needs_post
 from dpsql.analysis.row_level import row_probe
-from dpsql.analysis.joins import join_relation
 from dpsql.analysis.rules import (
     CATALOGS,
     SCHEMAS,

@@ -89,7 +89,7 @@ def check_constant_arguments(tree: exp.Expr, sql: str) -> None:
     for node in tree.walk():
         for argument in CONSTANT_ARGUMENTS.get(type(node), ()):
             value = node.args.get(argument)
-            if not is_constant(value):
+            if value is not None and not is_constant(value):
                 word = _ARGUMENT_WORDS.get(argument, argument)
                 raise _refuse(f"the {word} of {_name(node)} must be a constant: a {word} read from the data could "
                               "make the query fail on one person's value", value, sql,
@@ -129,7 +129,7 @@ def _size(node: exp.Expr, sql: str) -> int:
                   value if value is not None else node, sql, "write the length as a small integer literal")
 
 
-def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:
+def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None) -> Length:  # noqa: C901 - a visitor: one branch per string function
     """A static bound on the length of the string `node` can produce for any row (DP125 if none).
 
     `memo` keeps the bounds already found, by node identity, so a whole tree costs one pass (and
@@ -160,8 +160,8 @@ def length_bound(node: exp.Expr, sql: str, memo: dict[int, Length] | None = None
     elif isinstance(node, (exp.Concat, exp.DPipe)):
         bound = sum((length_bound(child, sql, memo) for child in node.iter_expressions()), Length(0, 0))
     elif isinstance(node, (exp.Predicate, exp.Connector, exp.Not, exp.Binary)):
-        for child in node.iter_expressions():  # a comparison, connective or arithmetic: fixed width
-            length_bound(child, sql, memo)
+        for operand in node.iter_expressions():  # a comparison, connective or arithmetic: fixed width
+            length_bound(operand, sql, memo)
         bound = Length(0, _SCALAR_TEXT)
     else:
         # Every other allowlisted function returns at most as much as its longest argument
@@ -193,7 +193,7 @@ def constant_probes(tree: exp.Expr) -> tuple[exp.Expr, ...]:
     bare (outside TRY) once finds an invalid constant pattern or format on every engine, with no
     data involved (DP123 before the charge). The node's non-constant input becomes a public
     dummy value of the kind the function reads."""
-    probes = []
+    probes: list[exp.Expr] = []
     for node in tree.walk():
         if type(node) not in CONSTANT_ARGUMENTS or not all(is_constant(node.args.get(a)) for a in CONSTANT_ARGUMENTS[type(node)]):
             continue

@@ -28,7 +28,7 @@ REFUSED_AGGREGATE_NAMES = frozenset(
     }
 )
 
-SCALAR_CLASSES: tuple[type[exp.Expr], ...] = (
+SCALAR_CLASSES: tuple[type[exp.Func], ...] = (
     exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Lower, exp.Upper, exp.Length, exp.Substring,
     exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least, exp.Year, exp.Month, exp.Day, exp.Extract,
     exp.DateTrunc, exp.Cast, exp.TryCast, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Sign,
@@ -106,7 +106,8 @@ def allowed_function_names() -> dict[str, str]:
         >>> allowed_function_names()["COUNT"], allowed_function_names()["ABS"]
         ('aggregate', 'scalar')
     """
-    names = {name: "aggregate" for cls in AGGREGATES for name in cls.sql_names()}
+    # Every aggregate spelling is a sqlglot function class (only functions have SQL names).
+    names = {name: "aggregate" for cls in AGGREGATES if issubclass(cls, exp.Func) for name in cls.sql_names()}
     names.update({name.upper(): "aggregate" for name in registry.NAMES})
     for cls in SCALAR_CLASSES:
         names.update({name: "scalar" for name in cls.sql_names() if name not in _NOT_CALLS})

@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sqlglot import exp
 
@@ -132,7 +133,7 @@ def _order(value: Any) -> tuple[bool, Any]:
     return (value is None, value if value is not None else 0)
 
 
-def _evaluate(node: exp.Expr, table: Table) -> _Values:
+def _evaluate(node: exp.Expr, table: Table) -> _Values:  # noqa: C901 - a visitor: one branch per expression kind
     if isinstance(node, exp.Paren):
         return _evaluate(node.this, table)
     if isinstance(node, exp.Null):

@@ -86,7 +86,7 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
     return flat
 
 
-def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str, views: dict[str, exp.Select]) -> exp.Select:
+def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str, views: dict[str, exp.Select]) -> exp.Select:  # noqa: C901 - one pass over the join's operands; each case is a refusal with its own message
     """A join whose operands include row-level subqueries or CTEs over one table each, rewritten to
     join the base tables under the operands' names: each column the query reads through an
     operand is replaced by its definition over that operand's table, and the operands' WHERE
@@ -345,7 +345,7 @@ def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql:
     return _Relation(base=relation.base, columns=columns, where=combined, hidden=relation.hidden, joins=relation.joins)
 
 
-def _joined(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str) -> _Relation:
+def _joined(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str) -> _Relation:  # noqa: C901 - one pass over the body's joins; each case is a refusal with its own message
     """The relation of a row-level body that joins tables of the policy (Superset's virtual datasets
     and Metabase's nested questions over a join): its columns as columns of the joined tables,
     qualified by their names in the body, and the joins themselves, which the join analysis

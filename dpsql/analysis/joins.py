@@ -180,7 +180,7 @@ class _JoinAnalysis:
                                "a table of the database, or a DataFrame)")
         return table
 
-    def _inner_group(self, select: exp.Select, operands: list[_Operand]) -> None:
+    def _inner_group(self, select: exp.Select, operands: list[_Operand]) -> None:  # noqa: C901 - the join-order search and its refusals, kept in one place
         """Tables joined by inner joins and commas: their equalities (ON, USING, and WHERE
         conjuncts that equate columns of two of them) join them, in an order where a private
         table leads and each table meets the tables before it; other ON conditions become filters
@@ -671,12 +671,11 @@ def _resolve(column: exp.Column, parts: list[JoinPart], sql: str) -> tuple[str, 
         known = ", ".join(sorted({f"{p.alias}.{c}" for p in parts for c in p.table.columns}))
         raise UnknownColumnError(f"column '{name}' is in none of the joined tables", code="DP111", span=span_of(column, sql),
                                  sql=sql, hint=f"columns you may use: {known}")
-    if len(having) > 1:
-        # The shared privacy unit, unqualified, is the first table's (as USING merges it; in a
-        # LEFT JOIN the right table's unit is NULL where nothing matched).
-        if {p.table.privacy_unit for p in having} != {name}:
-            raise UnknownColumnError(f"column '{name}' is ambiguous: more than one joined table has it", code="DP111",
-                                     span=span_of(column, sql), sql=sql, hint=f"qualify it: {having[0].alias}.{name}")
+    # The shared privacy unit, unqualified, is the first table's (as USING merges it; in a
+    # LEFT JOIN the right table's unit is NULL where nothing matched).
+    if len(having) > 1 and {p.table.privacy_unit for p in having} != {name}:
+        raise UnknownColumnError(f"column '{name}' is ambiguous: more than one joined table has it", code="DP111",
+                                 span=span_of(column, sql), sql=sql, hint=f"qualify it: {having[0].alias}.{name}")
     return having[0].alias, name
 
 

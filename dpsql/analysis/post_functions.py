@@ -36,7 +36,7 @@ def outer_function_allowed(node: exp.Func) -> bool:
     """Whether the outer query of a post-processing query may call this function."""
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return not _nested(node.to)
-    if isinstance(node, OUTER_AGGREGATES) or isinstance(node, OUTER_WINDOW_FUNCTIONS):
+    if isinstance(node, (*OUTER_AGGREGATES, *OUTER_WINDOW_FUNCTIONS)):
         return True
     if isinstance(node, exp.Anonymous) and function_name(node) in OUTER_AGGREGATE_NAMES:
         return True

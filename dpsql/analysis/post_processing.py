@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -345,7 +345,7 @@ class _Rewriter:
                              f"write {key.upper()} 10", span=keyword_span(self.ctx.sql, key.upper()))
 
     # --- grouping sets -----------------------------------------------------------------------------
-    def _grouping_sets(self, select: exp.Select, scope: _Scope) -> exp.Query:
+    def _grouping_sets(self, select: exp.Select, scope: _Scope) -> exp.Query:  # noqa: C901 - being restructured in parallel (issue 26 item 2)
         sql = self.ctx.sql
         group = select.args["group"]
         sets = _expand(group, select, sql)

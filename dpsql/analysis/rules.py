@@ -5,7 +5,7 @@ Rules see a SELECT over one table (DP101-DP103 run first, in `statement_rules`) 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sqlglot import exp
 

@@ -29,7 +29,6 @@ from sqlglot import exp
 from dpsql.accounting.cost import to_fraction
 from dpsql.catalog.policy import Table
 
-
 # The largest magnitude a derived bound may have (declared column bounds are far below it).
 MAX_MAGNITUDE = Fraction(10**15)
 SECONDS_PER_DAY = 86_400
@@ -69,7 +68,7 @@ def value_bounds(node: exp.Expr, table: Table) -> Interval:
     return interval
 
 
-def _interval(node: exp.Expr, table: Table) -> Interval | None:
+def _interval(node: exp.Expr, table: Table) -> Interval | None:  # noqa: C901 - a visitor: one branch per expression kind
     """The interval of `node`; None when it is always NULL."""
     if isinstance(node, exp.Paren):
         return _interval(node.this, table)
@@ -119,11 +118,13 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:
 def epoch_operand(node: exp.Expr) -> exp.Expr | None:
     """x of EXTRACT(EPOCH FROM x) or date_part('epoch', x); None for anything else."""
     if isinstance(node, exp.Extract) and node.this is not None and node.this.name.lower() == "epoch":
-        return node.expression
+        operand: exp.Expr = node.expression
+        return operand
     if isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart") and len(node.expressions) == 2:
         part = node.expressions[0]
         if isinstance(part, exp.Literal) and part.is_string and part.this.lower() == "epoch":
-            return node.expressions[1]
+            second: exp.Expr = node.expressions[1]
+            return second
     return None
 
 

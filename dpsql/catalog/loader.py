@@ -12,8 +12,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.cost import PrivacyCost, to_fraction
+from dpsql.accounting.filters import ALIASES, DEFAULT_FILTER, FILTERS, filter_name
 from dpsql.accounting.store import is_postgres_url
 from dpsql.catalog.policy import (
     AFTER_HALT,
@@ -249,7 +249,7 @@ def _ledger(raw: Any, base: Path, where: _Where) -> str | None:
     return str((base / Path(text).expanduser()).resolve())
 
 
-def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
+def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:  # noqa: C901 - a flat ladder: one check per key of [tables.<t>], each with its own message
     prefix = f"tables.{name}"
     if not isinstance(spec, dict):
         raise where.error(prefix, "must be a table")
@@ -312,7 +312,7 @@ def _table(name: str, spec: Any, base: Path, where: _Where) -> Table:
     )
 
 
-def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: str, where: _Where) -> MedianMechanismConfig:
+def _median_mechanism(spec: Any, columns: dict[str, Column], unit: str, prefix: str, where: _Where) -> MedianMechanismConfig:  # noqa: C901 - a flat ladder: one check per key of [tables.<t>.median_mechanism], each with its own message
     """`[tables.<t>.median_mechanism]`: the Median Mechanism layer's domain and budget."""
     if not isinstance(spec, dict):
         raise where.error(prefix, "must be a table")
@@ -415,7 +415,7 @@ def _mm_domain(column: Column, binned: tuple[str, Any] | None, prefix: str, wher
                       f"declare its values, or (int/float) bins under {prefix}.bins, or (int) lower and upper bounds")
 
 
-def _column(name: str, spec: Any, key: str, where: _Where) -> Column:
+def _column(name: str, spec: Any, key: str, where: _Where) -> Column:  # noqa: C901 - a flat ladder: one check per key of a column, each with its own message
     if not isinstance(spec, dict):
         raise where.error(key, "must be an inline table like { type = \"int\", lower = 0, upper = 10 }")
     _no_unknown(spec, COLUMN_KEYS, key + ".", where)
@@ -487,7 +487,8 @@ def _domain_value(value: Any, ctype: str, key: str, where: _Where) -> Any:
         if not isinstance(value, datetime) or value.tzinfo is not None:
             raise where.error(key, "holds a value that is not a TOML local date-time")
         return value
-    expected = {"int": int, "float": (int, Decimal, float), "text": str, "bool": bool, "date": date}[ctype]
+    types: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, Decimal, float), "text": str, "bool": bool, "date": date}
+    expected = types[ctype]
     if isinstance(value, bool) and ctype != "bool":
         raise where.error(key, f"holds a bool in a {ctype} column")
     if not isinstance(value, expected):

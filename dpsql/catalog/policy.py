@@ -5,16 +5,16 @@ Everything here is public: it comes from the policy file, never from data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Callable, Literal
+from typing import Literal
 
-from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.accounting.filters import DEFAULT_FILTER, FilterName
 
 ColumnType = Literal["int", "float", "text", "bool", "date", "timestamp"]
 # The noise families a policy or a query may name for COUNT/SUM/AVG releases (`noise = ...`; the
@@ -89,7 +89,7 @@ class Column:
             return Fraction(1)
         if self.precision is not None:
             return self.precision
-        magnitude = max(abs(self.lower or 0), abs(self.upper or 0), Fraction(1))
+        magnitude = max(abs(self.lower or Fraction(0)), abs(self.upper or Fraction(0)), Fraction(1))
         exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length() - 30
         return Fraction(2) ** exponent
 

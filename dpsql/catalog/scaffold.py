@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
-from dpsql.accounting.filters import DEFAULT_FILTER, History, Filter, charge_of
+from dpsql.accounting.filters import DEFAULT_FILTER, Filter, History, charge_of
 
 
 @dataclass(frozen=True, slots=True)

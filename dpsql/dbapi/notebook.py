@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.render import REFUSED, asymmetric, format_value, refusal, replay_text, shown
@@ -152,7 +153,7 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def plot(source: Any, x: str | None = None, y: str | Sequence[str] | None = None, *, ax: Axes | None = None,
+def plot(source: Any, x: str | None = None, y: str | Sequence[str] | None = None, *, ax: Axes | None = None,  # noqa: C901 - one branch per accepted source and argument shape, each with its own message
          kind: str = "bar") -> Axes:
     """Draw a grouped answer with its 95% intervals as error bars, and a caption with its cost.
 

@@ -44,7 +44,8 @@ def _dept_p() -> np.ndarray:
     import numpy as np
 
     weights = 1.0 / np.arange(1, len(DEPTS) + 1) ** 1.1
-    return weights / weights.sum()
+    p: np.ndarray = weights / weights.sum()
+    return p
 
 
 def _age_weights() -> np.ndarray:
@@ -53,7 +54,8 @@ def _age_weights() -> np.ndarray:
 
     ages = np.arange(AGE_MIN, AGE_MAX + 1)
     weights = np.where(ages <= 60, 1.0, np.exp(-(ages - 60) / 12.0))
-    return weights / weights.sum()
+    p: np.ndarray = weights / weights.sum()
+    return p
 
 
 def _draw(rng: np.random.Generator, p: np.ndarray | tuple[float, ...], size: int) -> np.ndarray:

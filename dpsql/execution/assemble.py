@@ -14,13 +14,14 @@ estimate's SQL).
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engines.engine import EngineResult
-from dpsql.backend.sql.plan_sql import key_type
-from dpsql.backend.sql.output_sql import confident
 from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
+from dpsql.backend.engines.engine import EngineResult
+from dpsql.backend.sql.output_sql import confident
+from dpsql.backend.sql.plan_sql import key_type
 from dpsql.execution import intervals
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.execution.noise import noise_info

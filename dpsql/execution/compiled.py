@@ -8,15 +8,15 @@ session keeps what it derives from one (rendered SQL, dry runs passed) in its ow
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.auxiliary.released_db import ReleasedTable
 from dpsql.backend.engines.engine import (
     bounded_heavy_name,
     bounded_name,
@@ -25,22 +25,22 @@ from dpsql.backend.engines.engine import (
     keyed_name,
     source_name,
 )
+from dpsql.backend.sql.bounding import bounding_steps
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.sql.join_sql import joined_select
 from dpsql.backend.sql.output_sql import OUTPUTS, output_select, output_table
-from dpsql.backend.auxiliary.released_db import ReleasedTable
-from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
-from dpsql.backend.sql.bounding import bounding_steps
 from dpsql.backend.sql.plan_sql import SEED, bounded_select, engine_select, key_heavy_select, keyed_select, needs_keyed
+from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES, RobustQuery, robust_queries
+from dpsql.catalog.policy import Table
 from dpsql.execution import intervals
 from dpsql.execution.consistency import explain as explain_consistency
 from dpsql.frontend.parse import ParsedStatement, parse_statement
-from dpsql.ir.join import JoinedTable
-from dpsql.catalog.policy import Table
 from dpsql.ir.expected import expected_lines
 from dpsql.ir.identity import plan_identity
+from dpsql.ir.join import JoinedTable
 from dpsql.ir.plan import Plan
-from dpsql.ir.printer import plan_text
 from dpsql.ir.post_query import PostQuery
+from dpsql.ir.printer import plan_text
 from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
 from dpsql.planner.build import plan_query
 

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 

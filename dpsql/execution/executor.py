@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.engines.engine import Engine
 from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
+from dpsql.backend.engines.engine import Engine
 from dpsql.backend.sql.robust_sql import GroupKey, Reads, RobustQuery, reads
 from dpsql.catalog.policy import Policy
 from dpsql.errors import EngineError, UnsupportedQueryError

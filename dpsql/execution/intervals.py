@@ -23,8 +23,9 @@ noise: among the selected cells, coverage may fall below 95% (docs/sql-reference
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.ir.plan import Estimate, Plan, release_name, release_width

@@ -11,10 +11,10 @@ import threading
 from typing import TYPE_CHECKING
 
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.backend.auxiliary.released_db import ReleasedDatabase
 from dpsql.catalog.policy import Policy
 from dpsql.execution.charge import Charger
 from dpsql.execution.compiled import CompiledQuery
-from dpsql.backend.auxiliary.released_db import ReleasedDatabase
 from dpsql.execution.engine_calls import EngineCalls
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.planner.measurable import MMQuery, measurable

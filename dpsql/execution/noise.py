@@ -8,7 +8,8 @@ a noisy distance, n, or which discretisation failed (docs/mechanisms.md; tests/s
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import Plan

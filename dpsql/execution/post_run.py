@@ -14,7 +14,8 @@ half-width and ends, a derived one gets none.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dpsql.backend.auxiliary.released_db import ReleasedTable
 from dpsql.execution.compiled import CompiledPost

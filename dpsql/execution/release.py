@@ -11,13 +11,13 @@ mechanism declares. Every draw comes from the injected random source; nothing he
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dpsql.backend.engines.engine import EngineResult
-from dpsql.backend.sql.plan_sql import key_type
+from dpsql.backend.sql.plan_sql import UNITS, key_type
 from dpsql.backend.sql.robust_sql import GroupKey
-from dpsql.backend.sql.plan_sql import UNITS
 from dpsql.execution.compiled import CompiledQuery
 from dpsql.ir.plan import (
     Plan,
@@ -29,6 +29,7 @@ from dpsql.ir.plan import (
 from dpsql.ir.query import key_name
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.rng import RandomSource
+
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
     return tuple((value is None, value if value is not None else 0) for value in key)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dpsql.accounting.cost import PrivacyCost
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.auxiliary.released_db import ReleasedTable
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.sql.robust_sql import RobustQuery
 from dpsql.execution.charge import PlannedCharge
 from dpsql.execution.compiled import CompiledPost, CompiledQuery

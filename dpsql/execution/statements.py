@@ -9,9 +9,10 @@ the protocol only (what it costs, what it returns, its answer, its plan).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.context import AnalysisContext

@@ -9,13 +9,13 @@ Pure: policy metadata only.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlglot import exp
 
 from dpsql.catalog.policy import Policy
-from dpsql.frontend.privacy_dialect import PrivacyOptions
 from dpsql.frontend.parse import parse_tree
+from dpsql.frontend.privacy_dialect import PrivacyOptions
 
 _BINARY = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Like, exp.ILike,
            exp.NullSafeEQ, exp.NullSafeNEQ)  # fmt: skip

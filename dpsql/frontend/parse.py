@@ -11,8 +11,9 @@ import datetime as dt
 import decimal
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import sqlglot
 from sqlglot import exp

@@ -7,11 +7,10 @@ which sqlglot calls right after the SELECT keyword.
 
 from __future__ import annotations
 
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
-from sqlglot.tokens import TokenType
 
 from dpsql.frontend.time_formats import postgres_timestamp
 
@@ -71,7 +70,8 @@ class DpsqlParser(DuckDBParser):
         node.meta["start"] = self._prev.start
         return node
 
-    def _parse_hint(self) -> exp.Expr | None:
+    # The statement's hint slot holds our PrivacyOptions node, not an exp.Hint (sqlglot stores any node there).
+    def _parse_hint(self) -> exp.Expr | None:  # type: ignore[override]
         if self._match_text_seq("WITH", "DIFFERENTIAL_PRIVACY"):
             if not self._match_text_seq("OPTIONS"):
                 self.raise_error("Expected OPTIONS after WITH DIFFERENTIAL_PRIVACY")

@@ -69,8 +69,8 @@ def _last_match(pattern: str, sql: str, before: int) -> int | None:
             break
         best = match.start()
     if best is None:
-        match = re.search(pattern, sql, re.IGNORECASE)
-        best = match.start() if match else None
+        first = re.search(pattern, sql, re.IGNORECASE)
+        best = first.start() if first else None
     return best
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Literal, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, Literal, NamedTuple, Protocol
 
 from sqlglot import exp
 

@@ -24,7 +24,7 @@ def _fmt(value: object) -> str:
     return f"{float(value):.6g}"  # type: ignore[arg-type]
 
 
-def plan_text(plan: Plan) -> list[str]:
+def plan_text(plan: Plan) -> list[str]:  # noqa: C901 - one optional EXPLAIN line per plan feature, in the printed order
     """The plan as lines of text."""
     query, bounding = plan.query, plan.bounding
     lines = [f"Scan {query.table.name} (private; privacy unit {bounding.unit})"]

@@ -29,9 +29,9 @@ candidates that is fixed before the compared noise is drawn; with one stage a va
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Hashable, Mapping
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt

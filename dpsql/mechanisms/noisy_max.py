@@ -17,9 +17,10 @@ counts, "the released value has the largest true count" holds with confidence
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Hashable, Mapping
+from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt

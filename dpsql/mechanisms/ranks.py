@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, Sequence, Union
+from typing import Protocol
 
-Value = Union[int, float]
+Value = int | float
 NEG_INF = float("-inf")
 POS_INF = float("inf")
 

@@ -297,7 +297,7 @@ def _zcdp_scales(c: int, rho_svt: Fraction, rho_ans: Fraction, delta_s: int) -> 
     return _Scales(delta_s / eps1, 2 * delta_s / eps2, None, sigma2, eps_r)
 
 
-def calibrate(
+def calibrate(  # noqa: C901 - the calibration's cases follow the paper's, one branch per mode and noise
     *,
     mode: Mode,
     epsilon: Fraction,

@@ -6,8 +6,6 @@ costs), so it is testable without IO. `\d` reads the policy only, never the data
 
 from __future__ import annotations
 
-from dpsql.execution.charge import LAYER_MECHANISM, more_text
-
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from dpsql import errors
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import LedgerEntry
 from dpsql.catalog.policy import Column, Policy, Table
+from dpsql.execution.charge import LAYER_MECHANISM, more_text
 from dpsql.execution.probe import view_tables
 from dpsql.render import aligned, render_table
 from dpsql.session import Session

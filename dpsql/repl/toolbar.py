@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dpsql.execution.charge import more_text
-
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.execution.charge import more_text
 from dpsql.repl.backslash import number
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hmac
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from sqlglot import exp
 
@@ -136,7 +137,8 @@ def _uncast(node: exp.Expr) -> exp.Expr:
 
 def _unqualified(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() == "pg_catalog":
-        return node.expression
+        name: exp.Expr = node.expression
+        return name
     return node
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import sqlglot
 from sqlglot import exp
@@ -319,10 +320,12 @@ def _array_elements(text: str) -> list[str | None] | None:
     text = text.strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None
-    body, elements, index = text[1:-1], [], 0
+    body, index = text[1:-1], 0
+    elements: list[str | None] = []
     while index < len(body):
         if body[index] == '"':
-            value, index = [], index + 1
+            value: list[str] = []
+            index += 1
             while index < len(body) and body[index] != '"':
                 if body[index] == "\\" and index + 1 < len(body):
                     index += 1
@@ -438,7 +441,9 @@ def _clock(node: exp.Expr) -> exp.Expr:
     """now(), current_date, current_time, localtimestamp, localtime: the server's clock (DuckDB
     reads the bare keywords as column names once the output is named after them)."""
     now = exp.Anonymous(this="get_current_timestamp", expressions=[])
-    target = {exp.CurrentDate: "DATE", exp.CurrentTime: "TIMETZ", exp.Localtimestamp: "TIMESTAMP", exp.Localtime: "TIME"}.get(type(node))
+    types: dict[type[exp.Expr], str] = {exp.CurrentDate: "DATE", exp.CurrentTime: "TIMETZ", exp.Localtimestamp: "TIMESTAMP",
+                                        exp.Localtime: "TIME"}
+    target = types.get(type(node))
     return exp.cast(now, exp.DataType.build(target, dialect="duckdb")) if target else now
 
 
@@ -459,7 +464,8 @@ def _client_value(node: exp.Expr, client: ClientState) -> exp.Expr | None:
 
 def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) and node.this.name.lower() in ("pg_catalog", "information_schema"):
-        return node.expression
+        name: exp.Expr = node.expression
+        return name
     if isinstance(node, _CLOCKS):
         return _clock(node)
     if isinstance(node, exp.Format):
@@ -472,7 +478,8 @@ def _transform(node: exp.Expr, client: ClientState) -> exp.Expr:
             node.set("db", exp.to_identifier(PG_SCHEMA if schema == "pg_catalog" else INFO_SCHEMA))
         return node
     if isinstance(node, exp.Collate):
-        return node.this
+        collated: exp.Expr = node.this
+        return collated
     if isinstance(node, exp.Cast):
         return _cast(node)
     if isinstance(node, exp.Operator):
@@ -497,11 +504,11 @@ def _table(node: exp.Table, client: ClientState) -> exp.Expr:
         # A scalar function in FROM is one row whose column has the alias's name (Grafana's `string_to_array(...) s`).
         alias = node.alias or "string_to_array"
         return exp.select(exp.alias_(node.this, alias, quoted=True)).subquery(alias)
-    if isinstance(node.this, exp.Func) or isinstance(node.this, exp.Anonymous):
+    if isinstance(node.this, (exp.Func, exp.Anonymous)):
         node.set("db", None)
-        alias = node.args.get("alias")
-        if isinstance(alias, exp.TableAlias) and not alias.columns:
-            alias.set("columns", [alias.this.copy()])  # PostgreSQL: `generate_series(...) s` names the column s too
+        table_alias = node.args.get("alias")
+        if isinstance(table_alias, exp.TableAlias) and not table_alias.columns:
+            table_alias.set("columns", [table_alias.this.copy()])  # PostgreSQL: `generate_series(...) s` names the column s too
         return node
     schema = node.db.lower()
     name = node.name.lower()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dpsql import errors
 from dpsql.catalog.loader import load_policy
-from dpsql.server.transport import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 from dpsql.server.scram import DEFAULT_ITERATIONS, make_verifier
+from dpsql.server.transport import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, run
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -89,10 +89,7 @@ def hash_password_main(argv: list[str]) -> int:
     )
     parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, help=f"PBKDF2 iterations (default {DEFAULT_ITERATIONS})")
     args = parser.parse_args(argv)
-    if sys.stdin.isatty():
-        password = getpass.getpass("Password: ")
-    else:
-        password = sys.stdin.readline().rstrip("\r\n")
+    password = getpass.getpass("Password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
     if not password:
         print("ERROR: empty password", file=sys.stderr)
         return 1

@@ -8,8 +8,8 @@ Reference: PostgreSQL documentation, chapter "Frontend/Backend Protocol", "Messa
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 PROTOCOL_V3 = 196608  # 3 << 16
 SSL_REQUEST = 80877103

@@ -8,11 +8,11 @@ is read, nothing is charged.
 
 from __future__ import annotations
 
-from dpsql.execution.charge import more_text
-
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.execution.charge import more_text
 from dpsql.render import REFUSED, confidences, format_confidence, format_value, refusal, replay_text, shown, utility_notes
 from dpsql.result import CI_SUFFIX, CI_SUFFIXES, NoisyResult, ResultColumn, noisy_flags  # noqa: F401 - re-exported
 from dpsql.result import with_ci_columns as result_with_ci_columns

@@ -12,7 +12,8 @@ import math
 import re
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, REGPROC, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 24, 25, 26
 FLOAT4, FLOAT8, UNKNOWN, BPCHAR, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ = 700, 701, 705, 1042, 1043, 1082, 1083, 1114, 1184
@@ -166,7 +167,7 @@ def _date_binary(value: Any) -> bytes:
 def _timestamp_binary(value: Any) -> bytes:
     moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
     if moment.tzinfo is not None:
-        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
     delta = moment - PG_EPOCH_TS
     return struct.pack("!q", (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
 

@@ -14,24 +14,20 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dpsql import errors
 from dpsql.backend.engines.watchdog import WATCHDOG
 from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.errors import ServerError
 from dpsql.render import rounded
-from dpsql.result import NoisyResult
-from dpsql.server import codec
-from dpsql.server import noise_report
-from dpsql.server import pgtypes
-from dpsql.server import scram
-from dpsql.server import session_views
-from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
+from dpsql.result import CI_SUFFIXES, NoisyResult
+from dpsql.server import codec, noise_report, pgtypes, scram, session_views
 from dpsql.server import pg_catalog as pgc
+from dpsql.server.backends import BackendRegistry, signal_call, signal_pid
 from dpsql.server.catalog_emulation import Answer, CatalogEmulation, ClientState
 from dpsql.server.statements import Utility, is_empty, split_statements, utility
 from dpsql.session import Session
@@ -522,7 +518,7 @@ class PgConnection:
             return Answer((), [], f"MOVE {end - start}")
         return Answer(cursor.answer.columns, rows[start:end], f"FETCH {end - start}")
 
-    def _utility(self, command: Utility) -> Answer:
+    def _utility(self, command: Utility) -> Answer:  # noqa: C901 - the pgwire state machine: one branch per utility command
         assert self.client is not None
         if command.kind == "begin":
             self.tx = "T"
@@ -588,7 +584,7 @@ class PgConnection:
         for (name, oid), flag in zip(columns, list(description.noisy) + [False] * len(columns)):
             expanded.append((name, oid))
             if flag:
-                expanded += [(name + suffix, pgtypes.FLOAT8) for suffix in noise_report.CI_SUFFIXES]
+                expanded += [(name + suffix, pgtypes.FLOAT8) for suffix in CI_SUFFIXES]
         return tuple(expanded)
 
     def _utility_columns(self, command: Utility) -> tuple[tuple[str, int], ...]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from sqlglot import exp
 
@@ -114,7 +115,7 @@ def last_query_rows(last: LastStatement | None) -> list[tuple[Any, ...]]:
 
 def ledger_rows(session: Session) -> list[tuple[Any, ...]]:
     """The analyst's charges, oldest first (every session of the ledger)."""
-    return [(e.id, datetime.datetime.fromtimestamp(e.time, datetime.timezone.utc).replace(tzinfo=None), e.session, e.query,
+    return [(e.id, datetime.datetime.fromtimestamp(e.time, datetime.UTC).replace(tzinfo=None), e.session, e.query,
              e.mechanism, float(e.cost.epsilon), float(e.cost.delta)) for e in session.ledger_entries()]  # fmt: skip
 
 

@@ -8,8 +8,9 @@ Recognised by their leading keywords, so no SQL parser is needed here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 UtilityKind = Literal["begin", "commit", "rollback", "savepoint", "noop", "set", "show", "reset", "deallocate", "declare",
                       "fetch", "move", "close"]

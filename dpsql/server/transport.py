@@ -21,12 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpsql.accounting.ledger import Ledger, open_ledger, redact
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.policy import Policy, ServerSettings
 from dpsql.server import codec
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
-from dpsql.accounting.ledger import Ledger, open_ledger, redact
 from dpsql.session import Session, SessionOptions, choose_ledger, open_shared, start_spark
 
 log = logging.getLogger("dpsql.server")

@@ -16,12 +16,18 @@ from __future__ import annotations
 
 import types
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import exc, types as sqltypes
+from sqlalchemy import exc
+from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
 from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine.interfaces import IsolationLevel, ReflectedColumn, ReflectedPrimaryKeyConstraint, ReflectedTableComment
+
+    from dpsql.dbapi.connection import Connection
 
 from dpsql.catalog.policy import Column, Policy, Table
 from dpsql.execution.probe import view_tables
@@ -140,11 +146,11 @@ class DpsqlDialect(default.DefaultDialect):
         """Alive while open: `SELECT 1` reads no table, so dpsql would refuse it (DP103)."""
         return not dbapi_connection.closed
 
-    def get_isolation_level_values(self, dbapi_conn: Any) -> list[str]:
+    def get_isolation_level_values(self, dbapi_conn: Any) -> list[IsolationLevel]:
         """Only AUTOCOMMIT: every statement (and its charge) is final at once."""
         return ["AUTOCOMMIT"]
 
-    def get_isolation_level(self, dbapi_connection: Any) -> str:
+    def get_isolation_level(self, dbapi_connection: Any) -> IsolationLevel:
         """Always AUTOCOMMIT."""
         return "AUTOCOMMIT"
 
@@ -162,7 +168,8 @@ class DpsqlDialect(default.DefaultDialect):
     # --- reflection from the policy (no data, no budget) ------------------------------------
     @staticmethod
     def _policy(connection: Any) -> Policy:
-        return connection.connection.dbapi_connection.session.policy
+        dbapi_connection: Connection = connection.connection.dbapi_connection  # SQLAlchemy's pool holds dpsql's PEP 249 connection
+        return dbapi_connection.session.policy
 
     def _tables(self, connection: Any) -> dict[str, Table]:
         """The policy's tables, then its views (listed as tables: BI tools treat them as physical)."""
@@ -189,7 +196,7 @@ class DpsqlDialect(default.DefaultDialect):
         """Whether the policy declares the table (or a view of that name)."""
         return schema in (None, SCHEMA) and table_name.lower() in self._tables(connection)
 
-    def get_columns(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> list[dict[str, Any]]:
+    def get_columns(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> list[ReflectedColumn]:
         """The policy's columns of the table, with their types and public bounds or domain as comment."""
         table = self._table(connection, table_name, schema)
         return [
@@ -204,11 +211,11 @@ class DpsqlDialect(default.DefaultDialect):
             for column in table.columns.values()
         ]
 
-    def get_table_comment(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> dict[str, Any]:
+    def get_table_comment(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> ReflectedTableComment:
         """Whether the table is public or private, and its privacy unit and contribution limits."""
         return {"text": _table_comment(self._table(connection, table_name, schema))}
 
-    def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> dict[str, Any]:
+    def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> ReflectedPrimaryKeyConstraint:
         """None declared."""
         self._table(connection, table_name, schema)
         return {"constrained_columns": [], "name": None}

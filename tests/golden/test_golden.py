@@ -29,10 +29,10 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -42,8 +42,8 @@ from dpsql.catalog.loader import policy_from_dict
 from dpsql.catalog.policy import Policy
 from dpsql.demo.people import policy_text
 from dpsql.errors import Error
-from dpsql.ir.printer import plan_text
 from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.ir.printer import plan_text
 
 GOLDEN = Path(__file__).parent
 ACCEPT = sorted((GOLDEN / "analysis" / "accept").glob("*.sql"))

@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 from dpsql.accounting import filters
+from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.terms import losses_of
-from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.errors import BudgetExhaustedError
 from tests.unit.accounting.test_accountant import exact_delta, exact_epsilon_discrete_laplace
 

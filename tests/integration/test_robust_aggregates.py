@@ -201,7 +201,7 @@ def test_iqr_is_close_on_a_large_sample(open_table) -> None:
 
 def test_mode_on_zipf_text_is_correct_when_released(open_table) -> None:
     rng = np.random.default_rng(2)
-    labels = np.array(["k%02d" % i for i in range(20)])
+    labels = np.array([f"k{i:02d}" for i in range(20)])
     weights = 1 / np.arange(1, 21) ** 1.2
     c = rng.choice(labels, size=5000, p=weights / weights.sum())
     released = 0
@@ -215,7 +215,7 @@ def test_mode_on_zipf_text_is_correct_when_released(open_table) -> None:
 
 def test_mode_on_zipf_text_by_default_is_the_histogram_and_always_right(open_table) -> None:
     rng = np.random.default_rng(2)
-    labels = np.array(["k%02d" % i for i in range(20)])
+    labels = np.array([f"k{i:02d}" for i in range(20)])
     weights = 1 / np.arange(1, 21) ** 1.2
     c = rng.choice(labels, size=5000, p=weights / weights.sum())
     for seed in range(8):

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.errors import CatalogError, Error
 from dpsql.catalog.loader import load_policy
 from dpsql.cli import main
+from dpsql.errors import CatalogError, Error
 from tests.conftest import make_policy_text
 
 VIEW = '\n[views.seniors]\nsql = "SELECT person_id, dept, income, age // 10 * 10 AS decade FROM people WHERE age >= 60"\n'

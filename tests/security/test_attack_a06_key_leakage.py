@@ -26,11 +26,11 @@ from dpsql.backend.engines.engine import bounded_name
 from dpsql.backend.sql.plan_sql import engine_select, key_heavy_select, keyed_select
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import generate_people
+from dpsql.execution.compiled import CompiledQuery, compile_statement
+from dpsql.execution.release import release_rows
 from dpsql.ir.query import key_name
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.execution.compiled import CompiledQuery, compile_statement
-from dpsql.execution.release import release_rows
 from dpsql.session import Session
 from tests.conftest import make_policy_text
 from tests.security.attack_support import forbid_engine, with_secret_person

@@ -21,12 +21,12 @@ import pytest
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.auxiliary.files import write_duckdb
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.catalog.loader import load_policy
+from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.ir.plan import release_name
 from dpsql.mechanisms import laplace
-from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.security.attack_support import SECRET, SECRET_ID, forbid_engine
 
 # --- A7: NaN and +-inf injected by one person ---------------------------------------------------

@@ -31,8 +31,7 @@ import pandas as pd
 import pytest
 
 import dpsql
-from dpsql.analysis import analyze
-from dpsql.analysis import rules
+from dpsql.analysis import analyze, rules
 from tests.security.attack_support import SECRET_ID, outcome, with_secret_person, without_person
 
 T = SECRET_ID

@@ -28,8 +28,8 @@ import dpsql
 from dpsql.accounting.ledger import Ledger
 from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.errors import LedgerError
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install -e '.[test]')")
@@ -128,7 +128,7 @@ def test_n5_a_deleted_ledger_fails_closed_on_the_server(server: Server) -> None:
                 con.execute(QUERY.format(eps=0.25)).fetchall()
                 answered += 1
             except psycopg.Error as error:
-                assert "58030" == error.sqlstate or "ledger" in str(error).lower(), error
+                assert error.sqlstate == "58030" or "ledger" in str(error).lower(), error
     assert answered == 0
 
 

@@ -16,8 +16,8 @@ from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.engines.engine import EngineResult, bounded_name, source_name
-from dpsql.backend.sql.join_sql import joined_select
 from dpsql.backend.engines.public_tables import EnginePublicFacts
+from dpsql.backend.sql.join_sql import joined_select
 from dpsql.backend.sql.plan_sql import bounded_select, ordered
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.ir.join import JoinedTable

@@ -30,16 +30,16 @@ from sqlglot import exp
 import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.analysis.expression_types import TYPE_KEY
-from dpsql.backend.sql import median_layer_sql as mmsql
-from dpsql.backend.sql.engine_dialects import HashBits, KeyedHash, hash_input, render
 from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.engines.engine import EngineResult, bounded_name, keyed_name, source_name
-from dpsql.backend.sql.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, robust_queries
 from dpsql.backend.engines.spark_engine import SparkEngine
+from dpsql.backend.sql import median_layer_sql as mmsql
+from dpsql.backend.sql.engine_dialects import HashBits, KeyedHash, hash_input, render
 from dpsql.backend.sql.plan_sql import bounded_select, engine_select, key_heavy_select, keyed_select, ordered
+from dpsql.backend.sql.robust_sql import BLOCK_MASK, DUCKDB_CAPABILITIES, block_hash, robust_queries
+from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.ir.plan import ModeRequest, RankRequest
 from dpsql.mechanisms.ranks import CountedWindows, Histogram, WindowedOrderStatistics, quantile_rank
-from dpsql.execution.compiled import CompiledQuery, compile_statement
 from tests.robust_reads import fetch
 from tests.spark.conftest import BOUND_SEED, EnginePair, SparkData
 

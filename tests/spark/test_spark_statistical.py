@@ -25,15 +25,15 @@ import pytest
 
 import dpsql
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.engines.engine import EngineResult
 from dpsql.backend.engines.spark_engine import SparkEngine
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.policy import Policy
-from dpsql.mechanisms.laplace import LaplaceSpec
-from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.execution.assemble import simple_rows
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.execution.release import release_rows
+from dpsql.mechanisms.laplace import LaplaceSpec
+from dpsql.mechanisms.rng import SeededRandomSource
 from tests.statistical import test_end_to_end_dp as audit
 
 pytestmark = pytest.mark.statistical  # and `spark` (tests/spark/conftest.py)

@@ -23,8 +23,8 @@ import pytest
 import dpsql
 from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import policy_from_dict
-from dpsql.execution.compiled import compile_statement
 from dpsql.demo.people import generate_people, policy_text
+from dpsql.execution.compiled import compile_statement
 
 pytestmark = pytest.mark.statistical
 

@@ -40,9 +40,9 @@ from sqlglot import exp
 
 import dpsql.backend.engines.engine as engine_module
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.sql.bounding import Step
 from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.engines.public_tables import EnginePublicFacts
+from dpsql.backend.sql.bounding import Step
 from dpsql.backend.sql.plan_sql import fixed_point_selects, seed_placeholder
 from dpsql.catalog.loader import load_policy
 from dpsql.ir.join import JoinedTable

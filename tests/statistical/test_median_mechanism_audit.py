@@ -43,10 +43,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, calibrate
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sparse_vector import SparseVector, SVTCalibration, calibrate
 from tests.unit.mechanisms.median_mechanism.support import tiny_domain
 
 pytestmark = pytest.mark.statistical

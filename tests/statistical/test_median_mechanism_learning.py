@@ -24,10 +24,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
 from dpsql.mechanisms.median_mechanism.strategy import plan_layer
+from dpsql.mechanisms.rng import SeededRandomSource
 from tests.unit.mechanisms.median_mechanism.support import tiny_domain
 
 pytestmark = pytest.mark.statistical

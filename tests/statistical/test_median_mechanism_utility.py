@@ -23,18 +23,17 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-
-from bench.workloads import conj_mask, workload
 import pandas as pd
 import pytest
 
 import dpsql
+from bench.workloads import conj_mask, workload
 from dpsql.demo.people import DEPTS, REGIONS, generate_people
-from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sampling import discrete_laplace_ci
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
 from dpsql.mechanisms.median_mechanism.strategy import plan_layer
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sampling import discrete_laplace_ci
 from dpsql.planner.measurable import measurable
 from tests.unit.mechanisms.median_mechanism.support import tiny_domain, write_policy
 

@@ -17,8 +17,9 @@ that ignores max_rows) are flagged on their pair.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 
 import dpsql
-from tests.statistical.test_robust_dp import violations
 from dpsql.mechanisms import exponential, noisy_max, ptr
 from dpsql.mechanisms.ranks import Histogram, quantile_rank, rank_shift
 from dpsql.mechanisms.rng import SeededRandomSource
+from tests.statistical.test_robust_dp import violations
 
 pytestmark = pytest.mark.statistical
 

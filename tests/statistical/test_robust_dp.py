@@ -43,17 +43,17 @@ import pytest
 from scipy import stats
 
 from dpsql.accounting.ledger import Ledger
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.engines.duckdb_engine import DuckDBEngine, EngineResult
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.loader import load_policy
 from dpsql.catalog.policy import Policy
+from dpsql.execution.compiled import CompiledQuery
+from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.ir.plan import robust_name
 from dpsql.mechanisms import exponential, ptr
 from dpsql.mechanisms.ranks import quantile_rank
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.mechanisms.sampling import discrete_laplace_upper_tail
-from dpsql.execution.compiled import CompiledQuery
-from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.session import Session
 from tests.robust_reads import fetch
 

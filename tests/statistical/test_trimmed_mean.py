@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 import pytest
 from scipy import stats

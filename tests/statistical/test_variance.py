@@ -35,8 +35,8 @@ from fractions import Fraction
 import duckdb
 import pandas as pd
 import pytest
-from sqlglot import exp
 from scipy import stats
+from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext
 from dpsql.backend.engines.duckdb_engine import render

@@ -28,14 +28,15 @@ would.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.engines.engine import ENGINE_FAILED, EngineResult, engine_reason
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.sql.released_lists import list_values, unnest_select
 from dpsql.errors import EngineError, UnsupportedQueryError
 

@@ -5,8 +5,9 @@ DuckDB is the default; Spark (an optional dependency) is imported only when aske
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.engines.engine import Engine

@@ -31,8 +31,9 @@ import os
 import threading
 import uuid
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dpsql.catalog.policy import Policy
 

@@ -5,13 +5,13 @@ the local DuckDB that every engine uses for released values is in backend/engine
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.sql.engine_dialects import render as render_for
 from dpsql.backend.engines.engine import (
     ENGINE_FAILED,
     BackendFailure,
@@ -24,8 +24,6 @@ from dpsql.backend.engines.engine import (
     source_name,
 )
 from dpsql.backend.engines.local_duckdb import LocalDuckDB
-from dpsql.backend.sql.plan_sql import key_type
-from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.backend.engines.shared_duckdb import (
     DB_ALIAS,
     MATERIALIZE_SETTINGS,
@@ -35,6 +33,9 @@ from dpsql.backend.engines.shared_duckdb import (
     configure,
     current_settings,
 )
+from dpsql.backend.sql.engine_dialects import render as render_for
+from dpsql.backend.sql.plan_sql import key_type
+from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
 

@@ -26,8 +26,9 @@ import functools
 import hashlib
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
@@ -36,7 +37,12 @@ from dpsql.backend.sql.bounding import Step, bounding_steps
 from dpsql.backend.sql.engine_dialects import UnknownRelation, render
 from dpsql.backend.sql.join_sql import joined_select
 from dpsql.backend.sql.plan_sql import (
-    TYPE_NAMES, UNIT_KEY, fixed_point_selects, key_heavy_select, keyed_select, source_select,
+    TYPE_NAMES,
+    UNIT_KEY,
+    fixed_point_selects,
+    key_heavy_select,
+    keyed_select,
+    source_select,
 )
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, EngineError, UnsupportedQueryError
@@ -132,6 +138,10 @@ class ReleasedValues(Protocol):
     def public_arrays(self, select: exp.Expr) -> dict[str, numpy.ndarray] | None:
         """Columns of a query over public tables; None when the query is rejected."""
 
+    def reference_check(self, relations: Mapping[str, exp.Select], select: exp.Expr, params: Mapping[str, Any] | None,
+                        names: Mapping[str, str]) -> str | None:
+        """DuckDB's error text for `select` over empty stand-ins of `relations`, or None (another engine's dry run)."""
+
     def close(self) -> None:
         """Release the local database if owned."""
 
@@ -212,7 +222,7 @@ def _integral(arrow_type: pyarrow.DataType) -> bool:
 
     if t.is_list(arrow_type) or t.is_large_list(arrow_type):
         return _integral(arrow_type.value_type)
-    return t.is_decimal(arrow_type) and arrow_type.scale == 0
+    return bool(t.is_decimal(arrow_type) and arrow_type.scale == 0)
 
 
 def _python(value: Any) -> Any:
@@ -239,9 +249,9 @@ def normalise(table: pyarrow.Table, declared: Sequence[str | None] | None = None
     for i, values in enumerate(columns):
         target = declared[i] if declared is not None and i < len(declared) else None
         convert = _DECLARED.get(target) if target else None
-        if convert is not None:
+        if target is not None and convert is not None:
             columns[i] = [None if v is None else convert(v) for v in values]
-            types[i] = target  # type: ignore[call-overload]
+            types[i] = target
         elif _integral(table.schema.field(i).type):
             columns[i] = [None if v is None else _python(v) for v in values]
     rows = list(zip(*columns)) if columns else []
@@ -408,12 +418,12 @@ class Engine:
         if shared is None:
             for step in steps:
                 # On private data: errors come back sanitized, never as setup errors.
-                self._private(lambda step=step: self._run_step(step, seed, shared=False))
+                self._private(functools.partial(self._run_step, step, seed, shared=False))
             return
 
         def build() -> None:
             for step in steps:
-                self._private(lambda step=step: self._run_step(step, shared.seed(name), shared=True))
+                self._private(functools.partial(self._run_step, step, shared.seed(name), shared=True))
 
         shared.once(name, build)
 
@@ -578,6 +588,7 @@ class Engine:
 
     def describe_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:
         """Column names and types of a public query, with no rows (LIMIT 0)."""
+        assert isinstance(tree, exp.Query)  # a public query is a SELECT or a set operation
         return self.run_public(exp.select("*").from_(tree.subquery("__dpsql_describe")).limit(0), tables)
 
     # --- public domains: the local DuckDB --------------------------------------------------------------

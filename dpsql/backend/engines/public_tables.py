@@ -8,9 +8,9 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from dpsql.backend.sql.engine_dialects import IsFinite
-from dpsql.backend.engines.engine import BackendFailure, Engine, type_name
 from dpsql.backend.auxiliary.schema_reader import policy_type
+from dpsql.backend.engines.engine import BackendFailure, Engine, type_name
+from dpsql.backend.sql.engine_dialects import IsFinite
 from dpsql.catalog.policy import Column, Scalar, Table
 from dpsql.errors import CatalogError
 

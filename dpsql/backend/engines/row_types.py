@@ -8,7 +8,7 @@ the policy only. No data source is opened; DuckDB's error text can quote nothing
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import duckdb
 from sqlglot import exp
@@ -49,6 +49,7 @@ def describe_rows(tables: Mapping[str, Table], views: Mapping[str, exp.Select], 
             con.execute(render(exp.Create(this=exp.table_(name, quoted=True), kind="VIEW", expression=_unqualified(body.copy()))))
         for statement_text in _LOCKDOWN:
             con.execute(statement_text)
+        assert isinstance(tree, exp.Query)  # a probed statement is a SELECT or a set operation
         cursor = con.execute(render(exp.select("*").from_(tree.subquery("__dpsql_probe")).limit(0)))
         return [(str(d[0]), str(d[1])) for d in cursor.description or ()]
     except duckdb.Error as error:

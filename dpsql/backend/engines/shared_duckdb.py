@@ -37,14 +37,15 @@ import hashlib
 import secrets
 import threading
 import weakref
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.engines.engine import BackendFailure, bounded_name
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, Error
 

@@ -18,17 +18,26 @@ import shutil
 import threading
 import time
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pyarrow
 from sqlglot import exp
 
-from dpsql.backend.sql.engine_dialects import render
+from dpsql.backend.engines.engine import (
+    BackendFailure,
+    Engine,
+    Progress,
+    bounded_name,
+    empty_keyed_name,
+    empty_name,
+    engine_reason,
+    keyed_name,
+)
 from dpsql.backend.engines.local_duckdb import LocalDuckDB
-from dpsql.backend.engines.engine import (BackendFailure, Engine, Progress, bounded_name, empty_keyed_name, empty_name, engine_reason,
-                                  keyed_name)
 from dpsql.backend.engines.spark_rules import spark_refusal
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.sql.plan_sql import TYPE_NAMES, UNIT_KEY, fixed_point_selects
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError, UnsupportedQueryError

@@ -12,7 +12,7 @@ import heapq
 import itertools
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _COMPACT_AT = 1024  # entries in the heap before disarmed ones are swept out
 

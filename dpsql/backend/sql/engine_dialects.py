@@ -24,7 +24,8 @@ The analyst's own expressions (typed by the analysis) render for Spark with Duck
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect

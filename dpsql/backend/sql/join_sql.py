@@ -12,7 +12,7 @@ person only, whatever the data hold (semantic_rules.md, "Joins").
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from sqlglot import exp
 

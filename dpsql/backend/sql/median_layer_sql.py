@@ -113,7 +113,8 @@ def _encode(domain: MMColumnDomain) -> exp.Expr:
     is_null = exp.Is(this=col.copy(), expression=exp.Null())
     ifs = [exp.If(this=is_null, true=null_code)]
     if domain.kind == "range":
-        lower, upper = int(domain.values[0]), int(domain.values[-1])
+        lower, upper = domain.values[0], domain.values[-1]
+        assert isinstance(lower, int) and isinstance(upper, int)  # a range domain holds the integers of [lower, upper]
         clamped = exp.func("least", exp.func("greatest", col.copy(), exp.Literal.number(lower)), exp.Literal.number(upper))
         return exp.Case(ifs=ifs, default=exp.Sub(this=clamped, expression=exp.Literal.number(lower)))
     if domain.kind == "values":

@@ -11,6 +11,7 @@ at most max_groups keys per person, chosen by a keyed hash with a secret session
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 from sqlglot import exp
@@ -146,7 +147,7 @@ def rank_by_hash(partition: list[exp.Expr], hashed: list[tuple[exp.Expr, str]], 
     return exp.Window(this=exp.RowNumber(), partition_by=partition, order=exp.Order(expressions=order))
 
 
-def tie_break(values: list[exp.Expr], partition: list[exp.Expr]) -> list[exp.Ordered]:
+def tie_break(values: Sequence[exp.Expr], partition: Sequence[exp.Expr]) -> list[exp.Ordered]:
     """`values` in order as window ORDER BY terms, without those among the `partition` expressions
     (constant within a partition: a no-op in the order, but a costly sort key each)."""
     return [ordered(v.copy()) for v in values if v not in partition]
@@ -398,6 +399,7 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
         return exp.Count(this=exp.If(this=finite, true=exp.Literal.number(1), false=exp.Null())) if finite is not None else exp.Count(this=column)
     # Exact integer sums (DuckDB HUGEINT, Spark DECIMAL(38, 0)): the same whatever the row order,
     # the thread count or the engine.
+    assert column is not None  # a sum reads a declared column (raw.column), so it has a value
     value = _square_value(raw, column) if raw.kind == "sumsq_grid" else _grid_value(raw, column)
     return exp.func("coalesce", ExactSum(this=value), exp.Literal.number(0))
 
@@ -427,7 +429,7 @@ def _value(raw: RawAggregate) -> exp.Expr | None:
 
 def _finite(column: exp.Expr | None, raw: RawAggregate) -> exp.Expr | None:
     declared = raw.column
-    if declared is not None and declared.type == "float":
+    if declared is not None and declared.type == "float" and column is not None:  # _value reads a declared column
         return IsFinite(this=column.copy(), kind=exp.Literal.string("float"))
     if column is not None:
         # An integer value is NULL where the data holds NULL, or where a CASE or FILTER leaves the

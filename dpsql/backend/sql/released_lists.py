@@ -9,7 +9,8 @@ CAST to the released type that every caller applies turns it back, as the Arrow 
 from __future__ import annotations
 
 import decimal
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlglot import exp
 

@@ -34,10 +34,11 @@ import bisect
 import itertools
 import math
 import operator
+from collections.abc import Generator, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
-from typing import Any, Generator, Hashable, Mapping
+from typing import Any
 
 from sqlglot import exp
 

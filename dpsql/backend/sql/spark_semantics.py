@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextvars
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -54,8 +54,9 @@ from dpsql.analysis.expression_types import (
     type_of,
 )
 
-Generator = Any  # sqlglot's SparkGenerator (imported lazily by backend/sql/engine_dialects.py)
-Render = Callable[[Generator, Any], "str | None"]
+if TYPE_CHECKING:  # sqlglot's SparkGenerator at run time (imported lazily by backend/sql/engine_dialects.py)
+    from sqlglot.generator import Generator
+Render = Callable[["Generator", Any], "str | None"]
 
 _ATOMS = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Placeholder, exp.Parameter)
 _VARIABLE = "__dpsql_v"
@@ -112,7 +113,7 @@ def _emit(gen: Generator, tree: exp.Expr) -> str:
                 if isinstance(child, (exp.Binary, exp.Unary)) and not isinstance(child, exp.Paren):
                     node.set(key, exp.Paren(this=child))
         stack.extend(node.iter_expressions())
-    return gen.sql(tree)  # type: ignore[no-any-return]
+    return gen.sql(tree)
 
 
 def _bind(values: list[exp.Expr], body: Callable[..., exp.Expr]) -> exp.Expr:
@@ -281,6 +282,7 @@ def _floor_like(gen: Generator, node: exp.Floor | exp.Ceil | exp.Trunc) -> str |
 
     def rounded(x: exp.Expr) -> exp.Expr:
         small = exp.LT(this=exp.Abs(this=x.copy()), expression=limit.copy())
+        whole: exp.Expr
         if isinstance(node, exp.Trunc):  # truncation keeps the sign of zero: -0.5 -> -0.0
             whole = exp.cast(exp.cast(x.copy(), "BIGINT"), "DOUBLE")
             return _case((exp.LT(this=exp.Abs(this=x.copy()), expression=_number(1)), exp.Mul(this=x.copy(), expression=_number(0))),
@@ -318,8 +320,10 @@ def _cast(gen: Generator, node: exp.Cast | exp.TryCast) -> str | None:
         return _let(gen, [exp.Round(this=_copy(node.this))], lambda r: _case(
             (exp.Between(this=r.copy(), low=_number(low), high=_number(high)), exp.Cast(this=r.copy(), to=target.copy()))))
     # A DOUBLE: RINT rounds half to even; NaN (above every number on Spark) and +-inf fail the range.
-    in_range = lambda r: exp.and_(exp.GTE(this=r.copy(), expression=_double(float(low))),  # noqa: E731
-                                  exp.LT(this=r.copy(), expression=_double(float(high) + 1)))
+    def in_range(r: exp.Expr) -> exp.Expr:
+        return exp.and_(exp.GTE(this=r.copy(), expression=_double(float(low))),
+                        exp.LT(this=r.copy(), expression=_double(float(high) + 1)))
+
     return _let(gen, [exp.Anonymous(this="RINT", expressions=[_copy(node.this)])],
                 lambda r: _case((in_range(r), exp.Cast(this=r.copy(), to=target.copy()))))
 
@@ -331,6 +335,11 @@ def _micros(value: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this="UNIX_MICROS", expressions=[exp.cast(value, "TIMESTAMP")])
 
 
+# The parts that are one Spark function of the value.
+_PART_FUNCTIONS = {"year": "YEAR", "month": "MONTH", "quarter": "QUARTER", "hour": "HOUR", "minute": "MINUTE", "second": "SECOND",
+                   "day": "DAYOFMONTH", "doy": "DAYOFYEAR", "week": "WEEKOFYEAR"}
+
+
 def _part(part: str, x: exp.Expr) -> exp.Expr | None:
     """DuckDB's EXTRACT(part FROM x) on Spark, as a BIGINT (a DOUBLE for epoch)."""
     def call(name: str) -> exp.Expr:
@@ -340,14 +349,8 @@ def _part(part: str, x: exp.Expr) -> exp.Expr | None:
         return exp.Extract(this=exp.var(field), expression=x.copy())
 
     found: exp.Expr
-    if part in ("year", "month", "quarter", "hour", "minute", "second"):
-        found = call(part.upper())
-    elif part == "day":
-        found = call("DAYOFMONTH")
-    elif part == "doy":
-        found = call("DAYOFYEAR")
-    elif part == "week":
-        found = call("WEEKOFYEAR")
+    if part in _PART_FUNCTIONS:
+        found = call(_PART_FUNCTIONS[part])
     elif part == "dow":
         found = exp.Sub(this=call("DAYOFWEEK"), expression=_number(1))
     elif part == "isodow":
@@ -366,16 +369,25 @@ def _part(part: str, x: exp.Expr) -> exp.Expr | None:
     return exp.cast(found, "BIGINT")
 
 
+def _rendered_part(part: str) -> Callable[[exp.Expr], exp.Expr]:
+    """`_part` for a part it renders (the caller checks: the part decides, never the operand)."""
+    def render(x: exp.Expr) -> exp.Expr:
+        found = _part(part, x)
+        assert found is not None, part
+        return found
+    return render
+
+
 def _extract(gen: Generator, node: exp.Extract) -> str | None:
     part = part_name(node.this.name) if node.this is not None else ""
     if _part(part, node.expression) is None:
         return None
-    return _let(gen, [_copy(node.expression)], lambda x: _part(part, x))  # type: ignore[return-value]
+    return _let(gen, [_copy(node.expression)], _rendered_part(part))
 
 
 def _part_call(part: str) -> Render:
     def render(gen: Generator, node: exp.Expr) -> str | None:
-        return _let(gen, [_copy(node.this)], lambda x: _part(part, x))  # type: ignore[return-value]
+        return _let(gen, [_copy(node.this)], _rendered_part(part))
     return render
 
 
@@ -471,6 +483,8 @@ def _substring_of(s: exp.Expr, start: exp.Expr, length: exp.Expr | None) -> exp.
     begin = _case((exp.GT(this=start.copy(), expression=_number(0)), start.copy()),
                   (exp.EQ(this=start.copy(), expression=_number(0)), _number(0)),
                   default=exp.Add(this=exp.Add(this=n.copy(), expression=start.copy()), expression=_number(1)))
+    low: exp.Expr
+    high: exp.Expr
     if length is None:
         low, high = begin, exp.Add(this=n.copy(), expression=_number(1))
     else:
@@ -571,12 +585,12 @@ def _anonymous(gen: Generator, node: exp.Anonymous) -> str | None:
     if name == "isfinite" and len(args) == 1:
         return _emit(gen, exp.paren(_finite_check(args[0].copy(), type_of(args[0]), False)))
     if name == "yearweek" and len(args) == 1:
-        return _let(gen, [args[0].copy()], lambda x: _part("yearweek", x))  # type: ignore[return-value]
+        return _let(gen, [args[0].copy()], _rendered_part("yearweek"))
     if name in ("date_part", "datepart") and len(args) == 2 and isinstance(args[0], exp.Literal):
         part = part_name(args[0].this)
         if _part(part, args[1]) is None:
             return None
-        return _let(gen, [args[1].copy()], lambda x: _part(part, x))  # type: ignore[return-value]
+        return _let(gen, [args[1].copy()], _rendered_part(part))
     return None
 
 
@@ -607,6 +621,9 @@ def _dispatching(cls: type[exp.Expr], render: Render, base: Callable[..., str] |
                 return text
         if base is not None:
             return base(gen, node)
-        method = getattr(gen, f"{cls.key}_sql", None)
-        return method(node) if method is not None else gen.function_fallback_sql(node)  # type: ignore[no-any-return]
+        method: Callable[[exp.Expr], str] | None = getattr(gen, f"{cls.key}_sql", None)
+        if method is not None:
+            return method(node)
+        assert isinstance(node, exp.Func), cls  # sqlglot renders every other node by its own *_sql method
+        return gen.function_fallback_sql(node)
     return handler

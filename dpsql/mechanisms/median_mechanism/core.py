@@ -26,6 +26,9 @@ from typing import Literal
 
 import numpy as np
 
+from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
+from dpsql.mechanisms.median_mechanism.public_model import PublicModel, marginal
+from dpsql.mechanisms.median_mechanism.strategy import LayerPlan
 from dpsql.mechanisms.rng import RandomSource
 from dpsql.mechanisms.sampling import discrete_gaussian, discrete_laplace
 from dpsql.mechanisms.sparse_vector import (
@@ -34,9 +37,6 @@ from dpsql.mechanisms.sparse_vector import (
     answer_noise,
     size_noise,
 )
-from dpsql.mechanisms.median_mechanism.domain import DomainIndex, QueryShape
-from dpsql.mechanisms.median_mechanism.public_model import PublicModel, marginal
-from dpsql.mechanisms.median_mechanism.strategy import LayerPlan
 
 AnswerKind = Literal["easy", "hard", "repeat", "measured"]
 

@@ -19,8 +19,8 @@ import pytest
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger
 from dpsql.backend.auxiliary.files import write_parquet
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 
 PASSWORDS = {"alice": "alice-pw", "bob": "bob pw ü", "carol": "carol-pw"}

@@ -9,8 +9,7 @@ import base64
 import socket
 import struct
 
-from dpsql.server import codec
-from dpsql.server import scram
+from dpsql.server import codec, scram
 
 
 def frontend(kind: bytes, body: bytes = b"") -> bytes:

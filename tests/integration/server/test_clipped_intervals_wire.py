@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from dpsql.backend.auxiliary.files import write_parquet
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 
 psycopg2 = pytest.importorskip("psycopg2", reason="psycopg2 is not installed (pip install -e '.[test]')")

@@ -12,8 +12,8 @@ import pytest
 
 from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.demo.people import DEPTS
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 from tests.integration.server.conftest import PASSWORDS, PgServer
 
@@ -87,8 +87,7 @@ def test_private_join_on_the_unit_with_a_parameter(join_server: PgServer) -> Non
 
 def test_refused_join_costs_nothing_and_keeps_its_code(join_server: PgServer) -> None:
     before = join_server.spent("alice")
-    with psycopg.connect(join_server.dsn()) as con:
-        with pytest.raises(psycopg.Error) as info:
-            con.execute("SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site")
+    with psycopg.connect(join_server.dsn()) as con, pytest.raises(psycopg.Error) as info:
+        con.execute("SELECT COUNT(*) FROM people p JOIN visits v ON p.dept = v.site")
     assert "DP136" in str(info.value)
     assert join_server.spent("alice") == before

@@ -18,8 +18,8 @@ import pytest
 import dpsql
 from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.render import precision, round_to
-from dpsql.server.transport import ServerConfig, ServerThread
 from dpsql.server.scram import make_verifier
+from dpsql.server.transport import ServerConfig, ServerThread
 from tests.conftest import make_policy_text
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install -e '.[test]')")

@@ -31,7 +31,8 @@ from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.optimal import chain_length, composed_delta
 from dpsql.accounting.zcdp import delta_of, epsilon_of
-from dpsql.mechanisms.gaussian import GaussianSpec, cost as gaussian_cost
+from dpsql.mechanisms.gaussian import GaussianSpec
+from dpsql.mechanisms.gaussian import cost as gaussian_cost
 from tests.unit.accounting.test_accountant import exact_delta
 
 BUDGET = PrivacyCost(1, Fraction(1, 10**6))

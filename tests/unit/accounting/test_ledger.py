@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.accounting.ledger import Ledger, LedgerEntry, open_ledger
 from dpsql.errors import BudgetExhaustedError, LedgerError
-
 from tests.conftest import POSTGRES
 
 SPAWN = multiprocessing.get_context("spawn")

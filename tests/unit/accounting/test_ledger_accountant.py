@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.ledger import Ledger, open_ledger
 from dpsql.errors import BudgetExhaustedError, LedgerError
-
 from tests.conftest import POSTGRES
 
 SPAWN = multiprocessing.get_context("spawn")

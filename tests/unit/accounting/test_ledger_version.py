@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 
-from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
+from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.ledger import Ledger, charge_record, open_ledger
 from dpsql.accounting.sqlite_ledger import _INSERT, SqliteStore
 from dpsql.errors import BudgetExhaustedError, LedgerError
-
 from tests.conftest import POSTGRES
 
 BUDGET = PrivacyCost(1, Fraction(1, 10**6))

@@ -23,7 +23,8 @@ from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.accounting.filters import Filter, History, charge_of
 from dpsql.accounting.ledger import open_ledger
 from dpsql.errors import BudgetExhaustedError
-from dpsql.mechanisms.gaussian import GaussianSpec, cost as gaussian_cost
+from dpsql.mechanisms.gaussian import GaussianSpec
+from dpsql.mechanisms.gaussian import cost as gaussian_cost
 
 DELTA = Fraction(1, 10**6)
 BUDGET = PrivacyCost(1, DELTA)

@@ -12,10 +12,10 @@ import pandas as pd
 
 import dpsql
 from dpsql.accounting.cost import PrivacyCost
+from dpsql.aggregates.mode import choose
 from dpsql.mechanisms.histogram_mode import HistogramModeSpec
 from dpsql.mechanisms.ptr import PTRTest
 from dpsql.mechanisms.subsample import ASampSpec, default_blocks
-from dpsql.aggregates.mode import choose
 from dpsql.render import format_confidence, render_table
 from dpsql.server.noise_report import notice_text
 

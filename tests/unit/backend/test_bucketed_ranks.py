@@ -16,11 +16,10 @@ import pandas as pd
 import pytest
 
 import dpsql
-
 from dpsql.accounting.ledger import Ledger
+from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.sql import robust_sql
 from dpsql.backend.sql.engine_dialects import render
-from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.catalog.loader import load_policy
 from dpsql.execution.compiled import CompiledQuery

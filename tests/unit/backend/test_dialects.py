@@ -10,7 +10,16 @@ import pytest
 from sqlglot import exp
 
 from dpsql.backend.sql.engine_dialects import (
-    DayNumber, ExactSum, Guarded, HashBits, IntegerSeries, IsFinite, KeyedHash, WideInt, hash_input, render,
+    DayNumber,
+    ExactSum,
+    Guarded,
+    HashBits,
+    IntegerSeries,
+    IsFinite,
+    KeyedHash,
+    WideInt,
+    hash_input,
+    render,
 )
 
 COL = exp.column("x", quoted=True)

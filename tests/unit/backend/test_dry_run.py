@@ -13,8 +13,8 @@ import pytest
 from sqlglot import exp
 
 import dpsql
-from dpsql.backend.sql.engine_dialects import UnknownRelation, render
 from dpsql.backend.engines.engine import bounded_name, empty_keyed_name, empty_name, keyed_name, source_name
+from dpsql.backend.sql.engine_dialects import UnknownRelation, render
 from dpsql.errors import EngineError, UnsupportedQueryError
 from dpsql.execution.compiled import CompiledQuery
 

@@ -9,8 +9,8 @@ import duckdb
 from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.engines.engine import keyed_name
+from dpsql.backend.sql.engine_dialects import render
 from dpsql.backend.sql.plan_sql import UNIT_KEY, engine_select, fixed_point_selects, key_heavy_select, keyed_select
 from dpsql.catalog.loader import policy_from_dict
 from dpsql.demo.people import policy_text

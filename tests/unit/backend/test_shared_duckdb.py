@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas
 import pytest
 
+from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.backend.engines.duckdb_engine import DuckDBEngine
 from dpsql.backend.engines.engine import bounded_name
-from dpsql.backend.auxiliary.files import write_parquet
 from dpsql.backend.engines.shared_duckdb import SharedDuckDB
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text

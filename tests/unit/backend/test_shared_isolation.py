@@ -24,8 +24,8 @@ import pytest
 
 import dpsql.backend.engines.shared_duckdb as shared_duckdb
 import dpsql.execution.engine_calls as engine_calls
-from dpsql.backend.engines.engine import bounded_name, keyed_name
 from dpsql.backend.auxiliary.files import write_parquet
+from dpsql.backend.engines.engine import bounded_name, keyed_name
 from dpsql.catalog.loader import load_policy
 from dpsql.demo.people import DEPTS, PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 from dpsql.session import Session, SessionOptions, open_shared

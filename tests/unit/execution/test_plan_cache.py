@@ -4,8 +4,9 @@ another policy gives a new plan."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_set_gives_a_new_plan_and_its_cost_is_charged(connect: Callable[..., dps
     assert after is not before and after.plan.cost.epsilon == Fraction(1, 4)
     con.execute(COUNT).fetchall()
     assert session.ledger_entries()[-1].cost.epsilon == Fraction(1, 4)
-    con.execute("SET dpsql.epsilon = %s" % float(before.plan.cost.epsilon))
+    con.execute(f"SET dpsql.epsilon = {float(before.plan.cost.epsilon)}")
     assert session.compile(COUNT).compiled.plan.cost == before.plan.cost
 
 

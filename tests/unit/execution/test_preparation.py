@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import dpsql
-from dpsql.backend.engines.engine import ENGINE_FAILED
 from dpsql.backend.auxiliary.files import write_parquet
+from dpsql.backend.engines.engine import ENGINE_FAILED
 from dpsql.demo.people import PARQUET_NAME, POLICY_NAME, generate_people, policy_text
 from dpsql.errors import EngineError
 

@@ -31,11 +31,11 @@ from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
 from dpsql.mechanisms.base import Describing, Mechanism, Output
 from dpsql.mechanisms.confidence import Confident
+from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.gaussian import GaussianSpec
 from dpsql.mechanisms.histogram_mode import HistogramModeSpec
-from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
-from dpsql.mechanisms.exponential import ExponentialIQRSpec, ExponentialQuantileSpec
 from dpsql.mechanisms.laplace import Laplace, LaplaceSpec
+from dpsql.mechanisms.noisy_max import NoisyMaxModeSpec
 from dpsql.mechanisms.partition import PartitionSelectionSpec
 from dpsql.mechanisms.ptr import PTRLaplaceSpec, PTRTest, ScaleInput, ScaleSpec, SMedSpec
 from dpsql.mechanisms.ranks import Histogram

@@ -11,7 +11,7 @@ import doctest
 import time
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -308,7 +308,7 @@ def test_discrete_laplace_is_fast_at_tiny_scales() -> None:
 _PREC = 50
 
 
-@lru_cache(maxsize=None)
+@cache
 def _weights(scale: Fraction) -> tuple[list[Decimal], Decimal, list[Decimal]]:
     """p^x for x = 0..M, the normaliser Z over |x| <= M, and suffix sums S[x] = sum_{y>=x} p^y.
 

@@ -8,9 +8,9 @@ import pytest
 
 from dpsql.analysis.context import AnalysisContext
 from dpsql.catalog.loader import load_policy
+from dpsql.execution.compiled import compile_statement
 from dpsql.ir.query import BoundQuery
 from dpsql.planner.measurable import MMQuery, measurable
-from dpsql.execution.compiled import compile_statement
 from tests.unit.mechanisms.median_mechanism.support import write_policy
 
 

@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from dpsql.catalog.loader import load_policy
-from dpsql.server import codec
-from dpsql.server import scram
+from dpsql.server import codec, scram
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.protocol import PgConnection, ServerContext
 from dpsql.session import open_session

@@ -11,12 +11,11 @@ import pandas as pd
 import pytest
 
 from dpsql.catalog.loader import load_policy
-from dpsql.server import codec
-from dpsql.server import scram
-from dpsql.server.transport import ServerConfig
+from dpsql.server import codec, scram
 from dpsql.server.catalog_emulation import CatalogEmulation
 from dpsql.server.cli_args import serve_parser
 from dpsql.server.protocol import PgConnection, ServerContext
+from dpsql.server.transport import ServerConfig
 from dpsql.session import open_session
 from tests.conftest import make_policy_text
 from tests.unit.server.test_protocol import login, messages, startup, untyped

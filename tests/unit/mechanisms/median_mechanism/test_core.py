@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsql.mechanisms.rng import SeededRandomSource
-from dpsql.mechanisms.sparse_vector import calibrate
 from dpsql.mechanisms.median_mechanism.core import LayerCore, SecretHistogram, dependence, measured_answer
 from dpsql.mechanisms.median_mechanism.domain import QueryShape
 from dpsql.mechanisms.median_mechanism.public_model import PublicModel
 from dpsql.mechanisms.median_mechanism.strategy import plan_layer
+from dpsql.mechanisms.rng import SeededRandomSource
+from dpsql.mechanisms.sparse_vector import calibrate
 from tests.unit.mechanisms.median_mechanism.support import random_shapes, replay, run_core, tiny_domain
 
 DOMAIN = tiny_domain(4, 5, 6)  # 5 * 6 * 7 = 210 cells
