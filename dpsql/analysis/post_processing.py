@@ -29,6 +29,7 @@ from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.post_functions import check_outer_functions
+from dpsql.analysis.released_keys import KeyJoin, key_join
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
@@ -221,6 +222,10 @@ class _Rewriter:
             return self._grouping_sets(node, scope)
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
+        joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
+            if _aggregated(node) and not _grouping_sets(node) else None
+        if joined is not None:  # private rows for released keys (analysis/released_keys.py)
+            return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
 
     def _with(self, select: exp.Query, scope: _Scope) -> _Scope:
@@ -291,6 +296,23 @@ class _Rewriter:
         self._attach_ctes(select, new)
         self.kinds.append("outer query")
         return new
+
+    def _key_join(self, joined: KeyJoin, scope: _Scope, original: exp.Select) -> exp.Query:
+        """Two releases: the joined aggregate (its keys), then the outer aggregate over all its
+        groups; the outer query keeps the groups whose key was released."""
+        source = joined.released
+        if isinstance(source, exp.Table):  # a CTE's name: released once, however often it is read
+            self._cte_reference(source.name.lower(), scope)
+            keys: exp.Query = exp.select("*").from_(exp.Table(this=exp.to_identifier(source.name)))
+        else:
+            keys = self.query(source, scope, f"subquery {joined.alias}")
+        rows = self.query(joined.rows, scope, "subquery (the outer aggregate, every group)")
+        self.kinds.append("released keys")
+        self.notes.append(f"the join with {joined.alias} keeps the groups whose key it released: the outer aggregate "
+                          "is released for every group, then filtered by those keys (post-processing)")
+        outer = joined.outer(keys, rows)
+        self._attach_ctes(original, outer)
+        return outer
 
     def _attach_ctes(self, original: exp.Expr, new: exp.Expr) -> None:
         """The query's own CTEs that were read (here or in a nested query), each released once."""
