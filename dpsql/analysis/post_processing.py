@@ -30,6 +30,7 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
+from dpsql.analysis.window_lift import lift_windows, windows_over_groups
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
@@ -57,7 +58,7 @@ def needs_post(tree: exp.Expr) -> bool:
         return True
     if not isinstance(tree, exp.Select):
         return False
-    if _grouping_sets(tree):
+    if _grouping_sets(tree) or windows_over_groups(tree):  # windows over its own groups: analysis/window_lift.py
         return True
     ctes = _cte_bodies(tree, {})
     # A CTE that holds a release, read or not (an unread one is dropped, never run or charged).
@@ -216,6 +217,12 @@ class _Rewriter:
             return new
         if not isinstance(node, exp.Select):
             raise self.refuse_read(node, "a statement that is not a SELECT")
+        if windows_over_groups(node) and not _grouping_sets(node):
+            lifted = lift_windows(node)  # an outer query over the aggregated query (windows lifted out)
+            if lifted is not None:
+                self.notes.append("window functions over the query's aggregates run over the released groups "
+                                  "(post-processing)")
+                return self.query(lifted, scope, role)
         scope = self._with(node, scope)
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         if _grouping_sets(node) and not any(_releases_in(s, visible) for s in _sources(node)):

@@ -183,13 +183,13 @@ def _unique_keys(body: exp.Select) -> set[str] | None:
     if group is None or not group.expressions:
         return None
     items = body.selects
-    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql).lower() for item in items]
+    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql, comments=False).lower() for item in items]
     names: set[str] = set()
     for key in group.expressions:
         if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit() and 1 <= int(key.this) <= len(items):
             names.add(items[int(key.this) - 1].alias_or_name.lower())
             continue
-        text = key.sql(dialect=Dpsql).lower()
+        text = key.sql(dialect=Dpsql, comments=False).lower()
         if text not in texts:
             return None
         names.add(items[texts.index(text)].alias_or_name.lower())
@@ -229,7 +229,7 @@ def _outer_order(select: exp.Select, items: list[exp.Expr], sql: str) -> exp.Ord
     if order is None:
         return None
     names = [item.alias_or_name for item in items]
-    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql).lower() for item in items]
+    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql, comments=False).lower() for item in items]
     out = []
     for ordered in order.expressions:
         target = ordered.this
@@ -239,8 +239,8 @@ def _outer_order(select: exp.Select, items: list[exp.Expr], sql: str) -> exp.Ord
             continue
         if isinstance(target, exp.Column) and not target.table and target.name.lower() in [n.lower() for n in names]:
             index = [n.lower() for n in names].index(target.name.lower())
-        elif target.sql(dialect=Dpsql).lower() in texts:
-            index = texts.index(target.sql(dialect=Dpsql).lower())
+        elif target.sql(dialect=Dpsql, comments=False).lower() in texts:
+            index = texts.index(target.sql(dialect=Dpsql, comments=False).lower())
         else:
             raise _refuse("ORDER BY an expression that is not one of the outputs", target, sql)
         new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
