@@ -18,7 +18,7 @@ matches one released row, because the join equates every GROUP BY key of the inn
 so no group is counted twice, as in the analyst's SQL.
 
 Only that shape is taken here; any other read of released results beside private rows stays
-DP126 (analysis/post.py): a join on a noisy value or on some of the inner keys only, a join the
+DP126 (analysis/post_processing.py): a join on a noisy value or on some of the inner keys only, a join the
 outer query does not group by, a released column read outside ON.
 """
 
@@ -30,7 +30,7 @@ from typing import Callable
 from sqlglot import exp
 
 from dpsql.analysis.context import refuse
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 
 TWO = "__dpsql_rows"  # the outer query's name for the second release's rows
 HIDDEN = "__dpsql_key"  # a join key the analyst did not select, released as a hidden output
@@ -70,7 +70,7 @@ class KeyJoin:
 def key_join(select: exp.Select, holds_release: Callable[[exp.Expr], bool], sql: str) -> KeyJoin | None:
     """The shape's pieces when `select` (aggregated) joins one released FROM item to private rows
     on a group key; None when no FROM item or several hold a release, or one is not joined by
-    JOIN ... ON (other shapes: analysis/post.py); DP126 when the join is not on the keys."""
+    JOIN ... ON (other shapes: analysis/post_processing.py); DP126 when the join is not on the keys."""
     from_ = select.args.get("from_")
     joins = list(select.args.get("joins") or [])
     if from_ is None or from_.expressions:

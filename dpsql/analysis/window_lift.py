@@ -10,7 +10,7 @@ released groups, so the query is rewritten to
 
 The inner query is one release (its aggregates and keys, plus each aggregate and key expression a
 window reads as a hidden output); the outer query runs over the released rows only
-(analysis/post.py), at no extra cost. A window that reads a column that is neither inside an
+(analysis/post_processing.py), at no extra cost. A window that reads a column that is neither inside an
 aggregate nor a GROUP BY key is left alone (DP108 in the one-SELECT path, as before).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.analysis.functions import is_aggregate
-from dpsql.frontend.dialect import Dpsql
+from dpsql.frontend.privacy_dialect import Dpsql
 
 INNER = "__dpsql_grouped"  # the outer query's name for the released groups
 HIDDEN = "__dpsql_w"
