@@ -307,6 +307,11 @@ def _hoisted(select: exp.Select) -> exp.Select:
 def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql: str, depth: int) -> _Relation:
     """The relation a row-level SELECT defines, in terms of its base table."""
     body = _hoisted(body)
+    if body.args.get("order") is not None and body.args.get("limit") is None and body.args.get("offset") is None:
+        # ORDER BY without LIMIT (a BI tool's saved SQL) orders rows the outer query reads as a
+        # multiset: it changes nothing, so it is dropped (never run).
+        body = body.copy()
+        body.set("order", None)
     _check_row_level(body, sql)
     ctes = _ctes(body, sql, ctes)
     if body.args.get("joins"):

@@ -29,6 +29,8 @@ from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.post_functions import check_outer_functions
+from dpsql.analysis.released_keys import KeyJoin, key_join
+from dpsql.analysis.window_lift import lift_windows, windows_over_groups
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
@@ -56,7 +58,7 @@ def needs_post(tree: exp.Expr) -> bool:
         return True
     if not isinstance(tree, exp.Select):
         return False
-    if _grouping_sets(tree):
+    if _grouping_sets(tree) or windows_over_groups(tree):  # windows over its own groups: analysis/window_lift.py
         return True
     ctes = _cte_bodies(tree, {})
     # A CTE that holds a release, read or not (an unread one is dropped, never run or charged).
@@ -215,12 +217,22 @@ class _Rewriter:
             return new
         if not isinstance(node, exp.Select):
             raise self.refuse_read(node, "a statement that is not a SELECT")
+        if windows_over_groups(node) and not _grouping_sets(node):
+            lifted = lift_windows(node)  # an outer query over the aggregated query (windows lifted out)
+            if lifted is not None:
+                self.notes.append("window functions over the query's aggregates run over the released groups "
+                                  "(post-processing)")
+                return self.query(lifted, scope, role)
         scope = self._with(node, scope)
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         if _grouping_sets(node) and not any(_releases_in(s, visible) for s in _sources(node)):
             return self._grouping_sets(node, scope)
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
+        joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
+            if _aggregated(node) and not _grouping_sets(node) else None
+        if joined is not None:  # private rows for released keys (analysis/released_keys.py)
+            return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
 
     def _with(self, select: exp.Query, scope: _Scope) -> _Scope:
@@ -291,6 +303,23 @@ class _Rewriter:
         self._attach_ctes(select, new)
         self.kinds.append("outer query")
         return new
+
+    def _key_join(self, joined: KeyJoin, scope: _Scope, original: exp.Select) -> exp.Query:
+        """Two releases: the joined aggregate (its keys), then the outer aggregate over all its
+        groups; the outer query keeps the groups whose key was released."""
+        source = joined.released
+        if isinstance(source, exp.Table):  # a CTE's name: released once, however often it is read
+            self._cte_reference(source.name.lower(), scope)
+            keys: exp.Query = exp.select("*").from_(exp.Table(this=exp.to_identifier(source.name)))
+        else:
+            keys = self.query(source, scope, f"subquery {joined.alias}")
+        rows = self.query(joined.rows, scope, "subquery (the outer aggregate, every group)")
+        self.kinds.append("released keys")
+        self.notes.append(f"the join with {joined.alias} keeps the groups whose key it released: the outer aggregate "
+                          "is released for every group, then filtered by those keys (post-processing)")
+        outer = joined.outer(keys, rows)
+        self._attach_ctes(original, outer)
+        return outer
 
     def _attach_ctes(self, original: exp.Expr, new: exp.Expr) -> None:
         """The query's own CTEs that were read (here or in a nested query), each released once."""

@@ -10,6 +10,8 @@ the expression's value on every possible row; it is derived here from the policy
 - CASE / IF take the hull of their result branches (a missing ELSE is NULL, which no sum reads);
 - LEAST / GREATEST take the least / greatest of the operands' ends, so an unbounded column can
   be clamped explicitly: GREATEST(LEAST(x, 100), 0) is within [0, 100] whatever x is;
+- CAST(x AS DOUBLE / REAL / DECIMAL) keeps x's interval; a cast to an integer type keeps an
+  integer interval that fits the type (no rounding, no overflow);
 - EXTRACT(EPOCH FROM c) (or date_part('epoch', c)) of a bounded date or timestamp column is the
   seconds since 1970-01-01 of its bounds (Grafana's `floor(extract(epoch from t) / 86400)`).
 
@@ -109,10 +111,37 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:  # noqa: C901 - 
         if any(p is None for p in parts):
             return None  # DuckDB's LEAST/GREATEST skip NULLs, but one all-NULL operand is no bound either
         return _extreme(parts, isinstance(node, exp.Greatest))  # type: ignore[arg-type]
+    if isinstance(node, exp.Cast):
+        cast = _cast(node, table)
+        if cast is not False:
+            return cast
     if isinstance(node, (exp.Func, exp.Binary, exp.Cast)) and not isinstance(node, (exp.Predicate, exp.Connector)):
         # Any other numeric function: no bounds of its own, but LEAST/GREATEST around it can clamp it.
         return _unbounded(NoBounds(f"dpsql derives no bounds through {node.key.upper()}: clamp it with LEAST and GREATEST", node))
     raise NoBounds(f"dpsql derives no bounds through {node.key.upper()}", node)
+
+
+_FLOAT_TYPES = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE, exp.DataType.Type.DECIMAL}
+_INTEGER_RANGES = {exp.DataType.Type.TINYINT: 2**7, exp.DataType.Type.SMALLINT: 2**15, exp.DataType.Type.INT: 2**31,
+                   exp.DataType.Type.BIGINT: 2**63}
+
+
+def _cast(node: exp.Cast, table: Table) -> Interval | None | bool:
+    """CAST of a number to a float or decimal type keeps its interval (a rounding that leaves it
+    is clamped back by the engine); to an integer type only an integer within the type's range
+    (no rounding, no overflow error that could depend on a row). False: no bounds through it."""
+    target = node.to.this if isinstance(node.to, exp.DataType) else None
+    if target not in _FLOAT_TYPES and target not in _INTEGER_RANGES:
+        return False
+    inner = _interval(node.this, table)
+    if inner is None:
+        return None
+    if target in _FLOAT_TYPES:
+        return Interval(inner.lower, inner.upper, False, inner.why)
+    limit = _INTEGER_RANGES[target]
+    if not inner.integer or inner.lower is None or inner.upper is None or inner.lower < -limit or inner.upper >= limit:
+        return False
+    return inner
 
 
 def epoch_operand(node: exp.Expr) -> exp.Expr | None:

@@ -71,7 +71,7 @@ def half_width(value: Any, low: Any, high: Any) -> float | None:
     NULL, or not a number: a CASE over noisy values may turn them into text or a flag)."""
     if not all(isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) for x in (value, low, high)):
         return None
-    return float(max(high - value, value - low))
+    return max(float(high) - float(value), float(value) - float(low))  # a DECIMAL output (6.8 * SUM(1)) beside float ends
 
 
 def ends(value: Any, low: Any, high: Any) -> Interval | None:

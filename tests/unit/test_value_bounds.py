@@ -43,6 +43,11 @@ def _bounds(text: str) -> tuple[Fraction, Fraction, bool]:
     ("LEAST(age, 40)", (18, 40, True)),
     ("GREATEST(age, 40)", (40, 90, True)),
     ("GREATEST(LEAST(sqrt(income), 10), 0)", (0, 10, False)),
+    # Qrlew's SUM(CAST(x AS float) / 1e5): a cast to a float or decimal type keeps the interval.
+    ("CAST(income AS REAL) / 100000.", (0, 5, False)),
+    ("CAST(age AS DOUBLE)", (18, 90, False)),
+    ("CAST(age AS DECIMAL(10, 2))", (18, 90, False)),
+    ("CAST(age AS SMALLINT)", (18, 90, True)),
 ])
 def test_bounds(text: str, expected: tuple) -> None:
     lower, upper, integer = expected
@@ -54,6 +59,9 @@ def test_bounds(text: str, expected: tuple) -> None:
     ("income / (age - 18)", "divisor may be 0"),
     ("income / 0", "divisor may be 0"),
     ("sqrt(income)", "SQRT"),
+    ("CAST(income AS INTEGER)", "CAST"),  # a float rounded to an integer: no bounds through it (engines round differently)
+    ("CAST(age * 10 AS TINYINT)", "CAST"),  # 900 overflows TINYINT: an error on some rows only
+    ("CAST(age AS VARCHAR)", "CAST"),
     ("LEAST(person_id, 100)", "no declared bounds"),
     ("CASE WHEN age > 3 THEN NULL END", "NULL on every row"),
     ("CASE WHEN age > 3 THEN dept END", "not a numeric column"),

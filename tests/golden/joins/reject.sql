@@ -71,7 +71,7 @@ DP110: a subquery or CTE that joins tables cannot itself be joined
 ;
 
 SELECT COUNT(*) FROM people p JOIN (SELECT person_id, COUNT(*) AS n FROM visits GROUP BY person_id) c ON p.person_id = c.person_id;
-DP126: a table or subquery read without aggregation beside released results: the outer query of a post-processing query reads the aggregated subqueries, CTEs and UNION ALL branches only
+DP126: private rows joined with released results: the aggregate does not GROUP BY 'person_id', the column joined with the released keys: the join would change what its groups hold
 ;
 
 SELECT COUNT(*) FROM (SELECT p.dept, v.site FROM people p JOIN visits v ON p.dept = v.site) t;

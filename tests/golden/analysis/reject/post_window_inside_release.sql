@@ -1,2 +1,2 @@
 -- expect: DP108
-SELECT * FROM (SELECT dept, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS t FROM people GROUP BY dept) s
+SELECT * FROM (SELECT dept, COUNT(*) AS n, SUM(age) OVER () AS t FROM people GROUP BY dept) s

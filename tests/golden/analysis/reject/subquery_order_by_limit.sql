@@ -1,0 +1,2 @@
+-- expect: DP110
+SELECT COUNT(*) FROM (SELECT * FROM people ORDER BY income DESC LIMIT 10) AS top
