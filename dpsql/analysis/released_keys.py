@@ -24,8 +24,8 @@ outer query does not group by, a released column read outside ON.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sqlglot import exp
 
@@ -67,7 +67,7 @@ class KeyJoin:
         return outer
 
 
-def key_join(select: exp.Select, holds_release: Callable[[exp.Expr], bool], sql: str) -> KeyJoin | None:
+def key_join(select: exp.Select, holds_release: Callable[[exp.Expr], bool], sql: str) -> KeyJoin | None:  # noqa: C901 - one check per way the shape can fail, each with its own DP126 reason
     """The shape's pieces when `select` (aggregated) joins one released FROM item to private rows
     on a group key; None when no FROM item or several hold a release, or one is not joined by
     JOIN ... ON (other shapes: analysis/post_processing.py); DP126 when the join is not on the keys."""

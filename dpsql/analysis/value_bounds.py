@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from sqlglot import exp
 
@@ -113,7 +114,7 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:  # noqa: C901 - 
         return _extreme(parts, isinstance(node, exp.Greatest))  # type: ignore[arg-type]
     if isinstance(node, exp.Cast):
         cast = _cast(node, table)
-        if cast is not False:
+        if cast is None or isinstance(cast, Interval):
             return cast
     if isinstance(node, (exp.Func, exp.Binary, exp.Cast)) and not isinstance(node, (exp.Predicate, exp.Connector)):
         # Any other numeric function: no bounds of its own, but LEAST/GREATEST around it can clamp it.
@@ -126,7 +127,7 @@ _INTEGER_RANGES = {exp.DataType.Type.TINYINT: 2**7, exp.DataType.Type.SMALLINT: 
                    exp.DataType.Type.BIGINT: 2**63}
 
 
-def _cast(node: exp.Cast, table: Table) -> Interval | None | bool:
+def _cast(node: exp.Cast, table: Table) -> Interval | None | Literal[False]:
     """CAST of a number to a float or decimal type keeps its interval (a rounding that leaves it
     is clamped back by the engine); to an integer type only an integer within the type's range
     (no rounding, no overflow error that could depend on a row). False: no bounds through it."""

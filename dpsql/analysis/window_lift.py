@@ -37,7 +37,7 @@ def windows_over_groups(select: exp.Select) -> bool:
                for item in select.expressions for f in item.find_all(exp.Func))
 
 
-def lift_windows(select: exp.Select) -> exp.Select | None:
+def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a visitor over each window's parts (aggregates, keys, frames)
     """The outer query over the aggregated query with its windows lifted out; None when a window
     reads a column outside its aggregates and GROUP BY keys (the caller keeps DP108)."""
     keys = _key_texts(select)
