@@ -372,6 +372,10 @@ class RobustEstimate:
     additive = False
     not_additive = ""
 
+    def possible(self) -> tuple[float | None, float | None]:
+        """Its mechanism keeps the release within the column's bounds already (no corners)."""
+        return None, None
+
     def value(self, released: Sequence[Any]) -> Any:
         raise TypeError("a robust estimate is read from its release's column")
 

@@ -115,7 +115,8 @@ def released_table(compiled: CompiledQuery, columns: Mapping[str, Sequence[Any]]
             values += [cell.value, cell.half_width, *(ends or (None, None))] + ([cell.confidence] if stated else [])
         for output, shifts in corners.items():
             for shift in shifts:
-                values += [intervals.at_corner(plan.estimates[a], shift, columns, row) for a in plan.query.outputs[output].aggregates]
+                values += [intervals.at_corner(plan.estimates[a], shift, columns, row, plan.query.clamp)
+                           for a in plan.query.outputs[output].aggregates]
         rows.append(tuple(values))
     return ReleasedTable(table.name, table.columns, table.types, rows)
 

@@ -156,7 +156,7 @@ def _additive(plan: Plan, position: int | None) -> tuple[int, int] | None:
     release = estimate.releases[0]
     if plan.releases[release].raw.kind not in ADDITIVE:
         return None
-    low, high = estimate.possible()  # type: ignore[attr-defined]
+    low, high = estimate.possible()
     return release, (1 if low == 0 else -1 if high == 0 else 0)
 
 

@@ -23,6 +23,7 @@ noise: among the selected cells, coverage may fall below 95% (docs/sql-reference
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -61,21 +62,53 @@ def shifts(plan: Plan, releases: tuple[int, ...]) -> list[dict[int, float]]:
     return [{r: s * w for r, s, w in zip(releases, signs, widths)} for signs in itertools.product((-1, 1), repeat=len(releases))]
 
 
-def at_corner(estimate: Estimate, shift: Mapping[int, float], columns: Mapping[str, Sequence[Any]], row: int) -> Any:
-    """An aggregate's value with its releases shifted to one corner."""
-    return estimate.value([columns[release_name(r)][row] + shift.get(r, 0.0) for r in estimate.releases])
+def at_corner(estimate: Estimate, shift: Mapping[int, float], columns: Mapping[str, Sequence[Any]], row: int,
+              clamp: bool = False) -> Any:
+    """An aggregate's value with its releases shifted to one corner; with `clamp` (the query's
+    default), projected into the aggregate's possible range as its released value is. Valid:
+    when the box of the releases' intervals holds the truth (the 95% event), each aggregate's
+    true value lies between its corner values and in its range, so between the projected corner
+    values too (a projection is monotone and fixes the truth); an output monotone in each
+    aggregate (what the corner evaluation assumes) then stays between its projected corners. So
+    `COUNT(*) + 1` over an empty group reads [1, high], never an interval below 1."""
+    value = estimate.value([columns[release_name(r)][row] + shift.get(r, 0.0) for r in estimate.releases])
+    if not clamp or value is None:
+        return value
+    low, high = estimate.possible()
+    if low is not None and value < low:
+        return type(value)(low)
+    if high is not None and value > high:
+        return type(value)(high)
+    return value
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, Decimal)) and not isinstance(x, bool)
+
+
+def _unbounded(value: Any, low: Any, high: Any) -> bool:
+    """A numeric value whose corners failed (NULL: x // 0) or left the reals (x / 0 gives inf,
+    0 / 0 NaN, when a count's corner is 0): no finite interval holds it, so it is stated as
+    unbounded rather than dropped (a value without an interval reads as exact)."""
+    return _number(value) and math.isfinite(float(value)) and any(
+        x is None or (_number(x) and not math.isfinite(float(x))) for x in (low, high))
 
 
 def half_width(value: Any, low: Any, high: Any) -> float | None:
-    """The half-width of a symmetric interval around `value` holding [low, high] (None if any is
-    NULL, or not a number: a CASE over noisy values may turn them into text or a flag)."""
-    if not all(isinstance(x, (int, float, Decimal)) and not isinstance(x, bool) for x in (value, low, high)):
-        return None
+    """The half-width of a symmetric interval around `value` holding [low, high]: inf when a
+    corner failed or is not finite; None if the value is NULL or not a number (a CASE over noisy
+    values may turn them into text or a flag)."""
+    if _unbounded(value, low, high):
+        return math.inf
+    if not all(_number(x) for x in (value, low, high)) or not math.isfinite(float(value)):
+        return None  # inf / NaN values (x / 0 of a count released as 0) have no interval
     return max(float(high) - float(value), float(value) - float(low))  # a DECIMAL output (6.8 * SUM(1)) beside float ends
 
 
 def ends(value: Any, low: Any, high: Any) -> Interval | None:
     """The interval (low, high) around `value` (None as for `half_width`); it holds the value."""
+    if _unbounded(value, low, high):
+        return -math.inf, math.inf
     if half_width(value, low, high) is None:
         return None
     return float(min(low, value)), float(max(high, value))

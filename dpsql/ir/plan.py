@@ -174,6 +174,10 @@ class Estimate(Protocol):
         """The Laplace/Gaussian releases (Plan.releases) it reads, in `value`'s order."""
         ...
 
+    def possible(self) -> tuple[float | None, float | None]:
+        """The range every true value lies in, from the policy alone (None: unbounded on that side)."""
+        ...
+
     @property
     def additive(self) -> bool:
         """Whether its value over a union of disjoint groups is the sum of theirs (COUNT, SUM):

@@ -178,3 +178,28 @@ def test_cli_prints_zero_low_high_for_a_clamped_count(tmp_path: Path) -> None:
     # Negative control: unclamped, every count is `value ± half-width`, some below 0 (about 1 - 2^-12).
     rows = [line.split("|")[1].strip() for line in unclamped.splitlines() if line.count("|") == 2 and "dept" not in line]
     assert rows and all(" ± " in r and "[" not in r for r in rows) and any(r.startswith("-") for r in rows)
+
+
+DERIVED = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.01{extra}) dept, COUNT(*) + 1 AS n1, "
+           "SUM(age) / COUNT(*) AS ratio FROM people WHERE age > 80 GROUP BY dept")
+
+
+def test_derived_outputs_use_clamped_corners_and_state_unbounded_ratios() -> None:
+    """`COUNT(*) + 1` is evaluated at clamped corners (each COUNT corner >= 0), so its interval
+    never reaches below 1; a ratio whose COUNT corner is 0 has no finite interval and says so
+    (inf), never NaN and never a finite interval from the other corners alone. Control: with
+    clamp = false the corners are raw, and some interval of COUNT(*) + 1 reaches below 1."""
+    lows, control_lows, ratios = [], [], []
+    for seed in range(5):
+        with connect(seed) as con:
+            result = con.execute(DERIVED.format(extra="")).result
+            lows += [result.interval(r, 1)[0] for r in range(len(result.rows))]
+            ratios += [result.interval(r, 2) for r in range(len(result.rows))
+                       if result.rows[r][2] is not None and math.isfinite(result.rows[r][2])]
+        with connect(seed) as con:
+            control = con.execute(DERIVED.format(extra=", clamp = false")).result
+            control_lows += [control.interval(r, 1)[0] for r in range(len(control.rows))]
+    assert min(lows) >= 1
+    assert min(control_lows) < 1
+    assert all(not math.isnan(low) and not math.isnan(high) for low, high in ratios)
+    assert any(math.isinf(high) for _, high in ratios)  # empty groups: a COUNT corner at 0

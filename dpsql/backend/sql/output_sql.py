@@ -89,8 +89,12 @@ def output_select(plan: Plan, corners: Corners) -> exp.Select:
                 columns.append(exp.alias_(exp.column(aggregate_confidence_name(output.aggregate)), ColumnRef("confidence", index).name))
         elif index in corners:
             at = [_safe(_at_corner(output.expr, index, c)) for c in range(2 ** len(corners[index]))]
-            columns.append(exp.alias_(exp.func("least", value.copy(), *at), ColumnRef("low", index).name))
-            columns.append(exp.alias_(exp.func("greatest", value.copy(), *[c.copy() for c in at]), ColumnRef("high", index).name))
+            # LEAST/GREATEST skip NULLs: a corner that fails (x // 0, an overflow) must not narrow
+            # the interval, so any NULL corner makes both ends NULL (read as unbounded).
+            failed = exp.or_(*[exp.Is(this=c.copy(), expression=exp.Null()) for c in at])
+            for ref, func in ((ColumnRef("low", index), "least"), (ColumnRef("high", index), "greatest")):
+                end = exp.func(func, value.copy(), *[c.copy() for c in at])
+                columns.append(exp.alias_(exp.Case(ifs=[exp.If(this=failed.copy(), true=exp.Null())], default=end), ref.name))
     select = exp.select(*columns).from_(exp.to_identifier(OUTPUTS))
     if query.having is not None:
         select = select.where(_safe(query.having.copy()))
