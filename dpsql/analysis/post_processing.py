@@ -30,7 +30,7 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
-from dpsql.analysis.window_lift import lift_windows, windows_over_groups
+from dpsql.analysis.window_lift import lift_windows, output_name, windows_over_groups
 from dpsql.errors import InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
@@ -384,7 +384,7 @@ class _Rewriter:
                          span=keyword_span(sql, "GROUP"))
         keys = list(dict.fromkeys(k for s in sets for k in s))
         items = list(select.expressions)
-        names = [_output_name(item) for item in items]
+        names = [output_name(item) for item in items]
         having = select.args.get("having")
         if having is not None:
             bad = next((c for c in having.find_all(exp.Column) if c.find_ancestor(exp.AggFunc) is None), None) \
@@ -553,15 +553,6 @@ def _branches(node: exp.Expr) -> list[exp.Expr]:
 
 def _is_source(sub: exp.Expr, select: exp.Select) -> bool:
     return any(sub is s for s in _sources(select))
-
-
-def _output_name(item: exp.Expr) -> str:
-    """The name the one-SELECT path gives an output (analysis/bind.py)."""
-    if isinstance(item, exp.Alias):
-        return item.alias
-    if isinstance(item, exp.Column):
-        return item.name
-    return item.sql(dialect=Dpsql)
 
 
 def _key_of(node: exp.Expr, keys: list[exp.Expr]) -> exp.Expr | None:

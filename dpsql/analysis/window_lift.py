@@ -42,7 +42,7 @@ def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a vis
     reads a column outside its aggregates and GROUP BY keys (the caller keeps DP108)."""
     keys = _key_texts(select)
     items = list(select.expressions)
-    names = [_output_name(item) for item in items]
+    names = [output_name(item) for item in items]
     inner_items: list[exp.Expr] = []
     outer_items: list[exp.Expr] = []
     # An aggregate or key expression's SQL -> the released column holding it: an output that is
@@ -173,7 +173,7 @@ def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: ob
     return exp.Order(expressions=out)
 
 
-def _output_name(item: exp.Expr) -> str:
+def output_name(item: exp.Expr) -> str:
     """The name the one-SELECT path gives an output (analysis/bind.py)."""
     if isinstance(item, exp.Alias):
         return item.alias
