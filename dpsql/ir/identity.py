@@ -150,7 +150,7 @@ def _write_set(canon: _Canon, value: Any) -> None:
 _SCALARS = (type(None), bool, int, str, Fraction, float, decimal.Decimal, dt.date, dt.datetime, dt.time, enum.Enum, PurePath)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1024)  # types, not values: a few dozen
 def _writer(kind: type) -> Callable[[_Canon, Any], None]:
     """How values of exactly this type are written (the checks of the canonical form, in its order)."""
     if issubclass(kind, _SCALARS):
@@ -172,7 +172,7 @@ def _writer(kind: type) -> Callable[[_Canon, Any], None]:
     return refuse
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1024)  # types, not values: a few dozen
 def _fields(kind: type) -> tuple[tuple[str, str], tuple[str, ...]]:
     """A dataclass type's head (its name and field count) and the fields written, in declaration order."""
     fields = dataclasses.fields(kind)
