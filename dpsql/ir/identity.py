@@ -18,7 +18,6 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
-import functools
 import hashlib
 from collections.abc import Callable, Mapping
 from fractions import Fraction
@@ -60,7 +59,11 @@ class _Canon:
         self.keep: list[object] = []  # the values `seen` refers to, alive for the walk
 
     def add(self, value: object) -> None:
-        _writer(type(value))(self, value)
+        kind = type(value)
+        write = _WRITERS.get(kind)
+        if write is None:
+            write = _WRITERS[kind] = _writer(kind)
+        write(self, value)
 
     def _shared(self, value: Any, write: Callable[[Any], None]) -> None:
         key = id(value)
@@ -73,7 +76,11 @@ class _Canon:
         write(value)
 
     def _dataclass(self, value: Any) -> None:
-        head, names = _fields(type(value))
+        kind = type(value)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = _fields(kind)
+        head, names = fields
         out = self.out
         out.extend(head)
         for name in names:
@@ -147,10 +154,12 @@ def _write_set(canon: _Canon, value: Any) -> None:
     canon.out.extend(sorted(items))
 
 
+# Decided once per type (types, not values: a few dozen); a race only computes an entry twice.
+_WRITERS: dict[type, Callable[[_Canon, Any], None]] = {}
+_FIELDS: dict[type, tuple[tuple[str, str], tuple[str, ...]]] = {}
 _SCALARS = (type(None), bool, int, str, Fraction, float, decimal.Decimal, dt.date, dt.datetime, dt.time, enum.Enum, PurePath)
 
 
-@functools.lru_cache(maxsize=1024)  # types, not values: a few dozen
 def _writer(kind: type) -> Callable[[_Canon, Any], None]:
     """How values of exactly this type are written (the checks of the canonical form, in its order)."""
     if issubclass(kind, _SCALARS):
@@ -172,7 +181,6 @@ def _writer(kind: type) -> Callable[[_Canon, Any], None]:
     return refuse
 
 
-@functools.lru_cache(maxsize=1024)  # types, not values: a few dozen
 def _fields(kind: type) -> tuple[tuple[str, str], tuple[str, ...]]:
     """A dataclass type's head (its name and field count) and the fields written, in declaration order."""
     fields = dataclasses.fields(kind)
