@@ -90,7 +90,9 @@ def _read_noise(fields: dict[str, Any]) -> NoiseInfo:
     # Lists in JSON are the tuples of per-row fields.
     values = {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}
     known = {field.name for field in dataclasses.fields(NoiseInfo)}
-    return NoiseInfo(**{key: value for key, value in values.items() if key in known})
+    # `scale` and `ci95` are always fields but may be None (an exponential mechanism's MAX has
+    # neither), and `_noise` writes no key whose value is None.
+    return NoiseInfo(**{"scale": None, "ci95": None, **{key: value for key, value in values.items() if key in known}})
 
 
 def _value(value: Any) -> Any:  # noqa: C901 - one branch per kept type, flat on purpose

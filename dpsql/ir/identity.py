@@ -58,47 +58,12 @@ class _Canon:
         self.seen: dict[int, int] = {}
         self.keep: list[object] = []  # the values `seen` refers to, alive for the walk
 
-    def add(self, value: object) -> None:  # noqa: C901 - one branch per kind of value, flat on purpose
-        out = self.out
-        if value is None or isinstance(value, (bool, int)):
-            out.append(f"{type(value).__name__[0]}{value!r}")  # bool before int: True is "bTrue", 1 is "i1"
-        elif isinstance(value, str):
-            out.append(f"s{len(value)}:{value}")
-        elif isinstance(value, Fraction):
-            out.append(f"q{value.numerator}/{value.denominator}")
-        elif isinstance(value, float):
-            out.append(f"f{value!r}")
-        elif isinstance(value, decimal.Decimal):
-            out.append(f"d{value}")
-        elif isinstance(value, (dt.date, dt.datetime, dt.time)):
-            out.append(f"t{value.isoformat()}")
-        elif isinstance(value, enum.Enum):
-            out.append(f"e{type(value).__name__}.{value.name}")
-        elif isinstance(value, PurePath):
-            out.append(f"p{value.as_posix()}")
-        elif isinstance(value, exp.Expr):
-            self._shared(value, self._expression)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            self._shared(value, self._dataclass)
-        elif isinstance(value, (tuple, list)):
-            out.append(f"[{len(value)}")
-            for item in value:
-                self.add(item)
-        elif isinstance(value, Mapping):
-            out.append(f"{{{len(value)}")
-            for key, item in value.items():
-                self.add(key)
-                self.add(item)
-        elif isinstance(value, (set, frozenset)):
-            items = []
-            for item in value:
-                sub: list[str] = []
-                _Canon(sub).add(item)
-                items.append("\x1e".join(sub))
-            out.append(f"<{len(items)}")
-            out.extend(sorted(items))
-        else:
-            raise TypeError(f"no canonical form for {type(value).__qualname__} (dpsql/ir/identity.py)")
+    def add(self, value: object) -> None:
+        kind = type(value)
+        write = _WRITERS.get(kind)
+        if write is None:
+            write = _WRITERS[kind] = _writer(kind)
+        write(self, value)
 
     def _shared(self, value: Any, write: Callable[[Any], None]) -> None:
         key = id(value)
@@ -111,14 +76,16 @@ class _Canon:
         write(value)
 
     def _dataclass(self, value: Any) -> None:
-        self.out.append(f"D{type(value).__qualname__}")
-        fields = dataclasses.fields(value)
-        self.out.append(f"({len(fields)}")
-        for field in fields:
-            if field.name == "source" and isinstance(value, Table):
-                continue  # where the data file lies on this machine: not what the plan computes
-            self.out.append(field.name)
-            self.add(getattr(value, field.name))
+        kind = type(value)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = _fields(kind)
+        head, names = fields
+        out = self.out
+        out.extend(head)
+        for name in names:
+            out.append(name)
+            self.add(getattr(value, name))
 
     def _expression(self, node: exp.Expr) -> None:
         args = [(name, arg) for name, arg in node.args.items() if arg is not None and not (isinstance(arg, list) and not arg)]
@@ -126,3 +93,97 @@ class _Canon:
         for name, arg in sorted(args, key=lambda item: item[0]):
             self.out.append(name)
             self.add(arg)
+
+
+# --- the writer of each kind of value, chosen once per type --------------------------------------------
+# The same tests in the same order as a plain chain of isinstance checks (bool before int, an Enum
+# that is also an int is an Enum...), decided once per exact type: a walk writes tens of
+# thousands of values, of a few dozen types.
+
+def _scalar(value: object) -> str:  # noqa: C901 - one branch per kind of value, flat on purpose
+    if value is None or isinstance(value, (bool, int)):
+        return f"{type(value).__name__[0]}{value!r}"  # bool before int: True is "bTrue", 1 is "i1"
+    if isinstance(value, str):
+        return f"s{len(value)}:{value}"
+    if isinstance(value, Fraction):
+        return f"q{value.numerator}/{value.denominator}"
+    if isinstance(value, float):
+        return f"f{value!r}"
+    if isinstance(value, decimal.Decimal):
+        return f"d{value}"
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return f"t{value.isoformat()}"
+    if isinstance(value, enum.Enum):
+        return f"e{type(value).__name__}.{value.name}"
+    assert isinstance(value, PurePath)
+    return f"p{value.as_posix()}"
+
+
+def _write_scalar(canon: _Canon, value: object) -> None:
+    canon.out.append(_scalar(value))
+
+
+def _write_expression(canon: _Canon, value: object) -> None:
+    canon._shared(value, canon._expression)
+
+
+def _write_dataclass(canon: _Canon, value: object) -> None:
+    canon._shared(value, canon._dataclass)
+
+
+def _write_sequence(canon: _Canon, value: Any) -> None:
+    canon.out.append(f"[{len(value)}")
+    for item in value:
+        canon.add(item)
+
+
+def _write_mapping(canon: _Canon, value: Any) -> None:
+    canon.out.append(f"{{{len(value)}")
+    for key, item in value.items():
+        canon.add(key)
+        canon.add(item)
+
+
+def _write_set(canon: _Canon, value: Any) -> None:
+    items = []
+    for item in value:
+        sub: list[str] = []
+        _Canon(sub).add(item)
+        items.append("\x1e".join(sub))
+    canon.out.append(f"<{len(items)}")
+    canon.out.extend(sorted(items))
+
+
+# Decided once per type (types, not values: a few dozen); a race only computes an entry twice.
+_WRITERS: dict[type, Callable[[_Canon, Any], None]] = {}
+_FIELDS: dict[type, tuple[tuple[str, str], tuple[str, ...]]] = {}
+_SCALARS = (type(None), bool, int, str, Fraction, float, decimal.Decimal, dt.date, dt.datetime, dt.time, enum.Enum, PurePath)
+
+
+def _writer(kind: type) -> Callable[[_Canon, Any], None]:
+    """How values of exactly this type are written (the checks of the canonical form, in its order)."""
+    if issubclass(kind, _SCALARS):
+        return _write_scalar
+    if issubclass(kind, exp.Expr):
+        return _write_expression
+    if dataclasses.is_dataclass(kind):
+        return _write_dataclass
+    if issubclass(kind, (tuple, list)):
+        return _write_sequence
+    if issubclass(kind, Mapping):
+        return _write_mapping
+    if issubclass(kind, (set, frozenset)):
+        return _write_set
+
+    def refuse(canon: _Canon, value: object) -> None:
+        raise TypeError(f"no canonical form for {kind.__qualname__} (dpsql/ir/identity.py)")
+
+    return refuse
+
+
+def _fields(kind: type) -> tuple[tuple[str, str], tuple[str, ...]]:
+    """A dataclass type's head (its name and field count) and the fields written, in declaration order."""
+    fields = dataclasses.fields(kind)
+    # A table's `source` (where the data file lies on this machine) is not what the plan computes.
+    names = tuple(f.name for f in fields if not (f.name == "source" and issubclass(kind, Table)))
+    return (f"D{kind.__qualname__}", f"({len(fields)}"), names

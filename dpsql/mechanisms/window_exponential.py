@@ -475,11 +475,14 @@ class WidthSpec:
 
     def scores(self, value: int, stats: OrderStatistics) -> list[int]:
         """S(w) for every rung, then P for the whole range (reads ranks centre -+ reach only)."""
+        # The public constants once (each property recomputes rho and the ladder): the same values.
         quantile = self.quantile
         target, b = quantile.target(stats.n), quantile.scale
         centre = quantile.centre(stats.n)
-        first, last = max(1, centre - self.reach), min(stats.n, centre + self.reach)
-        big = self.target_margin + self.clip  # a margin this far from mu on either side scores T
+        mu, clip, widths, lower, upper = self.target_margin, self.clip, self.widths, self.lower, self.upper
+        reach = self.reach
+        first, last = max(1, centre - reach), min(stats.n, centre + reach)
+        big = mu + clip  # a margin this far from mu on either side scores T
 
         def count(bound: int) -> int | None:
             """#{x < bound}, or None when it lies outside the window (then the sign says which side)."""
@@ -494,11 +497,11 @@ class WidthSpec:
             return sign * (b * counted - target) - offset
 
         out = []
-        for width in self.widths:
+        for width in widths:
             low, high = value - width, value + width
-            lows = (big, big) if low <= self.lower else (margin(low + 1, -1, 1), margin(low, -1, 1))
-            highs = (big, big) if high >= self.upper else (margin(high, 1, 0), margin(high + 1, 1, 0))
-            out.append(_interval_score(min(lows[0], highs[0]), min(lows[1], highs[1]), self.target_margin, self.clip))
+            lows = (big, big) if low <= lower else (margin(low + 1, -1, 1), margin(low, -1, 1))
+            highs = (big, big) if high >= upper else (margin(high, 1, 0), margin(high + 1, 1, 0))
+            out.append(_interval_score(min(lows[0], highs[0]), min(lows[1], highs[1]), mu, clip))
         out.append(self.full_score)
         return out
 
@@ -512,14 +515,15 @@ def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: Rand
     """[low, high] around `value`: a rung (or the whole range) drawn exactly proportional to rho^S."""
     rho = spec.quantile.rho
     scores = spec.scores(value, stats)
+    widths = spec.widths
     least = min(scores)
     while True:
         index = rng.randbelow(len(scores))
         if _bernoulli_power(rho.numerator, rho.denominator, scores[index] - least, rng):
             break
-    if index == len(spec.widths):
+    if index == len(widths):
         return spec.lower, spec.upper
-    width = spec.widths[index]
+    width = widths[index]
     return max(spec.lower, value - width), min(spec.upper, value + width)
 
 

@@ -70,6 +70,20 @@ def test_replayed_answer_keeps_intervals(setup) -> None:
     assert [second.interval(r, 2) for r in range(len(second.rows))] == [first.interval(r, 2) for r in range(len(first.rows))]
 
 
+def test_answer_without_a_noise_scale_is_replayed(setup) -> None:
+    # MAX by the exponential mechanism has no noise scale and no ci95 (None): its kept answer must
+    # read back (it did not: every repeat was charged and noised anew). Control: the first run.
+    con = setup()
+    sql = "SELECT dept, MAX(income) FROM people GROUP BY dept"
+    first = con.execute(sql)
+    rows = first.fetchall()
+    assert first.result.replay is None and first.result.noise_info[1]["scale"] is None
+    again = con.execute(sql)
+    assert again.fetchall() == rows and again.result.replay is not None
+    assert again.result.noise_info == first.result.noise_info
+    assert len(con.ledger()) == 1
+
+
 def test_changed_parameter_is_charged_anew(setup) -> None:
     con = setup()
     sql = "SELECT COUNT(*) FROM people WHERE age > ?"

@@ -27,6 +27,7 @@ would.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -220,8 +221,10 @@ def _parameters(i: int, table: ReleasedTable) -> list[str]:
 def _typed(query: exp.Expr, tables: Sequence[ReleasedTable]) -> exp.Expr:
     """The outer query with each released table defined as a CTE over its columns' list
     parameters, every column cast to the type it was released with."""
-    ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), t), exp.to_identifier(c, quoted=True))
-                                      for c, t in zip(table.columns, table.types)])
+    # Fresh nodes throughout: built without the builders' defensive copies (a type parsed once per name).
+    ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), _data_type(t).copy(), copy=False),
+                                                 exp.to_identifier(c, quoted=True), copy=False)
+                                      for c, t in zip(table.columns, table.types)], copy=False)
                     .from_(unnest_select(table.columns, _parameters(i, table)).subquery(f"__dpsql_frame_{i}")),
                     alias=exp.TableAlias(this=exp.to_identifier(table.name)))
             for i, table in enumerate(tables)]
@@ -229,3 +232,9 @@ def _typed(query: exp.Expr, tables: Sequence[ReleasedTable]) -> exp.Expr:
     with_ = typed.args.get("with_")
     typed.set("with_", exp.With(expressions=[*ctes, *(with_.expressions if with_ is not None else [])]))
     return typed
+
+
+@functools.lru_cache(maxsize=256)
+def _data_type(name: str) -> exp.DataType:
+    """A released column's type, parsed once (callers attach copies, never this one)."""
+    return exp.DataType.build(name)
