@@ -30,6 +30,7 @@ from sqlglot.optimizer.qualify import qualify
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
+from dpsql.analysis.per_unit import per_unit_query
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
 from dpsql.analysis.rules import CATALOGS, SCHEMAS
@@ -238,6 +239,12 @@ class _Rewriter:
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         if _grouping_sets(node) and not any(_releases_in(s, visible) for s in _sources(node)):
             return self._grouping_sets(node, scope)
+        if _aggregated(node) and not _grouping_sets(node):  # an aggregate over a per-person aggregate (analysis/per_unit.py)
+            per_unit = per_unit_query(node, visible, list(scope.row.values()), self.ctx, self.analyze_select)
+            if per_unit is not None:
+                self.kinds.append("per-person aggregate")
+                self.notes.append(per_unit.note)
+                return self._release(per_unit.select, scope, role, per_unit.ctx)
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
@@ -265,14 +272,14 @@ class _Rewriter:
                 row[name] = cte
         return _Scope(row, post)
 
-    def _release(self, select: exp.Select, scope: _Scope, role: str) -> exp.Query:
+    def _release(self, select: exp.Select, scope: _Scope, role: str, ctx: AnalysisContext | None = None) -> exp.Query:
         leaf = select.copy()
         # The release sees the row-level CTEs in scope; CTEs holding releases are the outer query's.
         leaf.set("with_", exp.With(expressions=[c.copy() for c in scope.row.values()]) if scope.row else None)
         if self.hint is not None and leaf.args.get("hint") is None:
             leaf.set("hint", self.hint.copy())
             self.hint_receivers += 1
-        bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")))
+        bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")), ctx=ctx)
         self._add(bound, leaf, role)
         # The released table's columns are positional (__c0, __c1, ...); the outer query sees the
         # outputs' own names, as if it read the aggregated query itself.
@@ -280,11 +287,11 @@ class _Rewriter:
                    for j, o in enumerate(bound.outputs)]
         return exp.select(*columns).from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name)))
 
-    def _bind(self, leaf: exp.Select, names_matter: bool = False) -> BoundQuery:
+    def _bind(self, leaf: exp.Select, names_matter: bool = False, ctx: AnalysisContext | None = None) -> BoundQuery:
         if len(self.inputs) >= MAX_RELEASES:
             raise refuse("DP129", f"more than {MAX_RELEASES} releases in one statement", leaf, self.ctx.sql,
                          "split the statement into several queries")
-        bound = self.analyze_select(leaf, self.ctx)
+        bound = self.analyze_select(leaf, ctx if ctx is not None else self.ctx)
         if isinstance(bound, PublicQuery):
             raise self.refuse_read(leaf, "an aggregate over a public table")
         names = [o.name.lower() for o in bound.outputs]
