@@ -6,6 +6,7 @@ its spelling; the binder offers it the table, the options and the column checks 
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import math
 from dataclasses import dataclass
@@ -27,8 +28,11 @@ from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import aggregate_high_name, aggregate_low_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
+# BigQuery's names for what the policy states (`max_groups_contributed` may only lower max_groups;
+# `privacy_unit_column` must name the table's unit): checked by `_bigquery_options`.
+BIGQUERY_OPTIONS = frozenset({"max_groups_contributed", "privacy_unit_column"})
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp",
-                           "consistent"})
+                           "consistent"}) | BIGQUERY_OPTIONS
 MAX_MODE_BLOCKS = 1_000_000
 
 
@@ -48,7 +52,34 @@ class RobustOptions:
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
     """Turn a SELECT that passed the rules into a BoundQuery."""
     budget, explicit, robust = _options(select, ctx)
-    return _Binder(scope, ctx, robust).bind(select, budget, explicit)
+    return _Binder(_bigquery_options(select, scope, ctx), ctx, robust).bind(select, budget, explicit)
+
+
+def _bigquery_options(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> Scope:
+    """BigQuery's OPTIONS (max_groups_contributed = k, privacy_unit_column = c), checked against the
+    policy: k may lower the table's max_groups for this query (a smaller L0 bound, so less noise in
+    partition selection), never raise it; c must be the table's privacy unit column. The policy
+    stays the only source of sensitivity: these only restate it, or tighten it."""
+    hint = select.args.get("hint")
+    table = scope.table
+    for item in hint.expressions if isinstance(hint, PrivacyOptions) else ():
+        name = item.this.name.lower()
+        if name == "privacy_unit_column":
+            named = item.expression.name.lower() if isinstance(item.expression, (exp.Column, exp.Identifier, exp.Literal)) else ""
+            if named != (table.privacy_unit or "").lower():
+                raise InvalidOptionError(f"privacy_unit_column = {item.expression.sql()} is not the privacy unit of "
+                                         f"'{table.name}' ({table.privacy_unit})", code="DP120", span=ctx.span(item),
+                                         sql=ctx.sql, hint=f"the policy names the unit: write privacy_unit_column = "
+                                         f"{table.privacy_unit}, or leave the option out")
+        elif name == "max_groups_contributed":
+            value = option_number(item.expression, name, ctx)
+            if value.denominator != 1 or not 1 <= value <= table.max_groups:
+                raise InvalidOptionError(f"max_groups_contributed must be an integer from 1 to the policy's max_groups "
+                                         f"({table.max_groups}) for '{table.name}': a query may lower it, never raise it",
+                                         code="DP120", span=ctx.span(item), sql=ctx.sql,
+                                         hint=f"write max_groups_contributed = {table.max_groups} or less, or leave it out")
+            table = dataclasses.replace(table, max_groups=int(value))
+    return scope if table is scope.table else Scope(table=table, names=scope.names)
 
 
 class _Binder:
@@ -381,7 +412,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
         return ctx.default_budget, False, RobustOptions()
     values = {"epsilon": ctx.default_budget.epsilon, "delta": ctx.default_budget.delta}
     robust: dict[str, object] = {}
-    for item in hint.expressions:
+    for item in _own_options(hint):
         name = item.this.name.lower()
         if name not in QUERY_OPTIONS:
             raise InvalidOptionError(f"unknown privacy option '{name}'", code="DP120", span=ctx.span(item), sql=ctx.sql,
@@ -410,6 +441,11 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
     return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+
+
+def _own_options(hint: PrivacyOptions) -> list[exp.Expr]:
+    """The options `_options` reads: BigQuery's names are checked against the table by _bigquery_options."""
+    return [item for item in hint.expressions if item.this.name.lower() not in BIGQUERY_OPTIONS]
 
 
 def _bool_option(node: exp.Expr, name: str, ctx: AnalysisContext) -> bool:

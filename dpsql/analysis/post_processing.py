@@ -4,10 +4,12 @@ Each aggregated SELECT that reads a private table (directly, or through row-leve
 and CTEs) is a *release*: it is analysed, planned and charged like the query it is, on its own.
 Everything above the releases (the outer query: WHERE/HAVING on noisy values, ORDER BY, LIMIT,
 arithmetic, window functions, UNION ALL of several releases) is rewritten to read the released
-tables by name, and only them: a private table, a row-level relation over one, or a public
-table met there is refused (DP126) before any data is read. Execution then computes the
+tables by name, and public tables of the policy (their rows are read exactly and free, and
+passed in beside the released rows: Metabase's public rows LEFT JOIN a saved question, TPC-H
+Q15's supplier rows beside its revenue release): a private table or a row-level relation over
+one met there is refused (DP126) before any data is read. Execution then computes the
 releases (noise added) first and runs the outer query in a separate database that holds the
-released rows only (backend/auxiliary/released_db.py). GROUP BY ROLLUP / CUBE / GROUPING SETS is one release per
+released rows and those public rows only (backend/auxiliary/released_db.py). GROUP BY ROLLUP / CUBE / GROUPING SETS is one release per
 grouping set (the query's epsilon and delta split evenly across the sets) and a UNION ALL
 with NULL for the rolled-up keys; its additive aggregates are then reconciled so that totals
 equal the sum of their parts (GroupingSets, execution/consistency.py), unless OPTIONS
@@ -28,18 +30,24 @@ from sqlglot.optimizer.qualify import qualify
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
+from dpsql.analysis.per_unit import per_unit_query
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
+from dpsql.analysis.rules import CATALOGS, SCHEMAS
 from dpsql.analysis.window_lift import lift_windows, output_name, windows_over_groups
-from dpsql.errors import InvalidOptionError, UnknownColumnError
+from dpsql.catalog.policy import Table
+from dpsql.errors import CatalogError, InvalidOptionError, UnknownColumnError
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import keyword_span, span_of
 from dpsql.ir.post_query import (
+    PUBLIC_PREFIX,
     RELEASED_PREFIX,
     GroupingSets,
     OutputLineage,
     PostQuery,
+    PublicInput,
     ReleasedInput,
+    public_name,
     released_column,
     released_name,
 )
@@ -47,6 +55,7 @@ from dpsql.ir.query import BoundQuery, PublicQuery
 
 MAX_GROUPING_SETS = 16
 MAX_RELEASES = 32
+MAX_PUBLIC_TABLES = 8  # public tables one outer query may read (each read whole, its rows capped at run time)
 AnalyzeSelect = Callable[[exp.Select, AnalysisContext], "BoundQuery | PublicQuery"]
 _GROUPING_NODES = (exp.Rollup, exp.Cube, exp.GroupingSets)
 
@@ -73,18 +82,20 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         tree = tree.copy()
         tree.set("hint", None)
     outer = rewriter.query(tree, _Scope({}, {}))
-    _check_reads(outer, {i.name for i in rewriter.inputs}, ctx, rewriter)
+    _check_reads(outer, {i.name for i in rewriter.inputs} | set(rewriter.public), ctx, rewriter)
     check_outer_functions(outer, ctx.sql)  # no row or list generators over released rows (DP113)
     if rewriter.hint is not None and rewriter.hint_receivers > 1:
         raise InvalidOptionError("OPTIONS on the outer query would apply to several aggregated queries", code="DP120",
                                  span=keyword_span(ctx.sql, "OPTIONS"), sql=ctx.sql,
                                  hint="put WITH DIFFERENTIAL_PRIVACY OPTIONS (...) in each aggregated SELECT")
     inputs = tuple(rewriter.inputs)
+    public = tuple(rewriter.public.values())
     schema: dict[str, object] = {i.name: {released_column(j): "DOUBLE" for j in range(len(i.query.outputs))} for i in inputs}
-    lineage = _lineage(outer, schema, inputs, ctx)
+    schema.update({p.name: dict.fromkeys(p.columns, "VARCHAR") for p in public})  # names only: qualify reads no type
+    lineage = _lineage(outer, schema, inputs, ctx, frozenset(rewriter.public))
     kinds = " + ".join(dict.fromkeys(rewriter.kinds)) or "outer query"
     return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes),
-                     grouping=tuple(rewriter.grouping))
+                     grouping=tuple(rewriter.grouping), public=public)
 
 
 # --- shapes ------------------------------------------------------------------------------------------
@@ -189,10 +200,11 @@ class _Rewriter:
         self.hint: exp.Expr | None = None
         self.hint_receivers = 0
         self.rewritten: dict[int, exp.CTE] = {}  # id(CTE node of the analyst's tree) -> its outer version
+        self.public: dict[str, PublicInput] = {}  # the post-processing database's name -> a public table read
 
     def refuse_read(self, node: exp.Expr, what: str) -> Exception:
         return refuse("DP126", f"{what} beside released results: the outer query of a post-processing query reads "
-                      "the aggregated subqueries, CTEs and UNION ALL branches only", node, self.ctx.sql,
+                      "the aggregated subqueries, CTEs and UNION ALL branches, and public tables, only", node, self.ctx.sql,
                       "aggregate that table in its own subquery, e.g. FROM (SELECT dept, COUNT(*) AS n FROM people "
                       "GROUP BY dept) AS t, and filter, order or combine t outside it")
 
@@ -227,10 +239,16 @@ class _Rewriter:
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         if _grouping_sets(node) and not any(_releases_in(s, visible) for s in _sources(node)):
             return self._grouping_sets(node, scope)
+        if _aggregated(node) and not _grouping_sets(node):  # an aggregate over a per-person aggregate (analysis/per_unit.py)
+            per_unit = per_unit_query(node, visible, list(scope.row.values()), self.ctx, self.analyze_select)
+            if per_unit is not None:
+                self.kinds.append("per-person aggregate")
+                self.notes.append(per_unit.note)
+                return self._release(per_unit.select, scope, role, per_unit.ctx)
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
-            if _aggregated(node) and not _grouping_sets(node) else None
+            if _aggregated(node) and not _grouping_sets(node) and not self._only_public_beside(node, visible) else None
         if joined is not None:  # private rows for released keys (analysis/released_keys.py)
             return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
@@ -254,14 +272,14 @@ class _Rewriter:
                 row[name] = cte
         return _Scope(row, post)
 
-    def _release(self, select: exp.Select, scope: _Scope, role: str) -> exp.Query:
+    def _release(self, select: exp.Select, scope: _Scope, role: str, ctx: AnalysisContext | None = None) -> exp.Query:
         leaf = select.copy()
         # The release sees the row-level CTEs in scope; CTEs holding releases are the outer query's.
         leaf.set("with_", exp.With(expressions=[c.copy() for c in scope.row.values()]) if scope.row else None)
         if self.hint is not None and leaf.args.get("hint") is None:
             leaf.set("hint", self.hint.copy())
             self.hint_receivers += 1
-        bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")))
+        bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")), ctx=ctx)
         self._add(bound, leaf, role)
         # The released table's columns are positional (__c0, __c1, ...); the outer query sees the
         # outputs' own names, as if it read the aggregated query itself.
@@ -269,11 +287,11 @@ class _Rewriter:
                    for j, o in enumerate(bound.outputs)]
         return exp.select(*columns).from_(exp.Table(this=exp.to_identifier(self.inputs[-1].name)))
 
-    def _bind(self, leaf: exp.Select, names_matter: bool = False) -> BoundQuery:
+    def _bind(self, leaf: exp.Select, names_matter: bool = False, ctx: AnalysisContext | None = None) -> BoundQuery:
         if len(self.inputs) >= MAX_RELEASES:
             raise refuse("DP129", f"more than {MAX_RELEASES} releases in one statement", leaf, self.ctx.sql,
                          "split the statement into several queries")
-        bound = self.analyze_select(leaf, self.ctx)
+        bound = self.analyze_select(leaf, ctx if ctx is not None else self.ctx)
         if isinstance(bound, PublicQuery):
             raise self.refuse_read(leaf, "an aggregate over a public table")
         names = [o.name.lower() for o in bound.outputs]
@@ -295,6 +313,7 @@ class _Rewriter:
         self._check_functions(new)
         for source in _sources(new):
             self._source(source, scope)
+        _unqualified(new)  # public.products.id -> products.id (the public table keeps its name as alias)
         # Subqueries in expressions (WHERE n > (SELECT AVG(n) FROM t), IN (...), EXISTS (...)):
         # each a query of its own.
         for sub in list(new.find_all(exp.Subquery, exp.Exists)):
@@ -339,12 +358,60 @@ class _Rewriter:
             if name is not None and name in scope.post:
                 self._cte_reference(name, scope)
                 return
+            table = None if name in scope.row else self._public_table(source)
+            if table is not None:
+                self._read_public(source, table)
+                return
             what = "a private row-level relation" if name is not None and name in scope.row else \
                 "a table or subquery read without aggregation"
-            if name is not None and name.startswith(RELEASED_PREFIX):
+            if name is not None and name.startswith((RELEASED_PREFIX, PUBLIC_PREFIX)):
                 what = "a reserved name"
             raise self.refuse_read(source, what)
         raise self.refuse_read(source, "a FROM item")
+
+    def _public_table(self, source: exp.Table) -> Table | None:
+        """The policy's PUBLIC table a FROM item names (plain or in the default schema), else None."""
+        db, catalog = source.args.get("db"), source.args.get("catalog")
+        if not isinstance(source.this, exp.Identifier) or (db is not None and db.name.lower() not in SCHEMAS) \
+                or (catalog is not None and catalog.name.lower() not in CATALOGS):
+            return None
+        table = self.ctx.policy.table(source.name)
+        return table if table is not None and table.public else None
+
+    def _only_public_beside(self, select: exp.Select, visible: dict[str, exp.Expr]) -> bool:
+        """Whether every FROM item of `select` that holds no release is a public table: an
+        aggregate over released and public rows is post-processing, not released keys."""
+        ctes = set(visible)
+        return all(_releases_in(s, visible) or (isinstance(s, exp.Table) and _table_name(s) not in ctes
+                                                and self._public_table(s) is not None) for s in _sources(select))
+
+    def _read_public(self, source: exp.Table, table: Table) -> None:
+        """A public table beside released results: its declared columns are read exactly (free)
+        and handed to the post-processing database under a name of its own; the outer query
+        keeps the name it used (its alias, else the table's name). Public rows carry no privacy
+        cost; a private table never gets here (the policy says `public`)."""
+        if not table.columns:
+            raise CatalogError(f"table '{table.name}' declares no columns, and dpsql could not read them from its source",
+                               code="DP002", span=span_of(source, self.ctx.sql), sql=self.ctx.sql,
+                               hint=f"declare [tables.{table.name}.columns] in the policy")
+        found = next((p for p in self.public.values() if p.table.name == table.name), None)
+        if found is None:
+            if len(self.public) >= MAX_PUBLIC_TABLES:
+                raise refuse("DP129", f"more than {MAX_PUBLIC_TABLES} public tables beside released results", source,
+                             self.ctx.sql, "join fewer public tables in the outer query")
+            columns = tuple(table.columns)
+            read = exp.select(*[exp.column(exp.to_identifier(c, quoted=True)) for c in columns]) \
+                .from_(exp.Table(this=exp.to_identifier(table.name)))
+            found = PublicInput(name=public_name(len(self.public)), table=table, read=read, columns=columns)
+            self.public[found.name] = found
+            self.notes.append(f"the public table {table.name} is read exactly (public rows, no cost) and joined with the "
+                              "released rows in the post-processing database")
+        alias = source.args.get("alias")
+        alias = alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(source.name))
+        source.set("this", exp.to_identifier(found.name))
+        source.set("db", None)
+        source.set("catalog", None)
+        source.set("alias", alias)
 
     def _cte_reference(self, name: str, scope: _Scope) -> None:
         """A release-bearing CTE read by name: rewritten (and its releases added) once, however
@@ -527,6 +594,16 @@ class _Rewriter:
         return exp.Order(expressions=out), hidden
 
 
+def _unqualified(select: exp.Select) -> None:
+    """Drop the default schema and catalog from the outer query's columns (`"public"."products"."id"`,
+    as Metabase writes them): a public table is read under its name as an alias."""
+    for column in select.find_all(exp.Column):
+        db, catalog = column.args.get("db"), column.args.get("catalog")
+        if db is not None and db.name.lower() in SCHEMAS and (catalog is None or catalog.name.lower() in CATALOGS):
+            column.set("db", None)
+            column.set("catalog", None)
+
+
 def _check_reads(outer: exp.Query, released: set[str], ctx: AnalysisContext, rewriter: _Rewriter) -> None:
     """Second line: every table the outer query reads is a released table or one of its own CTEs."""
     ctes = {cte.alias.lower() for cte in outer.find_all(exp.CTE)}
@@ -641,7 +718,7 @@ def _key_column(node: exp.Expr, sql: str) -> exp.Expr:
 
 
 def _lineage(outer: exp.Query, schema: dict[str, object], inputs: tuple[ReleasedInput, ...],
-             ctx: AnalysisContext) -> tuple[OutputLineage, ...] | None:
+             ctx: AnalysisContext, public: frozenset[str] = frozenset()) -> tuple[OutputLineage, ...] | None:
     """Per output column: pass-through or derived, and from which released columns. Unknown
     columns of the outer query are refused here (DP111), before any data is read."""
     try:
@@ -652,7 +729,7 @@ def _lineage(outer: exp.Query, schema: dict[str, object], inputs: tuple[Released
     columns = {(i, released_column(j)): j for i, inp in enumerate(inputs) for j in range(len(inp.query.outputs))}
     keys = {(i, j): o.key is not None for i, inp in enumerate(inputs) for j, o in enumerate(inp.query.outputs)}
     index = {inp.name: i for i, inp in enumerate(inputs)}
-    tracer = _Tracer(index, columns, keys)
+    tracer = _Tracer(index, columns, keys, public)
     try:
         return tuple(tracer.trace(qualified, i) for i in range(len(qualified.selects)))
     except (KeyError, IndexError, AttributeError):
@@ -670,10 +747,12 @@ def _unknown_column(outer: exp.Query, known: list[str], ctx: AnalysisContext, re
 
 
 class _Tracer:
-    def __init__(self, index: dict[str, int], columns: dict[tuple[int, str], int], keys: dict[tuple[int, int], bool]) -> None:
+    def __init__(self, index: dict[str, int], columns: dict[tuple[int, str], int], keys: dict[tuple[int, int], bool],
+                 public: frozenset[str] = frozenset()) -> None:
         self.index = index
         self.columns = columns  # (input, normalised name) -> the column's position in the release
         self.keys = keys
+        self.public = public  # the public tables' names: their columns are exact (no noise, no interval)
 
     def trace(self, query: exp.Expr, position: int, depth: int = 0) -> OutputLineage:
         if depth > 64:
@@ -703,6 +782,8 @@ class _Tracer:
             i = self.index[source.name]
             j = self.columns[(i, column.name)]
             return OutputLineage(passthrough=True, sources=((i, j),), noisy=not self.keys[(i, j)])
+        if isinstance(source, exp.Table) and source.name in self.public:
+            return OutputLineage(passthrough=False, sources=(), noisy=False)
         body = source.this if isinstance(source, (exp.Subquery, exp.CTE)) else None
         if body is None:
             raise KeyError(column.name)
@@ -712,7 +793,7 @@ class _Tracer:
     def _source(self, query: exp.Select, alias: str) -> exp.Expr:
         for source in _sources(query):
             if source.alias_or_name == alias:
-                if isinstance(source, exp.Table) and source.name not in self.index:
+                if isinstance(source, exp.Table) and source.name not in self.index and source.name not in self.public:
                     cte = _find_cte(query, source.name)
                     if cte is not None:
                         return cte

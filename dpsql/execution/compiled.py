@@ -16,7 +16,7 @@ from sqlglot import exp
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.analysis.analyze import analyze
 from dpsql.analysis.context import AnalysisContext
-from dpsql.backend.auxiliary.released_db import ReleasedTable
+from dpsql.backend.auxiliary.released_db import MAX_ROWS, ReleasedTable
 from dpsql.backend.engines.engine import (
     bounded_heavy_name,
     bounded_name,
@@ -150,12 +150,15 @@ class CompiledPost:
         count = len(self.inputs)
         lines = [f"Query: {' '.join(self.statement.sql.split())}",
                  f"Post-processing over released results ({query.kind}): {count} release(s), each computed and noised "
-                 "first; the outer query then reads the released rows only, in a separate database without private "
-                 "tables, at no extra cost"]
+                 f"first; the outer query then reads the released rows{' and public tables' if query.public else ''} only, "
+                 "in a separate database without private tables, at no extra cost"]
         for index, (inp, compiled) in enumerate(zip(query.inputs, self.inputs)):
             lines.append(f"Release {index + 1} of {count}: {inp.name} ({inp.role})")
             lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities, verbose))
-        lines.append(f"Outer query (released rows only): {render(query.outer, 'duckdb')}")
+        lines.extend(f"Public table {p.table.name} as {p.name}: read exactly (public rows, no cost, at most "
+                     f"{MAX_ROWS:,} rows), beside the released rows" for p in query.public)
+        lines.append(f"Outer query (released rows{' and public rows' if query.public else ''} only): "
+                     f"{render(query.outer, 'duckdb')}")
         lines.append("Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived "
                      "column (arithmetic, aggregates or windows over released values) has none")
         lines.extend(f"Note: {note}" for note in query.notes)

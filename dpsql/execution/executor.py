@@ -30,6 +30,7 @@ from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
 from dpsql.execution.post_run import filled, noisy_outputs, post_result, reconciled, released_schemas
+from dpsql.execution.public_inputs import public_rows, public_schemas
 from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.execution.replay import Replays
 from dpsql.execution.state import PostState, QueryState, SessionState
@@ -191,6 +192,9 @@ class Executor:
         for query in compiled.inputs:
             self._dry_runs(query, self.state.query(query))
         columns = self._outer_columns(compiled, state)
+        assert state.tables is not None and state.outer_sql is not None
+        releases = len(compiled.inputs)
+        public = public_rows(compiled.query, state.tables[releases:], self.calls)  # exact and free; DP129 uncharged
         if state.charge is None:
             state.charge = post_charge(compiled)
         self.charger.charge_statement(state.charge, compiled.statement.sql)
@@ -198,8 +202,7 @@ class Executor:
         raws: list[dict[str, list[Any]]] = []
         results = [self._answer(query, self.state.query(query), raws) for query in compiled.inputs]
         results = reconciled(compiled, raws, results)  # grouping sets: totals equal their parts (free)
-        assert state.tables is not None and state.outer_sql is not None
-        out = self.released.run(filled(state.tables, results), state.outer_sql)
+        out = self.released.run([*filled(state.tables[:releases], results), *public], state.outer_sql)
         return post_result(compiled, columns, out.types, out.rows, results)
 
     # --- the steps -----------------------------------------------------------------------------------
@@ -245,7 +248,8 @@ class Executor:
         """The outer query over empty released tables: its output columns, or DP127 (uncharged)."""
         if state.outer_columns is None:
             if state.tables is None:
-                state.tables = released_schemas(compiled, [self.describe_private(query) for query in compiled.inputs])
+                state.tables = released_schemas(compiled, [self.describe_private(query) for query in compiled.inputs]) \
+                    + public_schemas(compiled.query, self.calls)  # public tables beside them (no rows yet)
             if state.outer_sql is None:
                 state.outer_sql = self.released.render(state.tables, compiled.query.outer)
             result = self.released.check(state.tables, state.outer_sql)

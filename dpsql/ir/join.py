@@ -73,13 +73,28 @@ class SemiJoin:
 
 
 @dataclass(frozen=True, slots=True)
+class PerUnit:
+    """A per-person aggregate as a relation (analysis/per_unit.py): the rows of the one part,
+    filtered by `where`, grouped by its unit column `unit`, one row per person. `items` are the
+    relation's columns: (name, expression over the part's columns, unqualified), each the unit
+    column itself or an aggregate whose range analysis/per_unit.py derived from the policy
+    (arguments clamped to their bounds)."""
+
+    unit: str
+    items: tuple[tuple[str, exp.Expr], ...]
+    where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JoinedTable(Table):
-    """The rows of a join (or of one table with semi-joins), as one private table."""
+    """The rows of a join (or of one table with semi-joins), as one private table; or, with
+    `per_unit`, one row per person of its one part (a per-person aggregate)."""
 
     parts: tuple[JoinPart, ...] = ()
     mapping: tuple[JoinColumn, ...] = ()
     semijoins: tuple[SemiJoin, ...] = ()
     explain: tuple[str, ...] = ()  # why max_rows is what it is (EXPLAIN)
+    per_unit: PerUnit | None = None
 
     @property
     def private_parts(self) -> tuple[Table, ...]:

@@ -3,7 +3,7 @@
 An outer query over aggregated subqueries or CTEs, a UNION ALL of aggregate queries, and
 GROUP BY ROLLUP / CUBE / GROUPING SETS are each a list of ordinary aggregate queries (one
 BoundQuery per release, charged like any query) and one outer query that reads the released
-tables by name and nothing else (grammar/semantic_rules.md, "Post-processing over released
+tables by name, and public tables (read exactly, free: PublicInput), and nothing else (grammar/semantic_rules.md, "Post-processing over released
 results" and "Grouping sets").
 """
 
@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dpsql.catalog.policy import Table
 from dpsql.ir.query import BoundQuery
 
 RELEASED_PREFIX = "__dpsql_released_"
+PUBLIC_PREFIX = "__dpsql_public_"
 
 
 def released_name(index: int) -> str:
@@ -36,6 +38,23 @@ class ReleasedInput:
     query: BoundQuery
     text: str  # the aggregate query as it runs (EXPLAIN)
     role: str  # "subquery t", "CTE t", "UNION ALL branch", "grouping set (dept)", ...
+
+
+def public_name(index: int) -> str:
+    """The name of public table `index` in the post-processing database."""
+    return f"{PUBLIC_PREFIX}{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class PublicInput:
+    """A public table the outer query joins with released results: its rows are read exactly
+    (public rows are free) and handed to the post-processing database beside the released ones.
+    Never a private table (analysis/post_processing.py checks the policy says `public`)."""
+
+    name: str  # the table's name in the post-processing database
+    table: Table
+    read: exp.Select  # SELECT <its declared columns> FROM <table>: what the engine runs
+    columns: tuple[str, ...]  # the declared columns, in the order `read` selects them
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +102,4 @@ class PostQuery:
     lineage: tuple[OutputLineage, ...] | None
     notes: tuple[str, ...] = ()
     grouping: tuple[GroupingSets, ...] = ()
+    public: tuple[PublicInput, ...] = ()  # public tables the outer query reads beside the releases

@@ -2,7 +2,9 @@
 
 Two kinds of statements run here: a query's own post-processing (its outputs, HAVING, ORDER BY
 and LIMIT over its released aggregates: `evaluate`, SQL from backend/sql/output_sql.py) and the outer
-query of a post-processing query over several releases (`check`, then `run`).
+query of a post-processing query over several releases (`check`, then `run`). The outer query
+may also join PUBLIC tables' rows, read exactly beforehand (execution/public_inputs.py: public
+rows are free); they come in as tables like the released ones. Private rows never do.
 
 One in-memory DuckDB per process holds them, and each session reads it through its own DuckDB
 connection (a cursor). A statement binds its released tables (noisy values, released keys,
@@ -197,9 +199,14 @@ def _fetch(cursor: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
         if not batch:
             return rows
         rows.extend(batch)
-        size += sum(_ROW_BYTES + sum(len(v) if isinstance(v, (str, bytes)) else _VALUE_BYTES for v in row) for row in batch)
+        size += value_bytes(batch)
         if len(rows) > MAX_ROWS or size > MAX_BYTES:
             raise TooLarge
+
+
+def value_bytes(rows: Sequence[tuple[Any, ...]]) -> int:
+    """What rows weigh against MAX_BYTES: strings by their length, other values at a fixed width."""
+    return sum(_ROW_BYTES + sum(len(v) if isinstance(v, (str, bytes)) else _VALUE_BYTES for v in row) for row in rows)
 
 
 def _capped(query: exp.Expr) -> exp.Expr:

@@ -172,9 +172,11 @@ def bounded_heavy_name(table: Table) -> str:
 
 
 def keyed_name(table: Table, keys: tuple[str, ...]) -> str:
-    """The session's keyed relation of a table for one grouping-column set (plan_sql.keyed_select)."""
+    """The session's keyed relation of a table for one grouping-column set (plan_sql.keyed_select).
+    A query may lower max_groups (OPTIONS (max_groups_contributed = k)): its relation keeps fewer
+    keys per person, so the name holds max_groups: a relation is never read under another limit."""
     digest = hashlib.sha256("\x00".join(keys).encode()).hexdigest()[:16]
-    return f"__dpsql_keyed_{table.name}_{digest}"
+    return f"__dpsql_keyed_{table.name}_{digest}_g{table.max_groups}"
 
 
 def empty_keyed_name(table: Table) -> str:

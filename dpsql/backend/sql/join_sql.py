@@ -16,12 +16,16 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
+from dpsql.backend.sql.engine_dialects import Guarded
+from dpsql.backend.sql.safe_predicates import cannot_fail
 from dpsql.ir.join import JoinedTable, SemiJoin
 
 
 def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Select:
     """SELECT the JoinedTable's columns FROM the parts' relations (`relations`: policy table name
     -> session relation), joined in the analysis's order; subquery predicates as boolean columns."""
+    if table.per_unit is not None:
+        return _per_unit_select(table, relations)
     columns: list[exp.Expr] = []
     seen: set[str] = set()
     for m in table.mapping:
@@ -37,6 +41,21 @@ def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Selec
         condition = exp.and_(*[_equal(other, left, part.alias, right) for other, left, right in pairs])
         select = select.join(_relation(relations[part.table.name], part.alias), on=condition,
                              join_type="LEFT" if part.kind == "left" else "INNER")
+    return select
+
+
+def _per_unit_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Select:
+    """One row per person of the one part's relation (its bounded relation: at most max_rows rows
+    per person): SELECT unit, aggregates FROM it WHERE ... GROUP BY unit. The WHERE is the
+    analyst's, guarded as a query's row filter is (an error on a row makes it false)."""
+    per_unit = table.per_unit
+    assert per_unit is not None and len(table.parts) == 1
+    part = table.parts[0]
+    select = exp.select(*[exp.alias_(e.copy(), name, quoted=True) for name, e in per_unit.items]) \
+        .from_(_relation(relations[part.table.name], part.alias)).group_by(exp.column(per_unit.unit, quoted=True))
+    if per_unit.where is not None:
+        where = per_unit.where.copy()
+        select = select.where(where if cannot_fail(where, part.table) else exp.func("coalesce", Guarded(this=where), exp.false()))
     return select
 
 

@@ -663,3 +663,29 @@ Engine SQL:
   SELECT "floor" AS __k0, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0 FROM "__dpsql_bounded_people_join_9d276587023f" GROUP BY "floor"
 Bounded relation of people_join_9d276587023f: built by the first query that reads it
 ;
+
+SELECT s.city, t.n FROM sites s LEFT JOIN (SELECT site, COUNT(*) AS n FROM visits GROUP BY site) t ON s.site = t.site ORDER BY s.city;
+Post-processing over released results (outer query): 1 release(s), each computed and noised first; the outer query then reads the released rows and public tables only, in a separate database without private tables, at no extra cost
+Release 1 of 1: __dpsql_released_0 (subquery t)
+  Query: SELECT site, COUNT(*) AS n FROM visits GROUP BY site
+  Scan visits (private; privacy unit person_id)
+    BoundContribution: at most 3 row(s) per person_id (keyed hash, secret seed)
+    GroupBy: site (public domain, every key released)
+    Release __r0 = COUNT(*): discrete Laplace, sensitivity 3, scale 3, epsilon 1, 95% +-9
+    Output site: group key
+    Output n: from COUNT(*)
+    Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
+    Note: GROUP BY site: all 2 public keys released, empty ones too
+  Cost: epsilon 1, delta 0
+  Expected 95% intervals (public, before any data is read):
+    n: ±9 (discrete Laplace, the same for every group); never below 0 (clamp = false leaves it unbiased)
+  Engine SQL:
+    __dpsql_bounded_visits_heavy := SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3
+    __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_heavy") UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_heavy")) AS __ranked WHERE __rank <= 3) AS __kept
+    SELECT "site" AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bounded_visits" GROUP BY "site"
+Public table sites as __dpsql_public_0: read exactly (public rows, no cost, at most 100,000 rows), beside the released rows
+Outer query (released rows and public rows only): SELECT s.city, t.n FROM __dpsql_public_0 AS s LEFT JOIN (SELECT __c0 AS "site", __c1 AS "n" FROM __dpsql_released_0) AS t ON s.site = t.site ORDER BY s.city
+Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived column (arithmetic, aggregates or windows over released values) has none
+Note: the public table sites is read exactly (public rows, no cost) and joined with the released rows in the post-processing database
+Cost: epsilon 1, delta 0
+;

@@ -153,3 +153,11 @@ DP135: the ON condition of a LEFT JOIN takes equalities between a column of the 
 SELECT COUNT(*) FROM people p WHERE p.person_id IN (SELECT person_id FROM students);
 DP138: the subquery reads the private table 'students', which protects another unit (student (person_id), not person_id): one person's rows would decide whether another person's rows count
 ;
+
+SELECT v.minutes, t.n FROM visits v JOIN (SELECT site, COUNT(*) AS n FROM visits GROUP BY site) t ON v.site = t.site;
+DP126: a table or subquery read without aggregation beside released results: the outer query of a post-processing query reads the aggregated subqueries, CTEs and UNION ALL branches, and public tables, only
+;
+
+WITH sites AS (SELECT site, minutes FROM visits) SELECT s.minutes, t.n FROM sites s JOIN (SELECT site, COUNT(*) AS n FROM visits GROUP BY site) t ON s.site = t.site;
+DP126: a private row-level relation beside released results: the outer query of a post-processing query reads the aggregated subqueries, CTEs and UNION ALL branches, and public tables, only
+;

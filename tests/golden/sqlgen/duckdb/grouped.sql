@@ -5,12 +5,12 @@ SELECT "dept" AS __k0, COALESCE(SUM("__fx_income" - 1024000000), 0) AS __r0, COU
 
 # Partition selection: person counts per key after keeping max_groups keys per person ($seed is secret).
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) region, COUNT(*) AS n FROM people GROUP BY region;
-SELECT "region" AS __k0, COUNT(*) AS __r0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656" GROUP BY "region" HAVING COUNT_IF("__unit_key") > 0
+SELECT "region" AS __k0, COUNT(*) AS __r0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656_g2" GROUP BY "region" HAVING COUNT_IF("__unit_key") > 0
 ;
 
 # Two keys with a filter.
 SELECT dept, region, SUM(age) FROM people WHERE income > 1000 GROUP BY dept, region;
-SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223" WHERE income > 1000 AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT_IF("__unit_key") > 0
+SELECT "dept" AS __k0, "region" AS __k1, COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 18), 90) AS BIGINT) ELSE NULL END), 0) AS __r0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_2f4f70f64dde3223_g2" WHERE income > 1000 AND "dept" IN ('engineering', 'sales', 'support', 'operations', 'marketing', 'finance', 'hr', 'legal', 'research', 'product', 'design', 'security') GROUP BY "dept", "region" HAVING COUNT_IF("__unit_key") > 0
 ;
 
 # GROUP BY a CASE with literal results: the domain is the literals and the ELSE (issue 12 item 4).
@@ -40,17 +40,17 @@ SELECT TRY(CAST(UPPER(dept) AS TEXT)) AS __k0, COUNT(*) AS __r0 FROM "__dpsql_bo
 
 # A function of a private-domain column: partition selection, keyed on the column it reads.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) upper(region) AS r, COUNT(*) FROM people GROUP BY r;
-SELECT TRY(CAST(UPPER(region) AS TEXT)) AS __k0, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656" GROUP BY TRY(CAST(UPPER(region) AS TEXT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
+SELECT TRY(CAST(UPPER(region) AS TEXT)) AS __k0, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656_g2" GROUP BY TRY(CAST(UPPER(region) AS TEXT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
 ;
 
 # A derived public key next to a private key: partition selection over the pairs.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) region, age // 30 AS a, COUNT(*) FROM people GROUP BY 1, 2;
-SELECT "region" AS __k0, TRY(CAST(age // 30 AS BIGINT)) AS __k1, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_f21312a92b7103f7" WHERE TRY(CAST(age // 30 AS BIGINT)) IN (0, 1, 2, 3) GROUP BY "region", TRY(CAST(age // 30 AS BIGINT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
+SELECT "region" AS __k0, TRY(CAST(age // 30 AS BIGINT)) AS __k1, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_f21312a92b7103f7_g2" WHERE TRY(CAST(age // 30 AS BIGINT)) IN (0, 1, 2, 3) GROUP BY "region", TRY(CAST(age // 30 AS BIGINT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
 ;
 
 # More than 10,000 possible keys: partition selection (delta > 0) instead of a public domain.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) FLOOR(income / 10) AS k, COUNT(*) FROM people GROUP BY 1;
-SELECT TRY(CAST(FLOOR(income / 10) AS BIGINT)) AS __k0, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_00cf141f881d4b55" GROUP BY TRY(CAST(FLOOR(income / 10) AS BIGINT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
+SELECT TRY(CAST(FLOOR(income / 10) AS BIGINT)) AS __k0, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_00cf141f881d4b55_g2" GROUP BY TRY(CAST(FLOOR(income / 10) AS BIGINT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
 ;
 
 # STDDEV and VARIANCE: noisy count, centred sum and centred sum of squares (issue 12 item 8).
@@ -60,5 +60,5 @@ SELECT "dept" AS __k0, COALESCE(SUM(CAST(LEAST(GREATEST(ROUND(CAST("__fx_income"
 
 # A derived domain holding NULL (CASE without ELSE) next to a private key: the row filter's IN lists NULL, which matches nothing.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-7) region, CASE WHEN age < 30 THEN 'young' END AS band, COUNT(*) FROM people GROUP BY 1, 2;
-SELECT "region" AS __k0, TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) AS __k1, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_f21312a92b7103f7" WHERE TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) IN ('young', NULL) GROUP BY "region", TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
+SELECT "region" AS __k0, TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) AS __k1, COUNT(*) AS __r0, CAST(COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) AS BIGINT) AS __units FROM "__dpsql_keyed_people_f21312a92b7103f7_g2" WHERE TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) IN ('young', NULL) GROUP BY "region", TRY(CAST(CASE WHEN age < 30 THEN 'young' END AS TEXT)) HAVING COUNT(DISTINCT CASE WHEN "__unit_key" THEN "person_id" END) > 0
 ;

@@ -22,7 +22,7 @@ SELECT COUNT(*) AS __rows FROM "__dpsql_bounded_people"
 
 # The exponential-mechanism quantile (pure epsilon, never refuses); grouped, delta all to selection.
 SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (quantile_mechanism = 'exponential') region, MEDIAN(income) FROM people GROUP BY region;
-SELECT "region" AS __k0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656" GROUP BY "region" HAVING COUNT_IF("__unit_key") > 0
+SELECT "region" AS __k0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_c697d2981bf41656_g2" GROUP BY "region" HAVING COUNT_IF("__unit_key") > 0
 -- request 0: SELECT __k0, __v, COUNT(*) AS __c FROM (SELECT "region" AS __k0, CAST(ROUND(LEAST(GREATEST("income" / 10, 0), 50000)) AS BIGINT) AS __v FROM "__dpsql_bounded_people" WHERE ISFINITE("income")) AS __b GROUP BY __k0, __v
 ;
 
