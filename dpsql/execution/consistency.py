@@ -41,15 +41,15 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpsql.ir.plan import Estimate, Plan, release_name
 from dpsql.ir.post_query import GroupingSets
 from dpsql.ir.query import key_name
-from dpsql.mechanisms import sum_tails
 from dpsql.result import NoisyResult
+
+if TYPE_CHECKING:  # numpy and the noise-sum bounds load on a reconciliation only, not with every query
+    import numpy as np
 
 ADDITIVE = frozenset({"count_rows", "count_values", "sum_grid"})
 MAX_CELLS = 512  # finest cells of the refinement; larger grouping sets are left as released
@@ -232,6 +232,8 @@ def _replace(result: NoisyResult, position: int, values: list[Any], widths: list
 
 def _noise(plan: Plan, release: int) -> tuple[str, float, Fraction]:
     """(family, scale in grid units, unit) of a release."""
+    from dpsql.mechanisms import sum_tails
+
     family, scale = sum_tails.noise_term(plan.releases[release].spec)
     return family, scale, plan.releases[release].unit
 
@@ -272,6 +274,10 @@ def estimate(rows: Sequence[Sequence[int]], cells: int, y: Sequence[float], nois
     finest cells it sums; `y`: its released (unclamped) value; `noise`: its release's (family,
     scale in grid units, unit), one unit for all; `sign`: the bound on every finest cell (0: none).
     `variances` overrides the weights (tests: a mis-weighted least squares as a negative control)."""
+    import numpy as np
+
+    from dpsql.mechanisms import sum_tails
+
     m = len(y)
     a = np.zeros((m, cells))
     for r, members in enumerate(rows):
@@ -303,6 +309,8 @@ def estimate(rows: Sequence[Sequence[int]], cells: int, y: Sequence[float], nois
 def _rounded(x: np.ndarray) -> list[int]:
     """Cumulative rounding: each prefix sum rounded to an integer, the parts their differences
     (monotone prefix sums stay monotone, so parts keep their sign)."""
+    import numpy as np
+
     prefix = [0, *(int(round(v)) for v in np.cumsum(x))]
     return [prefix[i + 1] - prefix[i] for i in range(len(x))]
 
@@ -311,6 +319,8 @@ def _nnls(b: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
     """min |b z - y| over z >= 0 (Lawson and Hanson's active set method, started from the
     unconstrained solution's positive part). Any z >= 0 keeps the intervals valid (they add the
     distance to the linear estimate), so an iteration cap only costs accuracy."""
+    import numpy as np
+
     n = b.shape[1]
     scale = max(float(np.max(np.abs(y))), 1.0)
     tol = 1e-10 * scale * max(float(np.max(np.abs(b))), 1.0) * n

@@ -30,8 +30,7 @@ _RUN = textwrap.dedent("""
     import json, resource, sys
     import pandas as pd
     import dpsql
-    from dpsql.analysis import analyze
-from dpsql.analysis import rules
+    from dpsql.analysis import analyze, rules
 
     secret_age, disable_rule, sql = int(sys.argv[1]), sys.argv[2] == "no-rule", sys.argv[3]
     if disable_rule:  # the negative control: a build without the size rule
