@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -28,10 +28,12 @@ from dpsql.aggregates.base import (
     Share,
     grid_units,
     noise_family,
+    number_literal,
     over_expression,
     per_rows,
     width,
 )
+from dpsql.frontend.privacy_dialect import CONTRIBUTION_BOUNDS, ContributionBounds
 from dpsql.ir.plan import Bounding, Plan, RawAggregate
 from dpsql.ir.query import AggregateCall, BoundQuery
 from dpsql.mechanisms.base import fmt
@@ -40,8 +42,47 @@ SUM, AVG = "sum", "avg"
 
 
 def bind_bounded(node: exp.Expr, binder: Binder, text: str, kind: str) -> AggregateCall:
-    """`kind` of a bounded numeric column, or of a per-row expression with derived bounds."""
+    """`kind` of a bounded numeric column, or of a per-row expression with derived bounds; BigQuery's
+    `contribution_bounds_per_group => (lo, hi)` narrows those bounds (`narrowed`)."""
     arg = node.this
+    if isinstance(arg, ContributionBounds):
+        return narrowed(_bind_argument(arg.this, node, binder, text, kind), arg, binder)
+    return _bind_argument(arg, node, binder, text, kind)
+
+
+def narrowed(call: AggregateCall, bounds: ContributionBounds, binder: Binder) -> AggregateCall:
+    """The call with each value clamped to the query's bounds, which must lie within the bounds the
+    policy gives its argument: sensitivity comes from the policy, so bounds may narrow it (a
+    smaller sensitivity, values beyond them clamped) and never widen it (DP120)."""
+    column = call.column
+    assert column is not None and column.lower is not None and column.upper is not None
+    values = [_signed_number(v) for v in bounds.expressions]
+    caret = bounds.parent or bounds  # the caret under the whole call (the bounds' literals carry no position)
+    policy = f"[{column.bound_text(column.lower)}, {column.bound_text(column.upper)}]"
+    name = f"{call.kind.upper()}({call.expr.sql() if call.expr is not None else column.name})"
+    if len(values) != 2 or values[0] is None or values[1] is None or values[0] > values[1]:
+        raise binder.invalid_option(f"{CONTRIBUTION_BOUNDS} of {name} must be two numbers (lower, upper) with "
+                                    "lower <= upper", caret,
+                                    f"write {CONTRIBUTION_BOUNDS} => ({column.bound_text(column.lower)}, "
+                                    f"{column.bound_text(column.upper)}) or narrower bounds within {policy}")
+    lower, upper = values[0], values[1]
+    if lower < column.lower or upper > column.upper:
+        raise binder.invalid_option(f"{CONTRIBUTION_BOUNDS} ({column.bound_text(lower)}, {column.bound_text(upper)}) "
+                                    f"of {name} reach beyond the policy's bounds {policy}: the sensitivity "
+                                    "comes from the policy, and a query's bounds may only narrow it", caret,
+                                    f"write bounds within {policy}, or leave {CONTRIBUTION_BOUNDS} out "
+                                    "(the policy's bounds apply)")
+    return replace(call, column=replace(column, lower=lower, upper=upper))
+
+
+def _signed_number(node: exp.Expr) -> Fraction | None:
+    if isinstance(node, exp.Neg):
+        value = number_literal(node.this)
+        return None if value is None else -value
+    return number_literal(node)
+
+
+def _bind_argument(arg: exp.Expr | None, node: exp.Expr, binder: Binder, text: str, kind: str) -> AggregateCall:
     if arg is not None and not isinstance(arg, (exp.Column, exp.Distinct)):
         return over_expression(binder, kind, arg, text)
     column = binder.column(arg, node)

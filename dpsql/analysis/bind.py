@@ -23,7 +23,7 @@ from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
-from dpsql.frontend.privacy_dialect import Dpsql, PrivacyOptions
+from dpsql.frontend.privacy_dialect import ContributionBounds, Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import aggregate_high_name, aggregate_low_name, aggregate_width_name
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
@@ -286,9 +286,13 @@ class _Binder:
         if inner is not None:
             raise self.ctx.refuse("DP112", "aggregates are not allowed in FILTER (WHERE ...)", inner, "filter rows, not aggregates")
         arg = call.this
+        bounds = arg if isinstance(arg, ContributionBounds) else None  # BigQuery's bounds stay outside the CASE
+        if bounds is not None:
+            arg = bounds.this
         value = exp.Literal.number(1) if isinstance(arg, exp.Star) else arg
         rewritten: exp.Expr = call.copy()
-        rewritten.set("this", exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())]))
+        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+        rewritten.set("this", case if bounds is None else ContributionBounds(this=case, expressions=[e.copy() for e in bounds.expressions]))
         return rewritten
 
     def _plain_column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:

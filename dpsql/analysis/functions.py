@@ -65,6 +65,11 @@ FORBIDDEN_NAMES = frozenset(
 )
 
 
+# The random ones among them: refused with their own reason (an engine draws once per row or group
+# it visits, so its generator's state would carry a count of the private rows).
+RANDOM_NAMES = frozenset({"random", "rand", "setseed", "uuid", "gen_random_uuid"})
+
+
 def is_aggregate(node: exp.Expr) -> bool:
     """Whether the node is an aggregate call (allowed or not)."""
     if isinstance(node, exp.AggFunc):

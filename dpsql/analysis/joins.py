@@ -35,6 +35,7 @@ from types import MappingProxyType
 from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
+from dpsql.analysis.expression_types import annotate, not_portable
 from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import function_name
 from dpsql.analysis.public_facts import PublicFacts
@@ -251,6 +252,7 @@ class _JoinAnalysis:
         assert join is not None
         earlier = [_Operand(exp.Table(), p.table, p.alias, None) for p in self.parts]
         left = join.side == "LEFT"
+        own: list[exp.Expr] = []  # a LEFT JOIN's conditions on the joined table's own rows
         if join.args.get("using"):
             edges = self._using(join.args["using"], earlier, operand)
         elif join.args.get("on") is not None:
@@ -259,9 +261,8 @@ class _JoinAnalysis:
                 edge = self._edge(conjunct, [*earlier, operand])
                 if edge is None or operand.alias not in (edge[0][0], edge[1][0]):
                     if left:
-                        raise refuse("DP135", "the ON condition of a LEFT JOIN takes equalities between a column of the joined "
-                                     "table and a column of a table before it, joined by AND", conjunct, self.sql,
-                                     "move other conditions to WHERE: LEFT JOIN t ON a.k = t.k WHERE ...")
+                        own.append(self._own_filter(conjunct, earlier, operand))
+                        continue
                     filters.append(conjunct)  # an inner join's other conditions filter the same rows in WHERE
                 else:
                     edges.append(edge)
@@ -277,7 +278,42 @@ class _JoinAnalysis:
             raise refuse("DP135", f"'{operand.alias}' is joined to no table before it by an equality of columns: a cross join",
                          join, self.sql, "join on the privacy unit or a public table's key: JOIN t ON a.k = t.k",
                          span=span_of(join, self.sql) or keyword_span(self.sql, "JOIN"))
-        self._add(operand, pairs, "left" if left else "inner")
+        self._add(operand, pairs, "left" if left else "inner", _and(own))
+
+    def _own_filter(self, conjunct: exp.Expr, earlier: list[_Operand], operand: _Operand) -> exp.Expr:
+        """A LEFT JOIN's ON conjunct that reads only the joined table's columns (TPC-H Q13's
+        `o_comment NOT LIKE ...`): it keeps the same rows as filtering that table before the join,
+        so it is checked as a row filter (functions, engine work per row, portability) and
+        returned with its columns qualified by the table's alias. Any other conjunct (reading the
+        tables before it, a subquery or an aggregate) is refused (DP135)."""
+        parts = [JoinPart(table=o.table, alias=o.alias, kind="inner") for o in [*earlier, operand]]
+        fix = ("LEFT JOIN's ON takes equalities with the tables before it, and conditions on the joined table's own "
+               "columns (LEFT JOIN t ON a.k = t.k AND t.x > 0); move other conditions to WHERE")
+        nested = next(conjunct.find_all(exp.Subquery, exp.Exists, exp.Select, exp.Window), None)
+        aggregate = next((f for f in conjunct.find_all(exp.AggFunc)), None)
+        if nested is not None or aggregate is not None:
+            raise refuse("DP135", "the ON condition of a LEFT JOIN may not hold a subquery, an aggregate or a window",
+                         nested or aggregate or conjunct, self.sql, fix)
+        condition = conjunct.copy()
+        for column in list(condition.find_all(exp.Column)):
+            part, name = _resolve(column, parts, self.sql)
+            if part != operand.alias:
+                raise refuse("DP135", f"the ON condition of a LEFT JOIN reads '{column.sql(dialect=Dpsql)}' of a table before "
+                             f"the joined table '{operand.alias}' outside an equality of columns: the rows it keeps would "
+                             "depend on the other table's row", conjunct, self.sql, fix)
+            new = _at(exp.column(name, table=operand.alias, quoted=True), column)
+            if column is condition:
+                condition = new
+            else:
+                column.replace(new)
+        check_functions(condition, self.sql)
+        check_bounded_expressions(condition, self.sql)  # DP125: constant patterns, bounded work per row
+        annotate(condition, operand.table)
+        found = not_portable(condition)
+        if found is not None:
+            raise refuse("DP142", f"{found.reason}: dpsql answers only what every engine computes alike", found.node,
+                         self.sql, found.hint)
+        return condition
 
     # --- equalities ---------------------------------------------------------------------------------------
     def _edge(self, conjunct: exp.Expr, operands: list[_Operand]) -> tuple[Side, Side, exp.Expr] | None:
@@ -349,13 +385,17 @@ class _JoinAnalysis:
         return tuple(pairs)
 
     # --- one joined table -------------------------------------------------------------------------------
-    def _add(self, operand: _Operand, pairs: tuple[Pair, ...], kind: JoinKind) -> None:
+    def _add(self, operand: _Operand, pairs: tuple[Pair, ...], kind: JoinKind, where: exp.Expr | None = None) -> None:
         table, alias = operand.table, operand.alias
         node = operand.join if operand.join is not None else operand.node
         on = " AND ".join(f"{a}.{l} = {alias}.{r}" for a, l, r in pairs)
+        if where is not None:
+            shown = where.transform(lambda n: exp.to_identifier(n.name) if isinstance(n, exp.Identifier) else n)
+            on += f" AND {shown.sql(dialect=Dpsql)} (a filter on {alias}'s rows before the join)"
         if table.public:
+            # The fan-out is over all the public rows: a filter keeps fewer, never more, per key.
             fanout = self._facts(node).max_fanout(table, tuple(dict.fromkeys(c for _, _, c in pairs)))
-            part = JoinPart(table=table, alias=alias, kind=kind, on=pairs, fanout=max(fanout, 1))
+            part = JoinPart(table=table, alias=alias, kind=kind, on=pairs, fanout=max(fanout, 1), where=where)
             how = ("many-to-one (each key matches at most 1 row): the sensitivity is kept" if part.fanout == 1 else
                    f"one-to-many (a key matches up to {part.fanout} rows): each person's row count is multiplied by {part.fanout}")
             self.lines.append(f"Join {kind.upper()} {table.name} AS {alias} ON {on}: public table, read exactly; {how}")
@@ -373,7 +413,7 @@ class _JoinAnalysis:
             text += (f"; joined on the identifier {named}, so the join adds {lead.alias}.{lead.table.privacy_unit} = "
                      f"{alias}.{table.privacy_unit}: rows of one {lead.table.unit_name} only")
         self.lines.append(text)
-        self.parts.append(JoinPart(table=table, alias=alias, kind=kind, on=pairs, within=within))
+        self.parts.append(JoinPart(table=table, alias=alias, kind=kind, on=pairs, within=within, where=where))
 
     def _links(self, pairs: tuple[Pair, ...], table: Table) -> set[str]:
         """How `pairs` tie a private table to the private tables before it: "unit" (their unit
@@ -629,7 +669,8 @@ class _JoinAnalysis:
         for m in mapping:  # facts are read for the public columns the query uses
             if m.part in public and m.name in used:
                 columns[m.name] = self._public_column(public[m.part], columns[m.name], m.column)
-        digest = hashlib.sha256(repr((self.parts, mapping, semijoins)).encode()).hexdigest()[:12]
+        filters = tuple(p.where.sql() for p in self.parts if p.where is not None)  # a LEFT JOIN's filters: other rows
+        digest = hashlib.sha256(repr((self.parts, mapping, semijoins) + ((filters,) if filters else ())).encode()).hexdigest()[:12]
         return JoinedTable(name=f"{lead.name}_join_{digest}", columns=MappingProxyType(columns), privacy_unit=lead.privacy_unit,
                            max_rows=max_rows, max_groups=lead.max_groups, unit=lead.unit, parts=tuple(self.parts),
                            mapping=tuple(mapping), semijoins=tuple(semijoins), explain=tuple(lines))
@@ -702,6 +743,13 @@ def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.Or):
         return _disjuncts(node.this) + _disjuncts(node.expression)
     return [node]
+
+
+def _and(conjuncts: list[exp.Expr]) -> exp.Expr | None:
+    """The AND of `conjuncts` (each parenthesised where needed), or None."""
+    if not conjuncts:
+        return None
+    return exp.and_(*[exp.paren(c, copy=False) if isinstance(c, exp.Connector) else c for c in conjuncts], copy=False)
 
 
 def _set_where(select: exp.Select, conjuncts: list[exp.Expr]) -> None:

@@ -14,6 +14,7 @@ from dpsql.analysis.function_arguments import check_bounded_expressions
 from dpsql.analysis.functions import (
     FORBIDDEN_NAMES,
     INTERVAL_FUNCTIONS,
+    RANDOM_NAMES,
     allowed_aggregate,
     function_name,
     is_aggregate,
@@ -151,6 +152,12 @@ def check_functions(tree: exp.Expr, sql: str) -> None:
         name = function_name(func)
         if name in INTERVAL_FUNCTIONS:
             continue  # CI95(agg) and its ends: checked when bound (DP146)
+        if name in RANDOM_NAMES:
+            raise refuse("DP113", f"the function {name}() is not accepted: it is random, and the engine that would draw it "
+                         "draws once per row or group it visits, so its later draws would depend on how many rows and "
+                         "groups the private data hold; dpsql's noise comes only from its own secure sampler",
+                         func, sql, f"leave {name}() out of the query and draw random values in your own code from the "
+                         "released result (post-processing a release costs no privacy)")
         if name in FORBIDDEN_NAMES:
             raise refuse("DP113", f"the function {name}() is not accepted (it reads outside the policy, raises or is random)",
                          func, sql, "use the allowlisted scalar functions listed in grammar/semantic_rules.md")

@@ -7,6 +7,9 @@ which sqlglot calls right after the SELECT keyword.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from sqlglot import TokenType, exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.generators.duckdb import DuckDBGenerator
@@ -14,11 +17,41 @@ from sqlglot.parsers.duckdb import DuckDBParser
 
 from dpsql.frontend.time_formats import postgres_timestamp
 
+E = TypeVar("E", bound=exp.Expr)
+
 
 class PrivacyOptions(exp.Expression):
     """`WITH DIFFERENTIAL_PRIVACY OPTIONS (name = value, ...)`: expressions are EQ nodes."""
 
     arg_types = {"expressions": True}
+
+
+class ContributionBounds(exp.Expression):
+    """BigQuery's `contribution_bounds_per_group => (lower, upper)` on SUM/AVG: wraps the aggregate's
+    argument (`this`); `expressions` are the two bounds as written. The analysis checks them
+    against the policy's bounds (they may only narrow them, DP120) and clamps each value into them."""
+
+    arg_types = {"this": True, "expressions": True}
+
+
+CONTRIBUTION_BOUNDS = "contribution_bounds_per_group"
+
+
+def _bounded(cls: type[exp.Func]) -> Callable[[list[exp.Expr]], exp.Expr]:
+    # SUM(x, contribution_bounds_per_group => (lo, hi)) and AVG(...): BigQuery's per-aggregate
+    # bounds, kept beside the argument. Any other second argument stays a call by its name (DP113).
+    def build(args: list[exp.Expr]) -> exp.Expr:
+        if len(args) == 1:
+            return cls(this=args[0])
+        named = args[1] if len(args) == 2 else None
+        if isinstance(named, exp.Kwarg) and named.this.name.lower() == CONTRIBUTION_BOUNDS:
+            bounds = named.expression
+            values = list(bounds.expressions) if isinstance(bounds, (exp.Tuple, exp.Paren)) else [bounds]
+            if isinstance(bounds, exp.Paren):
+                values = [bounds.this]
+            return cls(this=ContributionBounds(this=args[0], expressions=values))
+        return exp.Anonymous(this=cls.sql_names()[0], expressions=args)
+    return build
 
 
 def _median(args: list[exp.Expr]) -> exp.Expr:
@@ -54,7 +87,8 @@ class DpsqlParser(DuckDBParser):
     """DuckDB's parser with the privacy options clause after SELECT, MEDIAN(col, b) and QUANTILE(col, p, b),
     and PostgreSQL's to_timestamp(text, format) of constants."""
 
-    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median, "QUANTILE": _quantile, "TO_TIMESTAMP": _to_timestamp}
+    FUNCTIONS = {**DuckDBParser.FUNCTIONS, "MEDIAN": _median, "QUANTILE": _quantile, "TO_TIMESTAMP": _to_timestamp,
+                 "SUM": _bounded(exp.Sum), "AVG": _bounded(exp.Avg)}
     # DuckDB's QUANTILE has a dedicated parser that keeps two arguments: parse it as a plain call.
     FUNCTION_PARSERS = {name: parse for name, parse in DuckDBParser.FUNCTION_PARSERS.items() if name != "QUANTILE"}
 
@@ -64,6 +98,12 @@ class DpsqlParser(DuckDBParser):
         **DuckDBParser.PLACEHOLDER_PARSERS,
         TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
     }
+
+    def validate_expression(self, expression: E, args: list[Any] | None = None) -> E:
+        # SUM/AVG with BigQuery's bounds hold two arguments in one (`this` is a ContributionBounds).
+        if isinstance(expression, (exp.Sum, exp.Avg)) and isinstance(expression.this, ContributionBounds):
+            args = None
+        return super().validate_expression(expression, args)
 
     def _positioned_placeholder(self) -> exp.Expr:
         node = self.expression(exp.Placeholder())
@@ -88,6 +128,11 @@ class DpsqlParser(DuckDBParser):
         return self.expression(exp.EQ(this=name, expression=self._parse_bitwise()))
 
 
+def _contribution_bounds_sql(generator: DuckDBGenerator, expression: ContributionBounds) -> str:
+    bounds = ", ".join(generator.sql(e) for e in expression.expressions)
+    return f"{generator.sql(expression, 'this')}, {CONTRIBUTION_BOUNDS} => ({bounds})"
+
+
 def _privacy_options_sql(generator: DuckDBGenerator, expression: PrivacyOptions) -> str:
     items = ", ".join(generator.sql(e) for e in expression.expressions)
     return f" WITH DIFFERENTIAL_PRIVACY OPTIONS ({items})"
@@ -105,7 +150,8 @@ def _within_group_sql(generator: DuckDBGenerator, expression: exp.WithinGroup) -
 class DpsqlGenerator(DuckDBGenerator):
     """DuckDB's generator, printing the options clause back as written (EXPLAIN, messages)."""
 
-    TRANSFORMS = {**DuckDBGenerator.TRANSFORMS, PrivacyOptions: _privacy_options_sql, exp.WithinGroup: _within_group_sql}
+    TRANSFORMS = {**DuckDBGenerator.TRANSFORMS, PrivacyOptions: _privacy_options_sql,
+                  ContributionBounds: _contribution_bounds_sql, exp.WithinGroup: _within_group_sql}
 
 
 class Dpsql(DuckDB):

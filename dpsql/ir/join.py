@@ -11,7 +11,7 @@ that bound after the join (semantic_rules.md, "Joins").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlglot import exp
@@ -37,6 +37,9 @@ class JoinPart:
     on: tuple[tuple[str, str, str], ...] = ()
     fanout: int = 1  # public part: most rows sharing one value of its ON columns (public, read exactly)
     within: tuple[str, str, str] | None = None
+    # A LEFT JOIN's conditions on this part's own rows (columns qualified by `alias`): the rows it
+    # keeps are those of the table filtered before the join.
+    where: exp.Expr | None = field(default=None, repr=False)  # named in the relation's digest only when set
 
 
 @dataclass(frozen=True, slots=True)

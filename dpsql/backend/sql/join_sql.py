@@ -38,7 +38,11 @@ def joined_select(table: JoinedTable, relations: Mapping[str, str]) -> exp.Selec
     select = exp.select(*columns).from_(_relation(relations[first.table.name], first.alias))
     for part in table.parts[1:]:
         pairs = part.on + ((part.within,) if part.within is not None else ())
-        condition = exp.and_(*[_equal(other, left, part.alias, right) for other, left, right in pairs])
+        conditions: list[exp.Expr] = [_equal(other, left, part.alias, right) for other, left, right in pairs]
+        if part.where is not None:  # its own rows' filter, guarded as a row filter is (an error on a row: false)
+            own = part.where.copy()
+            conditions.append(own if cannot_fail(own, part.table) else exp.func("coalesce", Guarded(this=own), exp.false()))
+        condition = exp.and_(*conditions)
         select = select.join(_relation(relations[part.table.name], part.alias), on=condition,
                              join_type="LEFT" if part.kind == "left" else "INNER")
     return select

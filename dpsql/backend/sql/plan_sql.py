@@ -400,14 +400,17 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     # Exact integer sums (DuckDB HUGEINT, Spark DECIMAL(38, 0)): the same whatever the row order,
     # the thread count or the engine.
     assert column is not None  # a sum reads a declared column (raw.column), so it has a value
-    value = _square_value(raw, column) if raw.kind == "sumsq_grid" else _grid_value(raw, column)
+    # The prepared column holds the policy's clamp: a call whose bounds a query narrowed
+    # (contribution_bounds_per_group) is another column (other bounds) and clamps per query.
+    prepared = raw.column in fixed_point_columns(plan.query.table) and _prepared(raw)
+    value = _square_value(raw, column, prepared) if raw.kind == "sumsq_grid" else _grid_value(raw, column, prepared)
     return exp.func("coalesce", ExactSum(this=value), exp.Literal.number(0))
 
 
-def _square_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
+def _square_value(raw: RawAggregate, column: exp.Expr, prepared: bool) -> exp.Expr:
     """The centred value's square on the square grid, clamped to [0, square_units] per row, so the
     sum's sensitivity is max_rows * square_units whatever the floating-point rounding does."""
-    units = _grid_value(raw, column)  # round(clamp(x) / grid) - center, NULL when not finite
+    units = _grid_value(raw, column, prepared)  # round(clamp(x) / grid) - center, NULL when not finite
     deviation = exp.Mul(this=exp.cast(units, "DOUBLE"), expression=number(raw.grid))
     scaled = exp.func("round", exp.Div(this=exp.Mul(this=deviation, expression=deviation.copy()), expression=number(square_grid(raw))))
     clamped = exp.func("least", exp.func("greatest", scaled, exp.Literal.number(0)), exp.Literal.number(square_units(raw)))
@@ -439,7 +442,7 @@ def _finite(column: exp.Expr | None, raw: RawAggregate) -> exp.Expr | None:
     return None
 
 
-def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
+def _grid_value(raw: RawAggregate, column: exp.Expr, prepared: bool) -> exp.Expr:
     """round(clamp(x) / grid) - center; NULL for NULL, NaN, +-inf.
 
     The clamp bounds are lower_units * grid and upper_units * grid, so the rounded value lies in
@@ -447,7 +450,7 @@ def _grid_value(raw: RawAggregate, column: exp.Expr) -> exp.Expr:
     """
     assert raw.column is not None
     units: exp.Expr
-    if _prepared(raw):
+    if prepared:
         units = exp.column(fixed_point_name(raw.column), quoted=True)  # NULL where the value is not finite
         if raw.center_units:
             units = exp.Sub(this=units, expression=exp.Literal.number(raw.center_units))

@@ -689,3 +689,26 @@ Intervals: a column the outer query selects as released keeps each cell's 95% in
 Note: the public table sites is read exactly (public rows, no cost) and joined with the released rows in the post-processing database
 Cost: epsilon 1, delta 0
 ;
+
+SELECT COUNT(v.site) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND v.site NOT LIKE '%sou%';
+Scan people_join_38c9e41289fe (private; privacy unit person_id)
+  Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+  Join LEFT visits AS v ON p.person_id = v.person_id AND v.site NOT LIKE '%sou%' (a filter on v's rows before the join): private, its bounded relation (at most 3 row(s) per person_id)
+  Joined rows per person: at most 2 x 3 = 6, kept to join_max_rows = 4 by the bound after the join
+  BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+  Release __r0 = COUNT(site): discrete Laplace, sensitivity 4, scale 4, epsilon 1, 95% +-12
+  Output COUNT("site"): from COUNT("site")
+  Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Expected 95% intervals (public, before any data is read):
+  COUNT("site"): ±12 (discrete Laplace); never below 0 (clamp = false leaves it unbiased)
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+  __dpsql_source_people_join_38c9e41289fe := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "v"."person_id" AS "v_person_id", "v"."site" AS "site", "v"."minutes" AS "minutes" FROM "__dpsql_bounded_people" AS "p" LEFT JOIN "__dpsql_bounded_visits" AS "v" ON "p"."person_id" = "v"."person_id" AND "v"."site" NOT LIKE '%sou%'
+  __dpsql_bounded_people_join_38c9e41289fe_heavy := SELECT "person_id" FROM "__dpsql_source_people_join_38c9e41289fe" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4
+  __dpsql_bounded_people_join_38c9e41289fe := SELECT "person_id", "age", "dept", "v_person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "age", "dept", "v_person_id", "site", "minutes" FROM "__dpsql_source_people_join_38c9e41289fe" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_38c9e41289fe_heavy") UNION ALL SELECT "person_id", "age", "dept", "v_person_id", "site", "minutes" FROM (SELECT "person_id", "age", "dept", "v_person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("v_person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "v_person_id" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_38c9e41289fe" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_38c9e41289fe_heavy")) AS __ranked WHERE __rank <= 4) AS __kept
+  SELECT COUNT("site") AS __r0 FROM "__dpsql_bounded_people_join_38c9e41289fe"
+Bounded relation of people_join_38c9e41289fe: built by the first query that reads it
+;

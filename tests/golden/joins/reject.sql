@@ -146,8 +146,12 @@ SELECT COUNT(*), EXISTS (SELECT 1 FROM depts) FROM people;
 DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
 ;
 
-SELECT COUNT(*) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND v.minutes > 3;
-DP135: the ON condition of a LEFT JOIN takes equalities between a column of the joined table and a column of a table before it, joined by AND
+SELECT COUNT(*) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND p.age > 3;
+DP135: the ON condition of a LEFT JOIN reads 'p.age' of a table before the joined table 'v' outside an equality of columns: the rows it keeps would depend on the other table's row
+;
+
+SELECT COUNT(*) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND v.minutes > p.age;
+DP135: the ON condition of a LEFT JOIN reads 'p.age' of a table before the joined table 'v' outside an equality of columns: the rows it keeps would depend on the other table's row
 ;
 
 SELECT COUNT(*) FROM people p WHERE p.person_id IN (SELECT person_id FROM students);

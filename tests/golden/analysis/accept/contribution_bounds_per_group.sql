@@ -1,0 +1,2 @@
+-- BigQuery's per-aggregate bounds: each age is clamped to [20, 60], within the policy's [18, 90] (narrower bounds, a smaller sensitivity).
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, delta = 1e-6, max_groups_contributed = 1, privacy_unit_column = person_id) dept, AVG(age, contribution_bounds_per_group => (20, 60)) AS n, SUM(age, contribution_bounds_per_group => (20, 60)) FROM people GROUP BY dept
