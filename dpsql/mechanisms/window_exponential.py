@@ -32,8 +32,8 @@ rho^min(U, T); no floating point touches a probability, and a draw reads O(level
 statistics whatever the window's width.
 
 The interval (`QuantileIntervalSpec`): the value v is the release above at `value_share` of epsilon
-(3/4 by default); the rest buys its 95% interval [v - w, v + w], w drawn by a second exponential
-mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
+(2/5 by default: docs/mechanisms.md, "Why 2/5"); the rest buys its 95% interval [v - w, v + w], w
+drawn by a second exponential mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
 range, plus the whole range (PostRI: Humphries, Li, Zhang, Knopf and He, "Interpreting the Error of
 Differentially Private Median Queries through Randomization Intervals", 2026). A rung's score is the
 distance of a target mu from its coverage margin, where the margin counts (in score units) how far
