@@ -68,6 +68,15 @@ from dpsql.mechanisms.rng import RandomSource
 ENVELOPE_BITS = 64
 CLIP_MASS = 1e-6  # K rho^T: the most probability the clip can move
 VALUE_SHARE = Fraction(2, 5)  # of an interval release's epsilon; the half-width gets the rest (docs/mechanisms.md)
+TAIL_VALUE_SHARE = Fraction(3, 5)  # quantiles with p < 1/4 or p > 3/4 (not MIN/MAX): their values stay at the peers' accuracy
+
+
+def value_share(p: Fraction) -> Fraction:
+    """The default share of epsilon for the value (public: p only). 2/5 puts the stated half-width near 3x
+    the value's real 95% error; a tail quantile keeps 3/5 because its rank error is max(p, 1 - p) / (1/2)
+    times the median's and the data are sparse there: at 2/5 its value would be about twice as far from
+    the truth as the peers' (docs/mechanisms.md, "Why 2/5")."""
+    return VALUE_SHARE if p in (0, 1) or Fraction(1, 4) <= p <= Fraction(3, 4) else TAIL_VALUE_SHARE
 ALPHA = 0.05
 FULL_MASS = 0.05  # about how often the interval is the whole range when a rung fits (rho^P)
 LADDER_RATIO = Fraction(5, 4)  # consecutive public half-widths differ by this factor (rounded up)
@@ -546,9 +555,8 @@ def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: Rand
 
 @dataclass(frozen=True, slots=True)
 class QuantileIntervalSpec:
-    """A quantile (`value_share` of epsilon) and the half-width of its 95% interval (the rest), one charge.
-
-    `alpha` is the interval's miss probability (0.05; IQR's two quantiles use 0.025 each).
+    """A quantile (`value_share` of epsilon, default `value_share(p)`) and the half-width of its 95%
+    interval (the rest), one charge. `alpha` is the interval's miss probability (0.05).
     """
 
     epsilon: Fraction
@@ -557,12 +565,17 @@ class QuantileIntervalSpec:
     lower: int
     upper: int
     alpha: float = ALPHA
-    value_share: Fraction = VALUE_SHARE
+    value_share: Fraction | None = None  # None: value_share(p)
 
     def __post_init__(self) -> None:
         WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper)  # validates
-        if not 0 < self.value_share < 1:
+        if not 0 < self.share < 1:
             raise ValueError("the value's share of epsilon must be in (0, 1)")
+
+    @property
+    def share(self) -> Fraction:
+        """The value's share of epsilon (the given one, else `value_share(p)`)."""
+        return value_share(Fraction(self.p)) if self.value_share is None else Fraction(self.value_share)
 
     @property
     def anchor(self) -> int:
@@ -571,19 +584,19 @@ class QuantileIntervalSpec:
         it), or the median when there are fewer than 2 r0 values (public)."""
         if 0 < self.p < 1:
             return 0
-        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows,
+        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * self.share, self.p, self.max_rows,
                                          self.lower, self.upper).rank_error())
 
     @property
     def main(self) -> WindowQuantileSpec:
         """The quantile's own release."""
-        return WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows, self.lower,
+        return WindowQuantileSpec(Fraction(self.epsilon) * self.share, self.p, self.max_rows, self.lower,
                                   self.upper, anchor=self.anchor)
 
     @property
     def width(self) -> WidthSpec:
         """The release of the interval's half-width."""
-        return WidthSpec(Fraction(self.epsilon) * (1 - self.value_share), self.p, self.max_rows, self.lower,
+        return WidthSpec(Fraction(self.epsilon) * (1 - self.share), self.p, self.max_rows, self.lower,
                          self.upper, self.anchor, self.alpha)
 
     @property
