@@ -32,8 +32,8 @@ rho^min(U, T); no floating point touches a probability, and a draw reads O(level
 statistics whatever the window's width.
 
 The interval (`QuantileIntervalSpec`): the value v is the release above at `value_share` of epsilon
-(3/4 by default); the rest buys its 95% interval [v - w, v + w], w drawn by a second exponential
-mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
+(2/5 by default: docs/mechanisms.md, "Why 2/5"); the rest buys its 95% interval [v - w, v + w], w
+drawn by a second exponential mechanism (`WidthSpec`) from a public ladder of half-widths 0, 1, 2, ... growing by 5/4 up to the
 range, plus the whole range (PostRI: Humphries, Li, Zhang, Knopf and He, "Interpreting the Error of
 Differentially Private Median Queries through Randomization Intervals", 2026). A rung's score is the
 distance of a target mu from its coverage margin, where the margin counts (in score units) how far
@@ -68,10 +68,20 @@ from dpsql.mechanisms.rng import RandomSource
 
 ENVELOPE_BITS = 64
 CLIP_MASS = 1e-6  # K rho^T: the most probability the clip can move
-VALUE_SHARE = Fraction(3, 4)  # of an interval release's epsilon; the half-width gets the rest
+VALUE_SHARE = Fraction(2, 5)  # of an interval release's epsilon; the half-width gets the rest (docs/mechanisms.md)
+TAIL_VALUE_SHARE = Fraction(3, 5)  # quantiles with p < 1/4 or p > 3/4 (not MIN/MAX): their values stay at the peers' accuracy
+
+
+def value_share(p: Fraction) -> Fraction:
+    """The default share of epsilon for the value (public: p only). 2/5 puts the stated half-width near 3x
+    the value's real 95% error; a tail quantile keeps 3/5 because its rank error is max(p, 1 - p) / (1/2)
+    times the median's and the data are sparse there: at 2/5 its value would be about twice as far from
+    the truth as the peers' (docs/mechanisms.md, "Why 2/5")."""
+    return VALUE_SHARE if p in (0, 1) or Fraction(1, 4) <= p <= Fraction(3, 4) else TAIL_VALUE_SHARE
 ALPHA = 0.05
 FULL_MASS = 0.05  # about how often the interval is the whole range when a rung fits (rho^P)
 LADDER_RATIO = Fraction(5, 4)  # consecutive public half-widths differ by this factor (rounded up)
+QUARTILES = (Fraction(1, 4), Fraction(3, 4))
 
 
 def _rho(epsilon: Fraction, sensitivity: int) -> Fraction:
@@ -473,16 +483,15 @@ class WidthSpec:
         """Ranks around the target rank the margins read: beyond them every score is clipped."""
         return -(-(self.target_margin + self.clip) // self.quantile.scale) + 2
 
-    def scores(self, value: int, stats: OrderStatistics) -> list[int]:
-        """S(w) for every rung, then P for the whole range (reads ranks centre -+ reach only)."""
+    def margins(self, value: int, stats: OrderStatistics) -> list[tuple[int, int]]:
+        """The tighter side's margin range [least, most] for every rung (reads ranks centre -+ reach only)."""
         # The public constants once (each property recomputes rho and the ladder): the same values.
         quantile = self.quantile
         target, b = quantile.target(stats.n), quantile.scale
         centre = quantile.centre(stats.n)
-        mu, clip, widths, lower, upper = self.target_margin, self.clip, self.widths, self.lower, self.upper
-        reach = self.reach
+        widths, lower, upper, reach = self.widths, self.lower, self.upper, self.reach
         first, last = max(1, centre - reach), min(stats.n, centre + reach)
-        big = mu + clip  # a margin this far from mu on either side scores T
+        big = self.target_margin + self.clip  # a margin this far from mu on either side scores T
 
         def count(bound: int) -> int | None:
             """#{x < bound}, or None when it lies outside the window (then the sign says which side)."""
@@ -501,9 +510,28 @@ class WidthSpec:
             low, high = value - width, value + width
             lows = (big, big) if low <= lower else (margin(low + 1, -1, 1), margin(low, -1, 1))
             highs = (big, big) if high >= upper else (margin(high, 1, 0), margin(high + 1, 1, 0))
-            out.append(_interval_score(min(lows[0], highs[0]), min(lows[1], highs[1]), mu, clip))
+            out.append((min(lows[0], highs[0]), min(lows[1], highs[1])))
+        return out
+
+    def scores(self, value: int, stats: OrderStatistics) -> list[int]:
+        """S(w) for every rung, then P for the whole range (reads ranks centre -+ reach only)."""
+        mu, clip = self.target_margin, self.clip
+        out = [_interval_score(least, most, mu, clip) for least, most in self.margins(value, stats)]
         out.append(self.full_score)
         return out
+
+    def joint_scores(self, others: Sequence[tuple[WidthSpec, int]], value: int, stats: OrderStatistics) -> list[int]:
+        """S(w) when rung w sets the half-width of several intervals at once (IQR's two quartiles): the
+        tightest of all their margins, as one range [min of the bottoms, min of the tops]. Each margin moves
+        by at most Delta per person, and so does the min: the draw keeps this spec's (eps, 0). A rung that
+        misses any of the true values has that margin's top <= -1: the coverage bound is unchanged."""
+        ranges = self.margins(value, stats)
+        for spec, other in others:
+            if (spec.quantile.rho, spec.target_margin, spec.clip, spec.full_score, spec.widths) != \
+                    (self.quantile.rho, self.target_margin, self.clip, self.full_score, self.widths):
+                raise ValueError("joint widths need the same rho, ladder, mu, clip and P")
+            ranges = [(min(a, c), min(b, d)) for (a, b), (c, d) in zip(ranges, spec.margins(other, stats))]
+        return [_interval_score(least, most, self.target_margin, self.clip) for least, most in ranges] + [self.full_score]
 
 
 def _interval_score(least: int, most: int, mu: int, clip: int) -> int:
@@ -511,27 +539,30 @@ def _interval_score(least: int, most: int, mu: int, clip: int) -> int:
     return min(max(0, least - mu, mu - most), clip)
 
 
-def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: RandomSource) -> tuple[int, int]:
-    """[low, high] around `value`: a rung (or the whole range) drawn exactly proportional to rho^S."""
+def draw_rung(spec: WidthSpec, scores: Sequence[int], rng: RandomSource) -> int | None:
+    """A rung's half-width drawn exactly proportional to rho^S, or None for the whole range."""
     rho = spec.quantile.rho
-    scores = spec.scores(value, stats)
-    widths = spec.widths
     least = min(scores)
     while True:
         index = rng.randbelow(len(scores))
         if _bernoulli_power(rho.numerator, rho.denominator, scores[index] - least, rng):
             break
-    if index == len(widths):
+    widths = spec.widths  # a property: read once
+    return None if index == len(widths) else widths[index]
+
+
+def release_width(spec: WidthSpec, value: int, stats: OrderStatistics, rng: RandomSource) -> tuple[int, int]:
+    """[low, high] around `value`: a rung (or the whole range) drawn exactly proportional to rho^S."""
+    width = draw_rung(spec, spec.scores(value, stats), rng)
+    if width is None:
         return spec.lower, spec.upper
-    width = widths[index]
     return max(spec.lower, value - width), min(spec.upper, value + width)
 
 
 @dataclass(frozen=True, slots=True)
 class QuantileIntervalSpec:
-    """A quantile (`value_share` of epsilon) and the half-width of its 95% interval (the rest), one charge.
-
-    `alpha` is the interval's miss probability (0.05; IQR's two quantiles use 0.025 each).
+    """A quantile (`value_share` of epsilon, default `value_share(p)`) and the half-width of its 95%
+    interval (the rest), one charge. `alpha` is the interval's miss probability (0.05).
     """
 
     epsilon: Fraction
@@ -540,12 +571,17 @@ class QuantileIntervalSpec:
     lower: int
     upper: int
     alpha: float = ALPHA
-    value_share: Fraction = VALUE_SHARE
+    value_share: Fraction | None = None  # None: value_share(p)
 
     def __post_init__(self) -> None:
         WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper)  # validates
-        if not 0 < self.value_share < 1:
+        if not 0 < self.share < 1:
             raise ValueError("the value's share of epsilon must be in (0, 1)")
+
+    @property
+    def share(self) -> Fraction:
+        """The value's share of epsilon (the given one, else `value_share(p)`)."""
+        return value_share(Fraction(self.p)) if self.value_share is None else Fraction(self.value_share)
 
     @property
     def anchor(self) -> int:
@@ -554,19 +590,19 @@ class QuantileIntervalSpec:
         it), or the median when there are fewer than 2 r0 values (public)."""
         if 0 < self.p < 1:
             return 0
-        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows,
+        return max(1, WindowQuantileSpec(Fraction(self.epsilon) * self.share, self.p, self.max_rows,
                                          self.lower, self.upper).rank_error())
 
     @property
     def main(self) -> WindowQuantileSpec:
         """The quantile's own release."""
-        return WindowQuantileSpec(Fraction(self.epsilon) * self.value_share, self.p, self.max_rows, self.lower,
+        return WindowQuantileSpec(Fraction(self.epsilon) * self.share, self.p, self.max_rows, self.lower,
                                   self.upper, anchor=self.anchor)
 
     @property
     def width(self) -> WidthSpec:
         """The release of the interval's half-width."""
-        return WidthSpec(Fraction(self.epsilon) * (1 - self.value_share), self.p, self.max_rows, self.lower,
+        return WidthSpec(Fraction(self.epsilon) * (1 - self.share), self.p, self.max_rows, self.lower,
                          self.upper, self.anchor, self.alpha)
 
     @property
@@ -646,11 +682,14 @@ class WindowExponentialQuantile:
 
 @dataclass(frozen=True, slots=True)
 class IQRIntervalSpec:
-    """IQR = Q3 - Q1 of two fine-grid EM quartiles (epsilon / 2 each, each with its interval).
+    """IQR = Q3 - Q1 of two fine-grid EM quartiles, and one half-width w for both quartiles' intervals.
 
-    The IQR's interval [max(0, Q3_low - Q1_high), Q3_high - Q1_low] holds the true IQR when both
-    quartile intervals hold theirs: probability >= 1 - 2 x 0.025. The release and both ends are
-    clamped to [0, upper - lower] (post-processing).
+    Each quartile's value takes value_share x epsilon / 2; w takes the rest, (1 - value_share) x epsilon,
+    in one width release whose score is the tightest margin of the two intervals (`WidthSpec.joint_scores`):
+    a rung that misses either true quartile scores >= mu + 1, so both intervals hold their quartiles with
+    probability >= 1 - alpha (no union bound over two releases, and one draw at the whole interval share
+    instead of two at half of it). The IQR's interval [Q3_low - Q1_high, Q3_high - Q1_low] then holds the
+    true IQR; the release and both ends are clamped to [0, upper - lower] (post-processing).
     """
 
     epsilon: Fraction
@@ -658,13 +697,22 @@ class IQRIntervalSpec:
     lower: int
     upper: int
     value_share: Fraction = VALUE_SHARE
+    alpha: float = ALPHA
 
     @property
-    def quartiles(self) -> tuple[QuantileIntervalSpec, QuantileIntervalSpec]:
-        """The two quartile releases with their intervals."""
-        half = Fraction(self.epsilon) / 2
-        return tuple(QuantileIntervalSpec(half, q, self.max_rows, self.lower, self.upper, ALPHA / 2,  # type: ignore[return-value]
-                                          self.value_share) for q in (Fraction(1, 4), Fraction(3, 4)))
+    def quartiles(self) -> tuple[WindowQuantileSpec, WindowQuantileSpec]:
+        """The two quartile values' releases (value_share x epsilon / 2 each)."""
+        each = Fraction(self.epsilon) * self.value_share / 2
+        return (WindowQuantileSpec(each, QUARTILES[0], self.max_rows, self.lower, self.upper),
+                WindowQuantileSpec(each, QUARTILES[1], self.max_rows, self.lower, self.upper))
+
+    @property
+    def widths(self) -> tuple[WidthSpec, WidthSpec]:
+        """The shared half-width's release, seen from each quartile (same rho, ladder, mu, clip and P:
+        the quartiles share b = 4 and Delta = 3k)."""
+        share = Fraction(self.epsilon) * (1 - self.value_share)
+        return (WidthSpec(share, QUARTILES[0], self.max_rows, self.lower, self.upper, alpha=self.alpha),
+                WidthSpec(share, QUARTILES[1], self.max_rows, self.lower, self.upper, alpha=self.alpha))
 
     @property
     def candidates(self) -> int:
@@ -674,18 +722,23 @@ class IQRIntervalSpec:
     @property
     def windows(self) -> dict[Fraction, int]:
         """The rank windows {p: reach} the engine returns for it."""
-        return {Fraction(q.p): q.reach for q in self.quartiles}
+        return {q.p: max(q.reach, w.reach) for q, w in zip(self.quartiles, self.widths)}
 
 
 def release_iqr(spec: IQRIntervalSpec, stats: OrderStatistics, rng: RandomSource) -> Bracketed:
-    """Q3 - Q1 in grid units, and its interval's ends."""
-    first, third = (release_interval(q, stats, rng) for q in spec.quartiles)
-    width = spec.upper - spec.lower
+    """Q3 - Q1 in grid units, and its interval's ends: two values, then one shared half-width."""
+    first, third = (sample(q, stats, rng) for q in spec.quartiles)
+    low_width, high_width = spec.widths
+    width = draw_rung(low_width, low_width.joint_scores(((high_width, third),), first, stats), rng)
+    span = spec.upper - spec.lower
 
     def cut(value: int | Fraction) -> int | Fraction:
-        return min(max(value, 0), width)
+        return min(max(value, 0), span)
 
-    return Bracketed(cut(third.value - first.value), cut(third.low - first.high), cut(third.high - first.low))
+    if width is None:
+        return Bracketed(cut(third - first), 0, span)
+    ends = [(max(spec.lower, v - width), min(spec.upper, v + width)) for v in (first, third)]
+    return Bracketed(cut(third - first), cut(ends[1][0] - ends[0][1]), cut(ends[1][1] - ends[0][0]))
 
 
 class WindowExponentialIQR:
@@ -705,14 +758,17 @@ class WindowExponentialIQR:
         return release_iqr(spec, raw, rng)
 
     def describe(self, spec: IQRIntervalSpec, context: Describing = Describing()) -> str:
-        first = spec.quartiles[0]
+        first, width = spec.quartiles[0], spec.widths[0]
         return (f"Q3 - Q1 of two exponential-mechanism quartiles over {spec.candidates} public candidates{context.values} "
                 f"(never ⊥, always in [0, upper - lower]), score sensitivity {first.sensitivity}, each 95% within about "
-                f"{first.main.rank_error()} ranks; each quartile's {_interval_text(first.width)}, the IQR's from their ends; "
-                f"epsilon 2 x ({fmt(first.main.epsilon)} (value) + {fmt(first.width.epsilon)} (interval)), delta 0")
+                f"{first.rank_error()} ranks; 95% interval: one half-width for both quartiles drawn by a third exponential "
+                f"mechanism from {len(width.widths)} public widths (or the whole range), aiming at {width.target_margin} score "
+                f"units beyond the tighter true quartile (miss probability <= {width.alpha:g} whatever the data), the IQR's "
+                f"interval from their ends; epsilon 2 x {fmt(first.epsilon)} (values) + "
+                f"{fmt(width.epsilon)} (interval), delta 0")
 
     def error(self, spec: IQRIntervalSpec) -> ErrorDescription:
-        return ErrorDescription(details=(("rank_error95", spec.quartiles[0].main.rank_error()), ("candidates", spec.candidates)))
+        return ErrorDescription(details=(("rank_error95", spec.quartiles[0].rank_error()), ("candidates", spec.candidates)))
 
     def refusal(self, spec: object) -> str | None:
         return None
@@ -729,22 +785,39 @@ def brute_scores(spec: WindowQuantileSpec, values: Sequence[int]) -> list[int]:
     return out
 
 
-def brute_width_scores(spec: WidthSpec, value: int, values: Sequence[int]) -> list[int]:
-    """The width release's scores from all the values (tests: the window must agree)."""
+def brute_width_ranges(spec: WidthSpec, value: int, values: Sequence[int]) -> list[tuple[float, float]]:
+    """The tighter side's margin range of every rung from all the values (inf: both ends clamped)."""
     quantile = spec.quantile
     target, b = quantile.target(len(values)), quantile.scale
-    out = []
+    out: list[tuple[float, float]] = []
     for width in spec.widths:
         low, high = value - width, value + width
         if low <= spec.lower:
-            lows = (math.inf, math.inf)
+            lows: tuple[float, float] = (math.inf, math.inf)
         else:
             lows = (target - b * sum(v <= low for v in values) - 1, target - b * sum(v < low for v in values) - 1)
         if high >= spec.upper:
-            highs = (math.inf, math.inf)
+            highs: tuple[float, float] = (math.inf, math.inf)
         else:
             highs = (b * sum(v < high for v in values) - target, b * sum(v <= high for v in values) - target)
-        least, most = min(lows[0], highs[0]), min(lows[1], highs[1])
-        out.append(spec.clip if least == math.inf else _interval_score(int(least), int(min(most, 10**18)), spec.target_margin, spec.clip))
-    out.append(spec.full_score)
+        out.append((min(lows[0], highs[0]), min(lows[1], highs[1])))
     return out
+
+
+def _brute_scored(spec: WidthSpec, ranges: Sequence[tuple[float, float]]) -> list[int]:
+    out = [spec.clip if least == math.inf else _interval_score(int(least), int(min(most, 10**18)), spec.target_margin, spec.clip)
+           for least, most in ranges]
+    return out + [spec.full_score]
+
+
+def brute_width_scores(spec: WidthSpec, value: int, values: Sequence[int]) -> list[int]:
+    """The width release's scores from all the values (tests: the window must agree)."""
+    return _brute_scored(spec, brute_width_ranges(spec, value, values))
+
+
+def brute_joint_width_scores(pairs: Sequence[tuple[WidthSpec, int]], values: Sequence[int]) -> list[int]:
+    """The shared half-width's scores (IQR) from all the values: the tightest margin of every interval."""
+    ranges = brute_width_ranges(pairs[0][0], pairs[0][1], values)
+    for spec, value in pairs[1:]:
+        ranges = [(min(a, c), min(b, d)) for (a, b), (c, d) in zip(ranges, brute_width_ranges(spec, value, values))]
+    return _brute_scored(pairs[0][0], ranges)

@@ -1,6 +1,6 @@
 """Coverage of the 95% intervals of MEDIAN, QUANTILE, MIN, MAX and IQR at epsilon 1: the same
-hypothesis, releases, level and shapes as test_interval_coverage.py (epsilon 0.02 there, with the
-negative control), split off so a parallel run covers both epsilons at once."""
+hypothesis, releases, level and shapes as test_interval_coverage.py (epsilon 0.1 there, with the
+negative controls), split off so a parallel run covers both epsilons at once."""
 
 from __future__ import annotations
 

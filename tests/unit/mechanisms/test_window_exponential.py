@@ -363,5 +363,89 @@ def test_cost_is_the_whole_epsilon_and_never_delta() -> None:
     assert spec.main.epsilon + spec.width.epsilon == Fraction(1, 10)
     iqr = we.IQRIntervalSpec(Fraction(1, 10), 3, 0, 10**7)
     assert registry.cost(iqr) == PrivacyCost(Fraction(1, 10), 0)
-    assert sum(q.epsilon for q in iqr.quartiles) == Fraction(1, 10)
+    assert sum(q.epsilon for q in iqr.quartiles) + iqr.widths[0].epsilon == Fraction(1, 10)
+    assert iqr.widths[0].epsilon == iqr.widths[1].epsilon  # one draw, seen from each quartile
     assert registry.refusal(spec) is None and registry.refusal(iqr) is None
+
+
+# --- IQR: one half-width for both quartiles --------------------------------------------------------------------
+
+
+def _joint_case(rng: random.Random) -> tuple[tuple[we.WidthSpec, we.WidthSpec], list[int], int, int]:
+    low = rng.randint(-5, 5)
+    high = low + rng.randint(0, 30)
+    values = sorted(rng.randint(low, high) if rng.random() < 0.7 else rng.choice([low, high, (low + high) // 2])
+                    for _ in range(rng.randint(0, 40)))
+    mu = rng.randint(0, 30)
+    cls = type("Small", (_SmallWidth,), {"small": (mu, mu + 1 + rng.randint(0, 20))})
+    epsilon, k = Fraction(rng.choice([1, 5, 20]), 10), rng.randint(1, 3)
+    pair = (cls(epsilon, Fraction(1, 4), k, low, high), cls(epsilon, Fraction(3, 4), k, low, high))
+    return pair, values, rng.randint(low, high), rng.randint(low, high)  # type: ignore[return-value]
+
+
+def _joint_windowed(pair: tuple[we.WidthSpec, we.WidthSpec], values: list[int]) -> WindowedOrderStatistics:
+    n, ordered = len(values), sorted(values)
+    windows = []
+    for spec in pair:
+        centre = spec.quantile.centre(n)
+        first, last = max(1, centre - spec.reach), min(n, centre + spec.reach)
+        if first <= last:
+            windows.append((first, tuple(ordered[first - 1:last])))
+    return WindowedOrderStatistics(n, tuple(windows))
+
+
+def test_the_windows_give_every_shared_rungs_score_exactly() -> None:
+    # Random tied data, both quartiles' values anywhere: the shared half-width's scores read from the two rank
+    # windows equal the tightest margin of the two intervals computed from all rows.
+    rng = random.Random(12)
+    for _ in range(2000):
+        pair, values, first, third = _joint_case(rng)
+        brute = we.brute_joint_width_scores(((pair[0], first), (pair[1], third)), values)
+        for order_statistics in (_joint_windowed(pair, values), WindowedOrderStatistics.full(values)):
+            assert pair[0].joint_scores(((pair[1], third),), first, order_statistics) == brute, (values, first, third)
+
+
+def test_control_the_shared_rung_scored_on_one_quartile_is_caught() -> None:
+    # Negative control: the first quartile's scores alone differ from the shared ones on some data (the third
+    # quartile's interval is the tighter one there).
+    rng = random.Random(12)
+    differ = 0
+    for _ in range(300):
+        pair, values, first, third = _joint_case(rng)
+        differ += pair[0].scores(first, WindowedOrderStatistics.full(values)) != \
+            we.brute_joint_width_scores(((pair[0], first), (pair[1], third)), values)
+    assert differ > 0
+
+
+def _worst_joint_ratio(k: int, rho: float | None = None) -> float:
+    """max over neighbouring (D, D + one person of up to k rows), quartile values and rungs of P[rung | D] / P[rung | D']."""
+    domain = range(0, 5)
+    pair = [we.WidthSpec(Fraction(1), q, k, 0, 4) for q in (Fraction(1, 4), Fraction(3, 4))]
+    base_rho = float(pair[0].quantile.rho) if rho is None else rho
+
+    def probabilities(first: int, third: int, data: list[int]) -> list[float]:
+        weights = [base_rho ** s for s in we.brute_joint_width_scores(((pair[0], first), (pair[1], third)), data)]
+        return [w / sum(weights) for w in weights]
+
+    worst = 1.0
+    for base in _datasets(domain, 3):
+        for person in _datasets(domain, k):
+            if not person:
+                continue
+            for first, third in itertools.product(domain, repeat=2):
+                a, b = probabilities(first, third, sorted(base)), probabilities(first, third, sorted(base + person))
+                worst = max(worst, max(max(x / y, y / x) for x, y in zip(a, b)))
+    return worst
+
+
+@pytest.mark.slow
+def test_the_shared_width_draw_is_within_e_to_the_epsilon_on_every_neighbouring_pair() -> None:
+    # Exact probabilities given both released quartiles (public), every data set of at most 3 rows on 0..4 and
+    # every person of up to k = 2 rows: the shared width release's privacy loss never exceeds epsilon = 1.
+    assert _worst_joint_ratio(2) <= math.exp(1) * (1 + 1e-12)
+
+
+@pytest.mark.slow
+def test_control_the_shared_width_without_max_rows_is_caught() -> None:
+    # Negative control: rho for one row per person (k ignored) exceeds epsilon on some neighbouring pair.
+    assert _worst_joint_ratio(2, rho=math.exp(-1 / (2 * 3))) > math.exp(1) * (1 + 1e-9)
