@@ -10,7 +10,7 @@ from dpsql.analysis.bind import bind_select, check_budget_values, option_number
 from dpsql.analysis.context import AnalysisContext, refuse
 from dpsql.analysis.expression_types import check_query
 from dpsql.analysis.function_arguments import check_bounded_expressions
-from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name
+from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregate
 from dpsql.analysis.inline import flatten
 from dpsql.analysis.joins import join_relation
 from dpsql.analysis.post_processing import analyze_post, needs_post
@@ -27,6 +27,7 @@ from dpsql.analysis.rules import (
 from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
+from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.frontend.spans import span_of
 from dpsql.ir.post_query import PostQuery
 from dpsql.ir.query import BoundQuery, PublicQuery, RowProbe, SetStatement
@@ -71,11 +72,42 @@ def analyze_select(tree: exp.Select, ctx: AnalysisContext) -> BoundQuery | Publi
     else:
         check_DP110_single_select(tree, sql)
         scope = resolve_table(tree, ctx, sql)
+    tree = distinct_as_grouping(tree)
     for rule in SELECT_RULES:
         rule(tree, scope, sql)
     bound = bind_select(tree, scope, ctx)
     check_query(bound)  # DuckDB types for the engines' renderings; DP142 (analysis/expression_types.py)
     return bound
+
+
+def distinct_as_grouping(tree: exp.Select) -> exp.Select:
+    """SELECT DISTINCT where it is another spelling of what dpsql answers: without aggregates,
+    `SELECT DISTINCT a, b` is `GROUP BY a, b` (keys from the public domain or partition
+    selection, never the raw set of values); over an aggregated SELECT whose every GROUP BY key is
+    an output (or with no GROUP BY: one row) each row is its own group, so DISTINCT is a no-op.
+    Anything else (DISTINCT ON, DISTINCT over noisy values of groups it would merge) stays DP121."""
+    distinct = tree.args.get("distinct")
+    if distinct is None or distinct.args.get("on") is not None:
+        return tree
+    outputs = tree.expressions
+    bare = [o.this if isinstance(o, exp.Alias) else o for o in outputs]
+    if any(b.is_star or b.find(exp.Window) is not None for b in bare):
+        return tree
+    texts = {b.sql(dialect=Dpsql).lower() for b in bare} | {o.alias_or_name.lower() for o in outputs}
+    aggregated = any(is_aggregate(f) for o in bare for f in o.find_all(exp.Func))
+    group = tree.args.get("group")
+    if aggregated:
+        keys = group.expressions if group is not None else []
+        if not all(k.sql(dialect=Dpsql).lower() in texts for k in keys):
+            return tree
+        out = tree.copy()
+        out.set("distinct", None)
+        return out
+    if group is not None or tree.args.get("having") is not None:
+        return tree
+    out = tree.copy()
+    out.set("distinct", None)
+    return out.group_by(*[b.copy() for b in bare], copy=False)
 
 
 def _unqualified_columns(tree: exp.Select) -> exp.Select:

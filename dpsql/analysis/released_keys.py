@@ -115,11 +115,15 @@ def key_join(select: exp.Select, holds_release: Callable[[exp.Expr], bool], sql:
     if {k.lower() for k, _ in pairs} != set(unique):
         raise _refuse("the join equates some of the joined aggregate's GROUP BY keys only: a private row would meet "
                       "several released rows", join, sql)
-    # Released columns read anywhere else (outputs, WHERE, GROUP BY, HAVING, ORDER BY).
+    # Released columns read anywhere else (outputs, WHERE, GROUP BY, HAVING, ORDER BY). An
+    # unqualified ORDER BY name that is an output's alias is that output (SQL resolves it first).
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     for column in select.find_all(exp.Column):
         if column.find_ancestor(exp.Join) is not None and column.find_ancestor(exp.Join) is join:
             continue
         if column.find_ancestor(exp.Subquery) is released or column.find_ancestor(exp.Select) is not select:
+            continue
+        if not column.table and column.name.lower() in aliases and column.find_ancestor(exp.Order) is not None:
             continue
         if released_side(column):
             what = "" if column.table else " (unqualified, it names a released column: qualify the rows' column)"

@@ -1,2 +1,2 @@
 -- expect: DP121
-SELECT DISTINCT dept FROM people
+SELECT DISTINCT COUNT(*) FROM people GROUP BY dept
