@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dpsql.analysis.context import refuse
+from dpsql.analysis.window_lift import ordered_output, output_texts
 from dpsql.frontend.privacy_dialect import Dpsql
 
 TWO = "__dpsql_rows"  # the outer query's name for the second release's rows
@@ -233,7 +234,7 @@ def _outer_order(select: exp.Select, items: list[exp.Expr], sql: str) -> exp.Ord
     if order is None:
         return None
     names = [item.alias_or_name for item in items]
-    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql, comments=False).lower() for item in items]
+    texts = output_texts(items)
     out = []
     for ordered in order.expressions:
         target = ordered.this
@@ -241,11 +242,8 @@ def _outer_order(select: exp.Select, items: list[exp.Expr], sql: str) -> exp.Ord
         if isinstance(target, exp.Literal) and not target.is_string and target.this.isdigit():
             out.append(new)
             continue
-        if isinstance(target, exp.Column) and not target.table and target.name.lower() in [n.lower() for n in names]:
-            index = [n.lower() for n in names].index(target.name.lower())
-        elif target.sql(dialect=Dpsql, comments=False).lower() in texts:
-            index = texts.index(target.sql(dialect=Dpsql, comments=False).lower())
-        else:
+        index = ordered_output(target, names, texts)
+        if index is None:
             raise _refuse("ORDER BY an expression that is not one of the outputs", target, sql)
         new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
         out.append(new)

@@ -141,6 +141,20 @@ def _key_texts(select: exp.Select) -> set[str]:
     return texts
 
 
+def output_texts(items: list[exp.Expr]) -> list[str]:
+    """Each output's expression as ORDER BY compares it (alias removed, lower case)."""
+    return [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql, comments=False).lower() for item in items]
+
+
+def ordered_output(target: exp.Expr, names: list[str], texts: list[str]) -> int | None:
+    """The output an ORDER BY item names (an unqualified output name, or an output's expression)."""
+    lowered = [n.lower() for n in names]
+    if isinstance(target, exp.Column) and not target.table and target.name.lower() in lowered:
+        return lowered.index(target.name.lower())
+    text = target.sql(dialect=Dpsql, comments=False).lower()
+    return texts.index(text) if text in texts else None
+
+
 def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: object) -> exp.Order | None | bool:
     """The outer ORDER BY: positions stay, an output's name or expression orders by that output,
     anything else is lifted like a window's argument (False when it cannot be)."""
@@ -148,8 +162,7 @@ def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: ob
     if order is None:
         return None
     assert callable(lift)
-    lowered = [n.lower() for n in names]
-    texts = [(item.this if isinstance(item, exp.Alias) else item).sql(dialect=Dpsql, comments=False).lower() for item in items]
+    texts = output_texts(items)
     out = []
     for ordered in order.expressions:
         target = ordered.this
@@ -157,11 +170,9 @@ def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: ob
         if isinstance(target, exp.Literal) and not target.is_string and target.this.isdigit():
             out.append(new)
             continue
-        text = target.sql(dialect=Dpsql, comments=False).lower()
-        if isinstance(target, exp.Column) and not target.table and target.name.lower() in lowered:
-            new.set("this", exp.column(exp.to_identifier(names[lowered.index(target.name.lower())], quoted=True)))
-        elif text in texts:
-            new.set("this", exp.column(exp.to_identifier(names[texts.index(text)], quoted=True)))
+        index = ordered_output(target, names, texts)
+        if index is not None:
+            new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
         elif isinstance(target, exp.Column) and not target.table:
             pass  # a name that is no output: the outer query refuses it (DP111, with the released columns)
         else:
