@@ -367,7 +367,7 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
                 conditions.append(exp.In(this=key_sql(key), expressions=values))
     if not conditions:
         return None
-    return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
+    return exp.and_(*conditions, copy=False) if len(conditions) > 1 else conditions[0]  # fresh nodes: no second copy
 
 
 def _domain_literal(value: object, column: Column) -> exp.Expr:
