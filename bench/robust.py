@@ -299,8 +299,9 @@ def regime(args: argparse.Namespace) -> None:  # noqa: C901 - a report: one opti
                         if args.skip_ptr and ("SMed" in label or "Scale" in label):
                             continue
                         smed = "SMed" in label or "Scale" in label
+                        share = "" if smed or args.interval_share is None else f", interval_share = {args.interval_share}"
                         sql = (f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6"
-                               f"{SMED if smed else ''}) {call} FROM r")
+                               f"{SMED if smed else ''}{share}) {call} FROM r")
                         truth = _truth(con, sql, ordered[column], p)
                         truths[label] = truth
                         cell = cells.setdefault(label, Cell())
@@ -310,7 +311,8 @@ def regime(args: argparse.Namespace) -> None:  # noqa: C901 - a report: one opti
                             cur.execute(sql)
                             value = cur.fetchall()[0][0]
                             cell.add(value, truth, cur.noise_info[0].get("ci95"), time.perf_counter() - started)
-                    sql = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6) {FIVE[0]} FROM r"
+                    share = "" if args.interval_share is None else f", interval_share = {args.interval_share}"
+                    sql = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = {eps}, delta = 1e-6{share}) {FIVE[0]} FROM r"
                     for _ in range(args.regime_runs):
                         cur = con.cursor()
                         started = time.perf_counter()
@@ -517,6 +519,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-seeds", type=int, default=3, help="data sets per n in the regime table (pooled)")
     parser.add_argument("--skip-ptr", action="store_true", help="regime table without the SMed / Scale rows")
     parser.add_argument("--no-peers", action="store_true", help="regime table without OpenDP and diffprivlib")
+    parser.add_argument("--interval-share", type=float, default=None,
+                        help="regime table: OPTIONS (interval_share = s) on dpsql's exponential-mechanism quantiles (default: none)")
     parser.add_argument("--mode-regime", action="store_true", help="only the MODE table (histogram, A_samp, noisy-max)")
     parser.add_argument("--mode-rows", type=int, nargs="+", default=[10_000, 100_000])
     args = parser.parse_args(argv)

@@ -89,6 +89,12 @@ def _mechanism(call: AggregateCall, query: BoundQuery) -> str:
     return quantile_mechanism(call.bound, query.quantile_mechanism, call.column is not None and call.column.bounded)
 
 
+def _value_share(query: BoundQuery) -> Fraction | None:
+    """The value's share of an interval release's epsilon: 1 - OPTIONS (interval_share), else None
+    (the mechanism's default: 2/5 for central quantiles, 3/5 for tails; docs/mechanisms.md)."""
+    return None if query.interval_share is None else 1 - query.interval_share
+
+
 def _fine_iqr(call: AggregateCall, query: BoundQuery) -> bool:
     """IQR by two fine-grid EM quartiles with their intervals: the default on a bounded column."""
     return call.column is not None and call.column.bounded and query.quantile_mechanism is None
@@ -307,7 +313,7 @@ def _plan_quantile(call: AggregateCall, index: int, planning: Planning, share: S
         values = fine_values(column)
         span = values.index_range
         assert span is not None
-        fine = QuantileIntervalSpec(epsilon, p, k, span[0], span[1])
+        fine = QuantileIntervalSpec(epsilon, p, k, span[0], span[1], value_share=_value_share(planning.query))
         robust = planning.robust(RobustRelease(index, fine, planning.rank_request(values, fine.windows), values))
         return QuantileEstimate(robust, values, exact=True, smed=False)
     if mechanism == "exponential":
@@ -341,7 +347,9 @@ def _plan_iqr(call: AggregateCall, index: int, planning: Planning, share: Share)
         values = fine_values(column)
         span = values.index_range
         assert span is not None
-        fine = IQRIntervalSpec(epsilon, k, span[0], span[1])
+        value_part = _value_share(planning.query)
+        fine = (IQRIntervalSpec(epsilon, k, span[0], span[1]) if value_part is None
+                else IQRIntervalSpec(epsilon, k, span[0], span[1], value_part))
         return IQREstimate(planning.robust(RobustRelease(index, fine, planning.rank_request(values, fine.windows), values)), values)
     if _em_iqr(call, query):
         values = em_values(column)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,8 +33,12 @@ from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, Order
 # `privacy_unit_column` must name the table's unit): checked by `_bigquery_options`.
 BIGQUERY_OPTIONS = frozenset({"max_groups_contributed", "privacy_unit_column"})
 QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bound", "mode_blocks", "noise", "ci95", "clamp",
+                           "interval_share",
                            "consistent"}) | BIGQUERY_OPTIONS
 MAX_MODE_BLOCKS = 1_000_000
+
+
+MIN_INTERVAL_SHARE = Fraction(1, 10)  # every value keeps an interval, and every interval a value
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,7 @@ class RobustOptions:
     ci95: Fraction | None = None  # a 95% half-width asked for instead of an epsilon
     ci95_node: exp.Expr | None = None  # where it was written (for a refusal's caret)
     clamp: bool = True  # released values clamped into their possible range (OPTIONS (clamp = false): unbiased)
+    interval_share: Fraction | None = None  # a quantile's epsilon share for its interval (None: the mechanism's default)
 
 
 def bind_select(select: exp.Select, scope: Scope, ctx: AnalysisContext) -> BoundQuery:
@@ -124,6 +130,7 @@ class _Binder:
             noise=self.robust.noise or self.ctx.policy.budget.noise,
             ci95=self.robust.ci95,
             clamp=self.robust.clamp,
+            interval_share=self.robust.interval_share,
         )
 
     def _check_accuracy_first(self, outputs: tuple[OutputColumn, ...]) -> None:
@@ -421,17 +428,11 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
         if name not in QUERY_OPTIONS:
             raise InvalidOptionError(f"unknown privacy option '{name}'", code="DP120", span=ctx.span(item), sql=ctx.sql,
                                      hint=f"options: {', '.join(sorted(QUERY_OPTIONS))}")
-        if name == "quantile_mechanism":
-            robust[name] = _mechanism_option(item.expression, ctx)
-        elif name == "noise":
-            robust[name] = _noise_option(item.expression, ctx)
+        if name in _ROBUST_PARSERS:
+            robust[name] = _ROBUST_PARSERS[name](item.expression, name, ctx)
         elif name == "ci95":
             robust[name] = _ci95_option(item.expression, ctx)
             robust["ci95_node"] = item
-        elif name in ("median_bound", "mode_blocks"):
-            robust[name] = _robust_number(item.expression, name, ctx)
-        elif name == "clamp":
-            robust[name] = _bool_option(item.expression, name, ctx)
         elif name == "consistent":  # grouping sets' reconciliation (analysis/post_processing.py reads it): checked here
             _bool_option(item.expression, name, ctx)
         else:
@@ -445,6 +446,17 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
     return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+
+
+# The robust-aggregate options read from one value each: (node, name, ctx) -> the checked value.
+_ROBUST_PARSERS: dict[str, Callable[[exp.Expr, str, AnalysisContext], object]] = {
+    "quantile_mechanism": lambda node, _, ctx: _mechanism_option(node, ctx),
+    "noise": lambda node, _, ctx: _noise_option(node, ctx),
+    "median_bound": lambda node, name, ctx: _robust_number(node, name, ctx),
+    "mode_blocks": lambda node, name, ctx: _robust_number(node, name, ctx),
+    "clamp": lambda node, name, ctx: _bool_option(node, name, ctx),
+    "interval_share": lambda node, _, ctx: _interval_share(node, ctx),
+}
 
 
 def _own_options(hint: PrivacyOptions) -> list[exp.Expr]:
@@ -481,6 +493,18 @@ def _mechanism_option(node: exp.Expr, ctx: AnalysisContext) -> str:
         raise InvalidOptionError("quantile_mechanism must be 'smed', 'ptr_laplace' or 'exponential'", code="DP120",
                                  span=ctx.span(node), sql=ctx.sql, hint="e.g. quantile_mechanism = 'exponential'")
     return mechanism
+
+
+def _interval_share(node: exp.Expr, ctx: AnalysisContext) -> Fraction:
+    """OPTIONS (interval_share = s): the share of a quantile's epsilon (MEDIAN, QUANTILE, MIN, MAX,
+    IQR by the exponential mechanism) that buys its 95% interval; the value gets the rest."""
+    value = option_number(node, "interval_share", ctx)
+    if not MIN_INTERVAL_SHARE <= value <= 1 - MIN_INTERVAL_SHARE:
+        raise InvalidOptionError(f"interval_share must be from {float(MIN_INTERVAL_SHARE)} to {float(1 - MIN_INTERVAL_SHARE)}",
+                                 code="DP120", span=ctx.span(node), sql=ctx.sql,
+                                 hint="e.g. interval_share = 0.25: a more accurate value and a wider interval (default 0.6 for "
+                                      "central quantiles, 0.4 for tails)")
+    return value
 
 
 def _robust_number(node: exp.Expr, name: str, ctx: AnalysisContext) -> Fraction | int:

@@ -152,6 +152,8 @@ class BoundQuery:
     # OPTIONS (clamp = false): released values are left where the noise put them (unbiased, for
     # analysts who average releases) instead of clamped into their possible range (COUNT >= 0, ...).
     clamp: bool = True
+    # OPTIONS (interval_share = s): a quantile's share of epsilon for its 95% interval (None: the default).
+    interval_share: Fraction | None = None
 
 
 @dataclass(frozen=True, slots=True)

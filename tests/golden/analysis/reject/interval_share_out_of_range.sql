@@ -1,0 +1,2 @@
+-- expect: DP120
+SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (interval_share = 0.95) MEDIAN(income) FROM people
