@@ -274,7 +274,11 @@ def regime(args: argparse.Namespace) -> None:  # noqa: C901 - a report: one opti
         print("OpenDP is not installed (pip install -e '.[bench]'): its rows are left out")
     policy = Path(args.data_dir) / "robust-regime.toml"
     policy.parent.mkdir(parents=True, exist_ok=True)
-    policy.write_text(REGIME_POLICY, encoding="utf-8")
+    text = REGIME_POLICY
+    if args.precision is not None:  # a declared precision for income: the public grid OpenDP's candidates use
+        text = text.replace('income = { type = "float", lower = 0,  upper = 500000 }',
+                            f'income = {{ type = "float", lower = 0,  upper = 500000, precision = {args.precision:g} }}')
+    policy.write_text(text, encoding="utf-8")
     dpl_quantile = _diffprivlib_quantile()
     if dpl_quantile is None:
         print("diffprivlib is not installed (pip install -e '.[bench]'): its rows are left out")
@@ -519,6 +523,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-seeds", type=int, default=3, help="data sets per n in the regime table (pooled)")
     parser.add_argument("--skip-ptr", action="store_true", help="regime table without the SMed / Scale rows")
     parser.add_argument("--no-peers", action="store_true", help="regime table without OpenDP and diffprivlib")
+    parser.add_argument("--precision", type=float, default=None,
+                        help="regime table: declare income's precision (e.g. 50, the grid of OpenDP's candidates)")
     parser.add_argument("--interval-share", type=float, default=None,
                         help="regime table: OPTIONS (interval_share = s) on dpsql's exponential-mechanism quantiles (default: none)")
     parser.add_argument("--mode-regime", action="store_true", help="only the MODE table (histogram, A_samp, noisy-max)")
