@@ -423,6 +423,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
         return ctx.default_budget, False, RobustOptions()
     values = {"epsilon": ctx.default_budget.epsilon, "delta": ctx.default_budget.delta}
     robust: dict[str, object] = {}
+    nodes: dict[str, exp.Expr] = {}
     for item in _own_options(hint):
         name = item.this.name.lower()
         if name not in QUERY_OPTIONS:
@@ -437,6 +438,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
             _bool_option(item.expression, name, ctx)
         else:
             values[name] = option_number(item.expression, name, ctx)
+            nodes[name] = item.expression
     options = RobustOptions(**robust)  # type: ignore[arg-type]
     if options.ci95 is not None and "epsilon" in {item.this.name.lower() for item in hint.expressions}:
         raise InvalidOptionError("give ci95 or epsilon, not both: ci95 = h derives the epsilon from the interval",
@@ -445,7 +447,7 @@ def _options(select: exp.Select, ctx: AnalysisContext) -> tuple[PrivacyCost, boo
         raise InvalidOptionError(f"median_bound proposes a bound for PTR-Laplace; quantile_mechanism = "
                                  f"'{options.quantile_mechanism}' takes none", code="DP120", sql=ctx.sql,
                                  hint="drop median_bound, or set quantile_mechanism = 'ptr_laplace'")
-    return check_budget_values(values["epsilon"], values["delta"], ctx), True, options
+    return check_budget_values(values["epsilon"], values["delta"], ctx, nodes), True, options
 
 
 # The robust-aggregate options read from one value each: (node, name, ctx) -> the checked value.
@@ -551,10 +553,15 @@ def _plain_number(text: str) -> bool:
     return number.is_finite() and (number == 0 or -_OPTION_EXPONENT <= number.adjusted() <= _OPTION_EXPONENT)
 
 
-def check_budget_values(epsilon: Fraction, delta: Fraction, ctx: AnalysisContext) -> PrivacyCost:
-    """A per-query budget, refused unless epsilon > 0 and 0 <= delta < 1."""
+def check_budget_values(epsilon: Fraction, delta: Fraction, ctx: AnalysisContext,
+                        nodes: dict[str, exp.Expr] | None = None) -> PrivacyCost:
+    """A per-query budget, refused unless epsilon > 0 and 0 <= delta < 1 (`nodes`: where each
+    value was written, for the caret)."""
+    where = nodes or {}
     if epsilon <= 0:
-        raise InvalidOptionError("epsilon must be greater than 0", code="DP120", sql=ctx.sql, hint="e.g. epsilon = 0.1")
+        raise InvalidOptionError("epsilon must be greater than 0", code="DP120", sql=ctx.sql, hint="e.g. epsilon = 0.1",
+                                 span=ctx.span(where["epsilon"]) if "epsilon" in where else None)
     if not 0 <= delta < 1:
-        raise InvalidOptionError("delta must be in [0, 1)", code="DP120", sql=ctx.sql, hint="e.g. delta = 1e-8")
+        raise InvalidOptionError("delta must be in [0, 1)", code="DP120", sql=ctx.sql, hint="e.g. delta = 1e-8",
+                                 span=ctx.span(where["delta"]) if "delta" in where else None)
     return PrivacyCost(epsilon, delta)

@@ -36,6 +36,11 @@ def span_of(node: exp.Expr, sql: str, name: str | None = None) -> Span | None:
         if index >= 0:
             starts.append(index)
             ends.append(index + 1)
+    if not starts:  # a literal alone (an option's value: mode_blocks = 0) is located by its token
+        for literal in node.find_all(exp.Literal):
+            if "start" in literal.meta and "end" in literal.meta:
+                starts.append(literal.meta["start"])
+                ends.append(literal.meta["end"] + 1)
     if not starts:
         return None
     return at(sql, min(starts), max(ends))
