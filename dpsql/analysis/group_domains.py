@@ -24,8 +24,10 @@ expression over *sets* of possible values taken from the policy:
   (`date_trunc('month', CAST(t AS DATE))`).
 
 `narrowed` intersects a column's bounds with the constant ranges the WHERE clause puts on it
-(`t >= '2025-01-01' AND t < '2025-04-01'`, BETWEEN): rows outside them are filtered out, so
-the keys only they could produce would be empty groups. The constants are in the SQL (public).
+(`t >= '2025-01-01' AND t < '2025-04-01'`, BETWEEN, and constant date expressions such as
+`date_trunc('month', now() + INTERVAL '-12 month')`, analysis/constant_instants.py): rows outside
+them are filtered out, so the keys only they could produce would be empty groups. The constants
+are in the SQL, or the clock read at plan time (frontend/clock.py): public.
 
 A domain of more than MAX_DERIVED_KEYS keys, or an expression whose values cannot be listed
 (an unbounded column, a function not modelled here), has no public domain: its keys are then
@@ -54,6 +56,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dpsql.analysis.constant_instants import DATE_TYPES, TIMESTAMP_TYPES, UNITS, constant_instant, truncate, unit_name
 from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
 from dpsql.catalog.policy import Column, ColumnType, Table
 from dpsql.frontend.privacy_dialect import Dpsql
@@ -179,8 +182,7 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:  # noqa: C901 - a visito
 # Integer targets and the bits of their signed range (a value outside it fails the cast: NULL).
 _INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
                  exp.DataType.Type.BIGINT: 64}
-_DATE = (exp.DataType.Type.DATE,)
-_TIMESTAMP = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME)
+_DATE, _TIMESTAMP = DATE_TYPES, TIMESTAMP_TYPES
 
 
 def _cast(node: exp.Cast, table: Table) -> _Values:
@@ -495,7 +497,7 @@ _ROUNDINGS: dict[type[exp.Expr], Callable[[Any], Any]] = {
 
 # --- dates and timestamps ----------------------------------------------------------------------
 
-_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+_UNITS = UNITS
 _PART_FUNCTIONS: dict[type, str] = {
     exp.Year: "year", exp.Month: "month", exp.Quarter: "quarter", exp.Day: "day", exp.DayOfMonth: "day",
     exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.Week: "week", exp.WeekOfYear: "week",
@@ -605,9 +607,7 @@ def _day_part(day: dt.date, part: str) -> int:
 
 def _truncation(node: exp.Expr, table: Table) -> _Values:
     unit = node.args.get("unit")
-    text = (unit.name if unit is not None else "").lower()
-    text = {"years": "year", "months": "month", "days": "day", "weeks": "week", "quarters": "quarter",
-            "hours": "hour", "minutes": "minute", "seconds": "second"}.get(text, text)
+    text = unit_name(unit.name if unit is not None else "")
     if text not in _UNITS:
         raise NoDomain(f"dpsql lists no domain for date_trunc to '{text}'", node)
     try:
@@ -625,26 +625,6 @@ def _truncation(node: exp.Expr, table: Table) -> _Values:
     if kind == "date" and text not in ("hour", "minute", "second"):
         return _Values("date", frozenset(k.date() for k in keys), node)  # the key is cast back to DATE
     return _Values("timestamp", frozenset(keys), node)
-
-
-def truncate(value: dt.datetime, unit: str) -> dt.datetime:
-    """date_trunc(unit, value), as DuckDB and Spark compute it (weeks start on Monday)."""
-    if unit == "year":
-        return value.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if unit == "quarter":
-        return value.replace(month=(value.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if unit == "month":
-        return value.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    day = value.replace(hour=0, minute=0, second=0, microsecond=0)
-    if unit == "week":
-        return day - dt.timedelta(days=value.weekday())
-    if unit == "day":
-        return day
-    if unit == "hour":
-        return value.replace(minute=0, second=0, microsecond=0)
-    if unit == "minute":
-        return value.replace(second=0, microsecond=0)
-    return value.replace(microsecond=0)
 
 
 def _next(value: dt.datetime, unit: str) -> dt.datetime | None:
@@ -736,8 +716,9 @@ def narrowed(table: Table, where: exp.Expr | None) -> Table:
     (public), so the narrowed domain still depends on the policy and the query only. A range is
     read as the engines compare: a date column against a constant with a time of day widens to
     that day (`d < '2025-03-31 12:00'` keeps 2025-03-31); a timestamp's strict bound is one
-    microsecond inside (the engines' resolution); a constant dpsql does not read (a time zone
-    offset, an expression) narrows nothing. A range that leaves no value changes nothing."""
+    microsecond inside (the engines' resolution); a constant dpsql does not evaluate exactly (a
+    time zone offset, an expression other than those of analysis/constant_instants.py) narrows
+    nothing. A range that leaves no value changes nothing."""
     if where is None:
         return table
     ranges: dict[str, tuple[Fraction | None, Fraction | None]] = {}
@@ -841,18 +822,10 @@ def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
                 return None
             return (-number if negative else number), True
         return None
-    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _DATE + _TIMESTAMP:
-        instant = _instant_text(node.this)
-        if instant is None:
-            return None
-        if node.to.this in _DATE:
-            instant = dt.datetime(instant.year, instant.month, instant.day)
-    elif isinstance(node, exp.Literal) and node.is_string:
-        instant = _instant_text(node)
-    else:
+    found = constant_instant(node)  # a literal, a cast, date_trunc, +- INTERVAL: the clock read at plan time too
+    if found is None:
         return None
-    if instant is None:
-        return None
+    instant = found[0]
     whole_day = instant.time() == dt.time()
     seconds = _seconds(instant)
     if kind == "date":
@@ -863,20 +836,3 @@ def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
 def _seconds(instant: dt.datetime) -> Fraction:
     delta = instant - EPOCH
     return Fraction(delta.days * 86_400 + delta.seconds) + Fraction(delta.microseconds, 1_000_000)
-
-
-def _instant_text(node: exp.Expr) -> dt.datetime | None:
-    """An ISO date or timestamp literal ('2025-01-01', '2025-01-01T00:00:00Z'); None for anything
-    else, and for a time zone offset other than UTC (DuckDB's TIMESTAMP cast drops the offset)."""
-    if not (isinstance(node, exp.Literal) and node.is_string):
-        return None
-    text = node.this.strip()
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if value.tzinfo is not None:
-        if value.utcoffset() != dt.timedelta(0):
-            return None
-        value = value.replace(tzinfo=None)
-    return value
