@@ -12,6 +12,9 @@ expression over *sets* of possible values taken from the policy:
   column appears twice: extra keys are released empty, never missing ones);
 - CASE / IF take the union of their result branches, plus NULL when there is no ELSE;
 - a comparison or other predicate is {false, true};
+- LN, LOG, EXP, SQRT, CBRT and POWER(x, c) map a listed operand value by value, as DuckDB
+  computes them (`GROUP BY LOG(CASE WHEN age < 50 THEN 50 ELSE 1 END)`: two keys); the engine
+  computes such a key from the same literals (`exact_key`), so every engine agrees to the bit;
 - FLOOR, CEIL, ROUND and `//` of a bounded numeric expression give every integer of its
   interval (analysis/value_bounds.py), and so does EXTRACT(EPOCH ...) under them (Grafana's
   `floor(extract(epoch from t) / 86400) * 86400`);
@@ -57,6 +60,8 @@ from typing import Any
 from sqlglot import exp
 
 from dpsql.analysis.constant_instants import DATE_TYPES, TIMESTAMP_TYPES, UNITS, constant_instant, truncate, unit_name
+from dpsql.analysis.monotone import CLASSES as MONOTONE_CLASSES
+from dpsql.analysis.monotone import Monotone, monotone_call
 from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
 from dpsql.catalog.policy import Column, ColumnType, Table
 from dpsql.frontend.privacy_dialect import Dpsql
@@ -157,6 +162,8 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:  # noqa: C901 - a visito
         return _arithmetic(node, table)
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         return _truncation(node, table)
+    if isinstance(node, MONOTONE_CLASSES):
+        return _monotone(node, table)
     epoch = epoch_operand(node)
     if epoch is not None:
         _span(epoch, table)  # a date or timestamp column, not the unit; its seconds are too many to list
@@ -493,6 +500,75 @@ def _finite(rounding: Callable[[Any], int]) -> Callable[[Any], Any]:
 
 _ROUNDINGS: dict[type[exp.Expr], Callable[[Any], Any]] = {
     exp.Floor: _finite(math.floor), exp.Ceil: _finite(math.ceil), exp.Round: _finite(_round_half_away)}
+
+
+# --- LN, LOG, EXP, SQRT, CBRT, POWER: value by value ---------------------------------------------
+
+MAX_MAPPED = 1_000  # listed operand values a key through one of them is mapped from, one by one
+
+
+def _monotone(node: exp.Expr, table: Table) -> _Values:
+    """LOG(CASE WHEN age < 50 THEN 50 ELSE 1 END): each listed operand value mapped as DuckDB
+    computes it (analysis/monotone.py); NaN (outside the function's domain) is no key."""
+    call = monotone_call(node)
+    if call is None:
+        raise NoDomain(f"dpsql lists no domain through {node.key.upper()} without a literal base or exponent", node)
+    inner = _evaluate(call.operand, table)
+    if inner.type not in ("int", "float"):
+        raise NoDomain(f"{call.name} applies to numbers", node)
+    if inner.values is None or len(inner.values) > MAX_MAPPED:
+        return _Values("float", None, node)  # too many to map one by one: partition selection
+    return _Values("float", frozenset(_mapped(call, inner.values).values()), node)
+
+
+def _mapped(call: Monotone, values: frozenset[Any]) -> dict[Any, float]:
+    """Each finite operand value -> its key (NaN left out: no key equals it)."""
+    out = {}
+    for v in values:
+        if v is None or isinstance(v, bool) or not math.isfinite(float(v)):
+            continue
+        key = call.value(float(v))
+        if not math.isnan(key):
+            out[v] = key
+    return out
+
+
+def exact_key(expr: exp.Expr, table: Table) -> exp.Expr:
+    """The key as the engines compute it: every LN/LOG/EXP/SQRT/CBRT/POWER call whose operand has
+    at most MAX_MAPPED listed values becomes `CASE operand WHEN v THEN f(v) ... ELSE NaN END`,
+    with each f(v) the DOUBLE listed in the domain. The C library (DuckDB, Python) and Java
+    (Spark) can differ in the last bit of LN, LOG10 and EXP; written as literals, the keys are
+    the listed ones on every engine. An operand value outside the list (outside the policy's
+    bounds) gives NaN on every engine, a key no listed key equals: its row is dropped, as a
+    column key's value outside the declared bounds is."""
+    if next(expr.find_all(*MONOTONE_CLASSES), None) is None:
+        return expr
+    copy, changed = expr.copy(), False
+    for node in reversed(list(copy.find_all(*MONOTONE_CLASSES))):  # the innermost calls first
+        call = monotone_call(node)
+        try:
+            inner = _evaluate(call.operand, table) if call is not None else None
+        except (NoDomain, _TooMany):
+            continue
+        if call is None or inner is None or inner.type not in ("int", "float") or inner.values is None \
+                or len(inner.values) > MAX_MAPPED:
+            continue
+        mapping = _mapped(call, inner.values)
+        if not mapping:
+            continue
+        branches = [exp.If(this=_double_literal(v) if isinstance(v, float) else exp.Literal.number(v), true=_double_literal(k))
+                    for v, k in sorted(mapping.items())]
+        mapped = exp.Case(this=call.operand.copy(), ifs=branches, default=_double_literal(math.nan))
+        if node is copy:
+            return mapped  # the key is the call itself (the innermost calls were rewritten before)
+        node.replace(mapped)
+        changed = True
+    return copy if changed else expr
+
+
+def _double_literal(value: float) -> exp.Expr:
+    text = repr(value) if math.isfinite(value) else "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return exp.cast(exp.Literal.string(text) if not math.isfinite(value) else exp.Literal.number(text), "DOUBLE")
 
 
 # --- dates and timestamps ----------------------------------------------------------------------

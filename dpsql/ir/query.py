@@ -97,6 +97,9 @@ class GroupKey:
     column: Column
     expr: exp.Expr | None = None
     derivation: str = ""
+    # The key as the engine computes it, when that differs from `expr`: LN/LOG/EXP of listed values
+    # written as the listed DOUBLEs, so every engine computes the listed keys (group_domains.exact_key).
+    engine: exp.Expr | None = None
 
     @property
     def public(self) -> bool:

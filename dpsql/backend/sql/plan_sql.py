@@ -211,7 +211,8 @@ def key_sql(key: GroupKey) -> exp.Expr:
     derived public domain unless a CASE without ELSE puts NULL in it): no error depends on data."""
     if key.expr is None:
         return exp.column(key.column.name, quoted=True)
-    return Guarded(this=exp.cast(key.expr.copy(), TYPE_NAMES[key.column.type]))
+    computed = key.engine if key.engine is not None else key.expr  # LN/LOG/EXP of listed values: their literals
+    return Guarded(this=exp.cast(computed.copy(), TYPE_NAMES[key.column.type]))
 
 
 def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
