@@ -298,7 +298,8 @@ class _Binder:
 
     def _plain_column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:
         if isinstance(arg, exp.Distinct):
-            raise self.ctx.refuse("DP116", "DISTINCT inside SUM/AVG is not accepted", node, "aggregate the column without DISTINCT")
+            raise self.ctx.refuse("DP116", "DISTINCT is accepted inside COUNT, SUM and AVG only", node,
+                                  "aggregate the column without DISTINCT")
         if not isinstance(arg, exp.Column):
             raise self.ctx.refuse("DP115", "an aggregate's argument must be a column of the policy", node,
                                   "aggregate a column; filter or transform rows in WHERE")

@@ -77,6 +77,8 @@ class AggregateCall:
     # as a CASE): over policy columns, unqualified. `column` is then a derived column named by the
     # expression, with the bounds the analysis derived from the policy (analysis/value_bounds.py).
     expr: exp.Expr | None = None
+    # SUM(DISTINCT x), AVG(DISTINCT x): the aggregate of the distinct clamped values (aggregates/sums.py).
+    distinct: bool = False
 
     @property
     def label(self) -> str:

@@ -210,6 +210,7 @@ AGGREGATES = [
     "SELECT SUM(income), AVG(income), COUNT(*) FROM visits",    # precision = 0.5
     "SELECT COUNT(DISTINCT pid) FROM people",
     "SELECT SUM(LOG(age + 2)), SUM(SQRT(income)), AVG(LN(age)) FROM people",  # bounds through monotone functions
+    "SELECT SUM(DISTINCT age), AVG(DISTINCT income), SUM(DISTINCT income), AVG(DISTINCT score) FROM people",  # distinct grid values
 ]
 
 PREDICATES = [
@@ -419,6 +420,7 @@ GROUPED = [
     "SELECT dept, LOG(CASE WHEN age < 50 THEN 50 ELSE 1 END) AS l, COUNT(*), SUM(income) FROM people GROUP BY 1, 2",  # Qrlew
     "SELECT LN(age) AS l, COUNT(*) FROM people GROUP BY 1",
     "SELECT EXP(age / 100) AS e, COUNT(*) FROM people GROUP BY 1",
+    "SELECT dept, SUM(DISTINCT age), AVG(DISTINCT income), COUNT(DISTINCT age) FROM people GROUP BY dept",
 ]
 
 SELECTION = [
