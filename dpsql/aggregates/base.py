@@ -38,6 +38,7 @@ from dpsql.ir.plan import (
     release_width,
     robust_ci_name,
     robust_confidence_name,
+    robust_end_names,
     robust_name,
 )
 from dpsql.ir.query import AggregateCall, BoundQuery
@@ -387,8 +388,11 @@ class RobustEstimate:
         widths = columns.get(robust_ci_name(self.robust))
         stated = self.noise(plan)["ci95"] if widths is None else None
         confidences = columns.get(robust_confidence_name(self.robust))
+        lows, highs = (columns.get(name) for name in robust_end_names(self.robust))
         return [Cell(values[row], None if values[row] is None else widths[row] if widths is not None else stated,
-                     confidences[row] if confidences is not None else None) for row in range(rows)]
+                     confidences[row] if confidences is not None else None,
+                     lows[row] if lows is not None else None, highs[row] if highs is not None else None)
+                for row in range(rows)]
 
     def output_type(self, plan: Plan) -> str:
         raise NotImplementedError

@@ -137,6 +137,15 @@ def _coarsened(column: Column, steps: int, most: int) -> ValueMap:
     return values
 
 
+def _cut(end: float, values: ValueMap) -> float:
+    """An interval end cut at the column's bounds (public)."""
+    if values.lower is not None:
+        end = max(end, float(values.lower))
+    if values.upper is not None:
+        end = min(end, float(values.upper))
+    return end
+
+
 def _bracket(values: ValueMap, bracketed: Bracketed) -> tuple[Any, Fraction, Fraction]:
     """The release in grid steps: its value, the half-width of a symmetric interval holding [low,
     high] (column units) and the grid (0 for ints and dates on their unit grid). Ranking values
@@ -178,7 +187,13 @@ class QuantileEstimate(RobustEstimate):
             return Cell(None)
         if isinstance(released, Bracketed):
             value, half, grid = _bracket(self.values, released)
-            return Cell(self.values.decode(value), float(half + grid / 2))
+            if self.values.column.type == "date":  # ends as numbers would not read as dates: value ± days
+                return Cell(self.values.decode(value), float(half + grid / 2))
+            # The interval's own ends (asymmetric where the width reached a bound), widened by the
+            # grid's rounding slack and cut at the column's bounds, which hold every order statistic.
+            low = _cut(float(self.values.decode(released.low)) - float(grid) / 2, self.values)
+            high = _cut(float(self.values.decode(released.high)) + float(grid) / 2, self.values)
+            return Cell(self.values.decode(value), float(half + grid / 2), None, low, high)
         return Cell(self.values.decode(released))
 
 
@@ -203,7 +218,13 @@ class IQREstimate(RobustEstimate):
             return Cell(None)
         if isinstance(released, Bracketed):
             value, half, grid = _bracket(self.values, released)
-            return Cell(float(value * (grid or 1)), float(half + grid))
+            step = grid or 1
+            # Ends of the width's interval, widened by the rounding slack of two order statistics
+            # and cut at [0, upper - lower] (a width of values within the bounds).
+            span = None if self.values.lower is None or self.values.upper is None else float(self.values.upper - self.values.lower)
+            low = max(float(released.low * step - grid), 0.0)
+            high = float(released.high * step + grid)
+            return Cell(float(value * step), float(half + grid), None, low, high if span is None else min(high, span))
         return Cell(float(released * self.values.step))  # a width in grid units (Scale: already in column units)
 
 

@@ -134,7 +134,7 @@ def cap_public_groups(keys: list[Column], derived: list[Any]) -> list[Any]:
         return derived
     note = f"the key combinations exceed {MAX_PUBLIC_GROUPS:,}: partition selection"
     return [d if d is None or d.column.values is None else
-            type(d)(column=Column(name=d.column.name, type=d.column.type), expr=d.expr, derivation=note) for d in derived]
+            replace(d, column=Column(name=d.column.name, type=d.column.type), derivation=note) for d in derived]
 
 
 def _order(value: Any) -> tuple[bool, Any]:

@@ -68,11 +68,12 @@ def join_relation(select: exp.Select, ctx: AnalysisContext) -> tuple[exp.Select,
     from_ = select.args.get("from_")
     if from_ is None or select.args.get("laterals"):
         return None
+    where = select.args.get("where")
+    if not select.args.get("joins") and (where is None or not _subquery_predicates(where.this)):
+        return None  # one table, no subquery predicate: nothing to normalise (and no copy made)
     select = select.copy()  # normalised in place below
     where = select.args.get("where")
     semis = _subquery_predicates(where.this) if where is not None else []
-    if not select.args.get("joins") and not semis:
-        return None
     for node in select.find_all(exp.Subquery, exp.Exists, exp.Select):  # other subqueries stay refused
         if node is select or node.find_ancestor(exp.From, exp.Join) is not None or _inside(node, semis):
             continue

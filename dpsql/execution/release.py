@@ -24,6 +24,7 @@ from dpsql.ir.plan import (
     release_name,
     robust_ci_name,
     robust_confidence_name,
+    robust_end_names,
     robust_name,
 )
 from dpsql.ir.query import key_name
@@ -96,6 +97,9 @@ def release_robust(plan: Plan, groups: Sequence[GroupKey], columns: dict[str, li
         if output.interval:  # a value with its own 95% interval, per row
             columns[robust_ci_name(index)] = [cell.half_width for cell in cells]
             types[robust_ci_name(index)] = "DOUBLE"
+            if any(cell.low is not None for cell in cells):
+                for name, ends in zip(robust_end_names(index), ([c.low for c in cells], [c.high for c in cells])):
+                    columns[name], types[name] = ends, "DOUBLE"
         if output.confidence:  # MODE: the confidence it is the mode, per row (None for ⊥)
             columns[robust_confidence_name(index)] = [cell.confidence for cell in cells]
             types[robust_confidence_name(index)] = "DOUBLE"

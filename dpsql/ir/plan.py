@@ -87,6 +87,12 @@ def robust_ci_name(index: int) -> str:
     return f"{robust_name(index)}__ci95"
 
 
+def robust_end_names(index: int) -> tuple[str, str]:
+    """The noisy table's columns of robust release `index`'s per-row 95% interval ends, where its
+    estimate decodes them (`Cell.low`, `Cell.high`; None: value -+ half-width)."""
+    return f"{robust_name(index)}__lo", f"{robust_name(index)}__hi"
+
+
 @dataclass(frozen=True, slots=True)
 class RawAggregate:
     """An exact per-group aggregate the engine computes after bounding.

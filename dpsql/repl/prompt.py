@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Mapping
@@ -117,6 +118,7 @@ def run_repl(session: Session, *, confirm_share: float = 0.25, input: Input | No
              output: TerminalOutput | None = None, out: TextIO | None = None, err: TextIO | None = None,
              history: History | None = None) -> int:
     """Run the REPL over `session` (see `Repl`); returns the exit status."""
+    gc.freeze()  # start-up's objects live as long as the prompt: keep them out of full collections (server/transport.run)
     return Repl(session, confirm_share=confirm_share, input=input, output=output, out=out, err=err, history=history).run()
 
 

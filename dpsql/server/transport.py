@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import itertools
 import logging
 import os
@@ -313,6 +314,10 @@ async def run(config: ServerConfig) -> None:
     """Serve until interrupted, logging where."""
     server = PgServer(config)
     await server.start()
+    # What start-up built (modules, the policy, sqlglot's dialect tables: ~150k objects) lives as
+    # long as the process: out of the cyclic collector's full passes, which otherwise stall a
+    # query for 50-80 ms every hundred or so (measured on a stream of 200 distinct queries).
+    gc.freeze()
     tls = "TLS available" if config.tls_cert else "no TLS"
     log.warning("dpsql serve: listening on %s:%d (%s); ledger %s", config.host, server.port, tls,
                 redact(config.ledger_for(server.context.policy)))

@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import pytest
+from sqlglot import exp
 
+from dpsql.aggregates.sums import SUM
 from dpsql.analysis import joins
 from dpsql.analysis import post_processing as post
+from dpsql.backend.sql import join_sql
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms import ptr, subsample
 from dpsql.mechanisms.gaussian import GaussianSpec
@@ -92,6 +95,26 @@ TEMPLATES: tuple[Template, ...] = (
         "SELECT COUNT(*) FROM people WHERE dept IN (SELECT name FROM depts WHERE floor >= 3)", ci_runs=500),
     one("join_private", "join (private)", "people", "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id", ci_runs=500),
     one("join_private_sum", "join (private)", "people", "SELECT SUM(v.minutes) FROM people p JOIN visits v USING (person_id)"),
+    # A per-person aggregate, then a histogram of it (analysis/per_unit.py): the relation has one
+    # row per person (the outer release's max_rows is 1), so H0 is (1, 0)-DP with COUNT's
+    # sensitivity 1 and, for SUM(s), the per-person range's width m U = 3 x 60. The person's 5
+    # visits are bounded to m = 3: they land in bucket n = 3, and their 3 x 60 minutes in bucket
+    # s // 60 = 3, empty in D' (a key that exists only because the range is m U), moving its
+    # count by 1 and its total by 180: both sensitivities attained. These three templates run in CI
+    # at their controls' run counts, so the CI audit has the power each control shows.
+    one("per_unit_histogram", "per-person aggregate", "people",
+        "SELECT n, COUNT(*) AS persons FROM (SELECT person_id, COUNT(*) AS n FROM visits GROUP BY person_id) t GROUP BY n",
+        ci_runs=1000),
+    one("per_unit_sum_buckets", "per-person aggregate", "people",
+        "SELECT s // 60 AS b, COUNT(*) AS persons, SUM(s) AS total "
+        "FROM (SELECT person_id, SUM(minutes) AS s FROM visits GROUP BY person_id) t GROUP BY b", ci_runs=4000),
+    # Private rows for released keys (analysis/released_keys.py), Superset's series limit: two
+    # releases, each (1, 0)-DP, so H0 is (2, 0)-DP. The inner picks the larger of engineering and
+    # hr, tied in D' (the person's 3 rows make hr the larger), the outer counts the picked key's
+    # rows (hr's move by 3 = max_rows): the person moves both releases' outputs.
+    one("released_keys", "released keys", "people",
+        "SELECT t.dept, COUNT(*) AS n FROM people AS t JOIN (SELECT dept, COUNT(*) AS c FROM people GROUP BY dept "
+        "ORDER BY 2 DESC LIMIT 1) AS s ON t.dept = s.dept GROUP BY t.dept", ci_runs=2000),
     # Gaussian noise and accuracy-first budgets
     one("gaussian_count", "gaussian", "people", f"{GAUSS} COUNT(*) FROM people", ci_runs=500),
     one("gaussian_sum_avg", "gaussian", "people", f"{GAUSS} SUM(age), AVG(income) FROM people"),
@@ -171,6 +194,43 @@ def drop_join_product(mp: pytest.MonkeyPatch) -> None:
     drop_bound_after_join(mp)
 
 
+def per_person_rows(mp: pytest.MonkeyPatch) -> None:
+    """The per-person relation computed per row, not per person: each of a person's bounded rows
+    carries the person's aggregate (a window over the person's rows, what Tableau's LOD join
+    counted with COUNT(*) instead of COUNT(DISTINCT unit) amounts to), and the bound to one row per
+    person after it dropped; the outer count still claims sensitivity 1."""
+    real = join_sql._per_unit_select
+
+    def per_row(table: JoinedTable, relations):  # type: ignore[no-untyped-def]
+        select = real(table, relations)
+        assert table.per_unit is not None
+        unit = exp.column(table.per_unit.unit, quoted=True)
+        for item in select.expressions:
+            if isinstance(item.this, exp.AggFunc):
+                item.set("this", exp.Window(this=item.this.copy(), partition_by=[unit.copy()]))
+        select.set("group", None)
+        return select
+
+    mp.setattr(join_sql, "_per_unit_select", per_row)
+    drop_bound_after_join(mp)
+
+
+def drop_per_person_m(mp: pytest.MonkeyPatch) -> None:
+    """A per-person SUM's sensitivity read from one value's range [L, U] (the factor m of its
+    range [min(L, m L), max(U, m U)] dropped), its values still clamped to m U."""
+    real = planner.needs_of
+
+    def needs_of(family, call, query, bounding):  # type: ignore[no-untyped-def]
+        needs = real(family, call, query, bounding)
+        table = query.table
+        if call.kind != SUM or not isinstance(table, JoinedTable) or table.per_unit is None:
+            return needs
+        m = table.parts[0].table.max_rows
+        return dataclasses.replace(needs, releases=tuple((raw, sensitivity / m) for raw, sensitivity in needs.releases))
+
+    mp.setattr(planner, "needs_of", needs_of)
+
+
 def one_set_epsilon(mp: pytest.MonkeyPatch) -> None:
     """Every grouping set gets the query's whole epsilon, and the statement is billed the query's
     epsilon once (what charging the sets as one release amounts to)."""
@@ -242,6 +302,13 @@ CONTROLS: tuple[Control, ...] = (
     Control("outer_half_scale", "outer", scaled(LaplaceSpec, "scale", 2), "outer query: Laplace scale / 2"),
     Control("join_public_no_fanout", "join_public", drop_join_fanout, "public join: fan-out dropped", 500),
     Control("join_private_no_product", "join_private", drop_join_product, "private join: product of max_rows dropped", 500),
+    # The person's bucket moves by 3 at scale 1 (loss 3), their bucket total by 180 at scale 120 with
+    # the count's half of epsilon (loss 1.5 + 0.5), hr's count by 3 at scale 1 in both releases
+    # (loss 3 + the key's): run counts at which seeds 1-4 and 12345 all certify 0.35 or more above the claim.
+    Control("per_unit_rows_not_persons", "per_unit_histogram", per_person_rows,
+            "per-person aggregate: a row per row, not per person (bound after it dropped)", 1000),
+    Control("per_unit_sum_no_m", "per_unit_sum_buckets", drop_per_person_m, "per-person SUM: sensitivity without m", 4000),
+    Control("released_keys_no_max_rows", "released_keys", drop_max_rows, "released keys: both releases without max_rows", 2000),
     Control("gaussian_tenth_sigma", "gaussian_count", scaled(GaussianSpec, "sigma2", 100), "Gaussian: sigma / 10", 500),
     Control("ci95_quarter_scale", "ci95_count", scaled(LaplaceSpec, "scale", 4), "ci95: Laplace scale / 4 (epsilon / 4 charged)", 1500),
     Control("partition_no_threshold", "partition", no_selection_threshold, "partition selection: threshold 1", 500),

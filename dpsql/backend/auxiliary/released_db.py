@@ -56,6 +56,7 @@ MAX_BYTES = 64 * 1024 * 1024
 _BATCH = 64
 _VALUE_BYTES = 16
 _ROW_BYTES = 64
+_PARSED_MAX = 64  # statement texts remembered per session (parsed once)
 
 _DATABASE: duckdb.DuckDBPyConnection | None = None
 _DATABASE_LOCK = threading.Lock()
@@ -94,6 +95,21 @@ class ReleasedDatabase:
     def __init__(self) -> None:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
+        self._statements: dict[str, Any] = {}
+
+    def _parsed(self, con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+        """The statement parsed once per text (under the lock): a query's typing run over empty
+        tables and its run over the released rows share the text, and DuckDB's parser is about half
+        of a small statement's time."""
+        statement = self._statements.get(sql)
+        if statement is None:
+            parsed = con.extract_statements(sql)
+            if len(parsed) != 1:
+                return sql
+            if len(self._statements) >= _PARSED_MAX:
+                self._statements.clear()
+            statement = self._statements[sql] = parsed[0]
+        return statement
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
@@ -104,13 +120,13 @@ class ReleasedDatabase:
     def render(tables: Sequence[ReleasedTable], query: exp.Expr) -> str:
         """The outer query's SQL text over these released tables' schemas (rows play no part, so
         a compiled query renders it once), with its LIMIT at most one above MAX_ROWS."""
-        return render(_capped(_typed(query, tables)), "duckdb")
+        return render(_capped(_typed(query, tables)), "duckdb", fresh=True)
 
     @staticmethod
     def render_own(table: ReleasedTable, query: exp.Expr) -> str:
         """A query's own post-processing SQL over its released aggregates' schema (rendered once):
         no cap, it returns at most the released rows it reads (no join, no table function)."""
-        return render(_typed(query, [table]), "duckdb")
+        return render(_typed(query, [table]), "duckdb", fresh=True)
 
     def _run(self, tables: Sequence[ReleasedTable], sql: str, capped: bool = True) -> EngineResult:
         """Raises duckdb.Error (callers sanitize it)."""
@@ -119,7 +135,7 @@ class ReleasedDatabase:
         with self._lock:
             con = self._connection()
             try:
-                cursor = con.execute(sql, params)
+                cursor = con.execute(self._parsed(con, sql), params)
                 names = tuple(d[0] for d in cursor.description)
                 types = tuple(str(d[1]) for d in cursor.description)
                 return EngineResult(names, types, _fetch(cursor) if capped else cursor.fetchall())
@@ -209,15 +225,15 @@ def value_bytes(rows: Sequence[tuple[Any, ...]]) -> int:
     return sum(_ROW_BYTES + sum(len(v) if isinstance(v, (str, bytes)) else _VALUE_BYTES for v in row) for row in rows)
 
 
-def _capped(query: exp.Expr) -> exp.Expr:
-    """The query with LIMIT at most MAX_ROWS + 1: DuckDB stops there (a smaller LIMIT is kept)."""
-    limit = query.args.get("limit")
+def _capped(typed: exp.Expr) -> exp.Expr:
+    """The query with LIMIT at most MAX_ROWS + 1: DuckDB stops there (a smaller LIMIT is kept).
+    `typed` is `_typed`'s fresh tree, so the limit is set in place."""
+    limit = typed.args.get("limit")
     value = limit.args.get("expression") if isinstance(limit, exp.Limit) else None
     if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit() and int(value.this) <= MAX_ROWS:
-        return query
-    capped = query.copy()
-    capped.set("limit", exp.Limit(expression=exp.Literal.number(MAX_ROWS + 1)))
-    return capped
+        return typed
+    typed.set("limit", exp.Limit(expression=exp.Literal.number(MAX_ROWS + 1)))
+    return typed
 
 
 def _parameters(i: int, table: ReleasedTable) -> list[str]:

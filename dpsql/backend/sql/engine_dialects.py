@@ -297,14 +297,17 @@ def engine_dialect(name: str) -> Dialect:
     raise KeyError(name)
 
 
-def render(expression: exp.Expr, dialect: str = "duckdb", relations: Mapping[str, str] | None = None) -> str:
+def render(expression: exp.Expr, dialect: str = "duckdb", relations: Mapping[str, str] | None = None, *,
+           fresh: bool = False) -> str:
     """Engine SQL text of an expression for one engine (EXPLAIN shows the text that runs).
 
     `relations`: print the relations the statement reads under other names (a dry run's empty
     stand-ins of the session relations: the same statement, over tables without data); a session
-    relation (`__dpsql_*`) not in it raises UnknownRelation."""
+    relation (`__dpsql_*`) not in it raises UnknownRelation. `fresh`: the tree was built for this
+    call and is dropped after it, so the generator's transforms may work on it in place (sqlglot
+    otherwise copies the whole tree first, as long as printing it)."""
     if relations is None:
-        return engine_dialect(dialect).generate(expression)
+        return engine_dialect(dialect).generate(expression, copy=not fresh)
     generator = engine_dialect(dialect).generator()
     generator.relations = relations  # type: ignore[attr-defined]  # read by _relation (subclasses have a __dict__)
-    return generator.generate(expression)
+    return generator.generate(expression, copy=not fresh)

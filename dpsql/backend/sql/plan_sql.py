@@ -212,7 +212,7 @@ def key_sql(key: GroupKey) -> exp.Expr:
     if key.expr is None:
         return exp.column(key.column.name, quoted=True)
     computed = key.engine if key.engine is not None else key.expr  # LN/LOG/EXP of listed values: their literals
-    return Guarded(this=exp.cast(computed.copy(), TYPE_NAMES[key.column.type]))
+    return Guarded(this=exp.cast(computed.copy(), TYPE_NAMES[key.column.type], copy=False))
 
 
 def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
@@ -368,7 +368,7 @@ def _row_filter(plan: Plan) -> exp.Expr | None:
                 conditions.append(exp.In(this=key_sql(key), expressions=values))
     if not conditions:
         return None
-    return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
+    return exp.and_(*conditions, copy=False) if len(conditions) > 1 else conditions[0]  # fresh nodes: no second copy
 
 
 def _domain_literal(value: object, column: Column) -> exp.Expr:

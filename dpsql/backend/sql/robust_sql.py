@@ -144,7 +144,7 @@ def value_expr(values: ValueMap) -> exp.Expr:
     assert values.grid is not None
     scaled = exp.Div(this=value, expression=number(values.grid))
     clamped = exp.func("least", exp.func("greatest", scaled, exp.Literal.number(low)), exp.Literal.number(high))
-    return exp.cast(exp.func("round", clamped), "BIGINT")
+    return exp.cast(exp.func("round", clamped), "BIGINT", copy=False)
 
 
 def _present(column: Column, keep_infinite: bool = False) -> exp.Expr:
@@ -159,7 +159,7 @@ def _present(column: Column, keep_infinite: bool = False) -> exp.Expr:
 
 
 def _keys(plan: Plan) -> list[exp.Expr]:
-    return [exp.alias_(key_sql(k), key_name(i)) for i, k in enumerate(plan.query.keys)]
+    return [_as(key_sql(k), key_name(i)) for i, k in enumerate(plan.query.keys)]
 
 
 def _key_names(plan: Plan) -> list[str]:
@@ -170,9 +170,11 @@ def base_select(plan: Plan, values: ValueMap, relation: str, value: exp.Expr | N
     """Keys and the mapped value (or `value`) of every row that passes the query's filter and has a value."""
     condition = row_filter(plan)
     present = _present(values.column)
-    where = exp.and_(condition, present) if condition is not None else present
+    where = exp.and_(condition, present, copy=False) if condition is not None else present
     mapped = value if value is not None else value_expr(values)
-    return exp.select(*_keys(plan), exp.alias_(mapped, VALUE)).from_(exp.to_identifier(relation, quoted=True)).where(where)
+    # Every part is built fresh here (the filter, keys and value): no builder copies.
+    return (exp.select(*_keys(plan), _as(mapped, VALUE), copy=False).from_(exp.to_identifier(relation, quoted=True), copy=False)
+            .where(where, copy=False))
 
 
 # --- histogram path ------------------------------------------------------------------------------
@@ -182,9 +184,9 @@ def histogram_select(plan: Plan, request: RankRequest, relation: str) -> exp.Sel
     """Per group and mapped value, the number of rows."""
     names = _key_names(plan)
     return (
-        exp.select(*names, VALUE, exp.alias_(exp.Count(this=exp.Star()), COUNT))
-        .from_(base_select(plan, request.values, relation).subquery("__b"))
-        .group_by(*names, VALUE)
+        exp.select(*names, VALUE, _as(exp.Count(this=exp.Star()), COUNT), copy=False)
+        .from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
+        .group_by(*names, VALUE, copy=False)
     )
 
 
@@ -519,15 +521,16 @@ def exact_window_select(plan: Plan, request: RankRequest, relation: str) -> exp.
     partition = [exp.column(n) for n in names]
     order = exp.Order(expressions=[ordered(value.copy())])
     ranked = exp.select(*names, VALUE,
-                        exp.alias_(exp.Window(this=exp.RowNumber(), partition_by=partition, order=order), RANK),
-                        exp.alias_(exp.Window(this=exp.Count(this=exp.Star()), partition_by=[p.copy() for p in partition]), N)
-                        ).from_(base_select(plan, request.values, relation).subquery("__b"))
+                        _as(exp.Window(this=exp.RowNumber(), partition_by=partition, order=order), RANK),
+                        _as(exp.Window(this=exp.Count(this=exp.Star()), partition_by=[p.copy() for p in partition]), N),
+                        copy=False).from_(base_select(plan, request.values, relation).subquery("__b", copy=False), copy=False)
     conditions = []
     for p, reach in request.windows:
         rho = _rho(exp.column(N), p)
         conditions.append(exp.Between(this=exp.column(RANK), low=exp.Sub(this=rho, expression=exp.Literal.number(reach)),
                                       high=exp.Add(this=rho.copy(), expression=exp.Literal.number(reach))))
-    return exp.select(*names, N, RANK, VALUE).from_(ranked.subquery("__r")).where(exp.or_(*conditions))
+    return (exp.select(*names, N, RANK, VALUE, copy=False).from_(ranked.subquery("__r", copy=False), copy=False)
+            .where(exp.or_(*conditions, copy=False), copy=False))
 
 
 # --- MODE ------------------------------------------------------------------------------------------
