@@ -201,6 +201,8 @@ class Session:
         a repeated query skips parsing and rendering, never the charge or the noise. A cached
         plan holds nothing secret or random: the bounded relations' seeds live in the session's
         engine calls, and per-query seeds and noise are drawn at execution, after the charge.
+        A statement that reads the clock (now(), current_date) is not cached: each compilation
+        reads it again, so a repeat is planned at its own time.
         A compiled statement is immutable; what the session derives from it lives in its executor.
         """
         default = self.default_query_budget
@@ -212,6 +214,8 @@ class Session:
         statement = self._plans.get(key)
         if statement is None:
             statement = prepare(sql, parameters, AnalysisContext(self.policy, default, facts=self._facts))
+            if statement.parsed.clock is not None:
+                return statement  # it read the clock: the next execution reads it again (frontend/clock.py)
             if len(self._plans) >= PLAN_CACHE_SIZE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = statement

@@ -1,5 +1,5 @@
-"""SUM and AVG of a bounded column or per-row expression: fixed-point sums with discrete Laplace
-(or Gaussian) noise.
+"""SUM and AVG of a bounded column or per-row expression, and SUM(DISTINCT x) and AVG(DISTINCT x):
+fixed-point sums with discrete Laplace (or Gaussian) noise.
 
 Sensitivity (policy only): values are clamped to the column's bounds on its grid g (bounds
 rounded inwards, so the sensitivity stays as declared); a person keeps at most k = max_rows rows.
@@ -8,6 +8,16 @@ SUM: k * max(|lower|, |upper|) / g grid units. AVG: a sum centred on the bounds'
 AVG = c + S / max(C, 1), clamped to [lower, upper]; its 95% interval is the corner evaluation
 over the two releases (docs/mechanisms.md, "Counts, sums and averages"). An expression's bounds
 are those the analysis derived for it from the policy, and the engine clamps each row into them.
+
+DISTINCT (the same releases and sensitivities): the engine sums each distinct grid value u =
+round(clamp(x) / g) of a group once (AVG: centred, over COUNT(DISTINCT u)). On the bounded
+relation a person has at most k rows, and each row's u joins or leaves its group's set of
+distinct values at most once (another person's equal value keeps it there), so adding or
+removing the person changes the distinct sets of all groups together by at most k values, each
+within [L, U]: the L1 change of the per-group distinct sums is at most k * max(|L|, |U|) / g,
+of the centred sums k * max(|L - c|, |U - c|) / g, and of the distinct counts k, whatever the
+grouping (COUNT(DISTINCT col)'s argument, counts.py). The clamp comes before DISTINCT, so two raw
+values on one grid point are one value, and the count counts the values the sum adds.
 """
 
 from __future__ import annotations
@@ -43,8 +53,14 @@ SUM, AVG = "sum", "avg"
 
 def bind_bounded(node: exp.Expr, binder: Binder, text: str, kind: str) -> AggregateCall:
     """`kind` of a bounded numeric column, or of a per-row expression with derived bounds; BigQuery's
-    `contribution_bounds_per_group => (lo, hi)` narrows those bounds (`narrowed`)."""
+    `contribution_bounds_per_group => (lo, hi)` narrows those bounds (`narrowed`); `kind(DISTINCT x)`
+    of one column or expression reads each distinct value of a group once (`distinct`)."""
     arg = node.this
+    if isinstance(arg, exp.Distinct):
+        if len(arg.expressions) != 1:
+            raise binder.refuse("DP116", f"{kind.upper()}(DISTINCT ...) takes one column or expression", node,
+                                f"write {kind.upper()}(DISTINCT col)")
+        return replace(_bind_argument(arg.expressions[0], node, binder, text, kind), distinct=True)
     if isinstance(arg, ContributionBounds):
         return narrowed(_bind_argument(arg.this, node, binder, text, kind), arg, binder)
     return _bind_argument(arg, node, binder, text, kind)
@@ -110,9 +126,12 @@ class GridSum:
         grid = column.grid()
         lower, upper = grid_units(column.lower, grid, math.ceil), grid_units(column.upper, grid, math.floor)
         center = (lower + upper) // 2
-        return GridSum(RawAggregate("sum_grid", column, grid, lower, upper, 0, call.expr),
-                       RawAggregate("sum_grid", column, grid, lower, upper, center, call.expr),
-                       RawAggregate("count_finite", column, expr=call.expr))
+        distinct = call.distinct
+        # DISTINCT counts distinct grid values, so its count carries the grid and clamp of its sum.
+        count = RawAggregate("count_finite", column, grid, lower, upper, 0, call.expr, True) if distinct else \
+            RawAggregate("count_finite", column, expr=call.expr)
+        return GridSum(RawAggregate("sum_grid", column, grid, lower, upper, 0, call.expr, distinct),
+                       RawAggregate("sum_grid", column, grid, lower, upper, center, call.expr, distinct), count)
 
     @property
     def deviation(self) -> int:
@@ -146,6 +165,15 @@ class SumEstimate(LaplaceEstimate):
         side = {1: "never below 0", -1: "never above 0"}.get(self.sign)
         clamped = f"; {side} (clamp = false leaves it unbiased)" if side and plan.query.clamp else ""
         return f"±{fmt(width(plan, self.releases[0]))} ({noise_family(plan, self.releases[0])}{every}){clamped}"
+
+
+@dataclass(frozen=True, slots=True)
+class DistinctSumEstimate(SumEstimate):
+    """SUM(DISTINCT x): the noisy sum of its one release; not additive (a value two groups share
+    is once in their union)."""
+
+    additive = False
+    not_additive = "a value two groups share counts once in their union"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +227,8 @@ class Sums:
         sums = GridSum.of(call)
         if call.kind == SUM:
             raw = sums.raw
-            return SumEstimate((planning.release(raw),), 1 if raw.lower_units >= 0 else -1 if raw.upper_units <= 0 else 0)
+            sign = 1 if raw.lower_units >= 0 else -1 if raw.upper_units <= 0 else 0
+            return (DistinctSumEstimate if call.distinct else SumEstimate)((planning.release(raw),), sign)
         column = call.column
         assert column is not None and column.lower is not None and column.upper is not None
         return AvgEstimate((planning.release(sums.centred), planning.release(sums.count)), float(sums.center), float(column.lower),

@@ -75,6 +75,11 @@ class Variances:
     filterable = False
 
     def bind(self, node: exp.Expr, binder: Binder, text: str) -> AggregateCall:
+        if isinstance(node.this, exp.Distinct):
+            # The centred squares of two distinct values symmetric about the midpoint are one value
+            # to the engine's DISTINCT: no release of the distinct values' squares in one pass.
+            raise binder.refuse("DP116", "DISTINCT is accepted inside COUNT, SUM and AVG only, not STDDEV or VARIANCE",
+                                node, "take the variance of the rows (without DISTINCT), or SUM/AVG/COUNT(DISTINCT x)")
         return bind_bounded(node, binder, text, SPELLINGS[type(node)])
 
     def accuracy_first(self, call: AggregateCall) -> str | None:
@@ -107,7 +112,7 @@ class Variances:
 
 def _squares(sums: GridSum) -> RawAggregate:
     raw = sums.centred
-    return RawAggregate("sumsq_grid", raw.column, raw.grid, raw.lower_units, raw.upper_units, raw.center_units, raw.expr)
+    return RawAggregate("sumsq_grid", raw.column, raw.grid, raw.lower_units, raw.upper_units, raw.center_units, raw.expr, raw.distinct)
 
 
 VARIANCES = Variances()

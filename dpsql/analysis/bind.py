@@ -20,7 +20,7 @@ from dpsql.aggregates import quantiles, registry
 from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import INTERVAL_FUNCTIONS, is_aggregate
-from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, narrowed
+from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, exact_key, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
@@ -228,7 +228,8 @@ class _Binder:
                                   "group by a column, a CASE with literal results, arithmetic over bounded integers, "
                                   "date_trunc/EXTRACT of a bounded date or timestamp, or a text function of a column with declared values",
                                   span=span) from None
-        return GroupKey(column=derived.column, expr=expr, derivation=derived.derivation)
+        engine = exact_key(expr, self.key_table)  # LN/LOG/EXP of listed values as literals: every engine computes the listed keys
+        return GroupKey(column=derived.column, expr=expr, derivation=derived.derivation, engine=engine if engine is not expr else None)
 
     # --- what an aggregate module's binding is offered (aggregates.base.Binder) ---------------------
     @property
@@ -304,7 +305,8 @@ class _Binder:
 
     def _plain_column(self, arg: exp.Expr | None, node: exp.Expr) -> Column:
         if isinstance(arg, exp.Distinct):
-            raise self.ctx.refuse("DP116", "DISTINCT inside SUM/AVG is not accepted", node, "aggregate the column without DISTINCT")
+            raise self.ctx.refuse("DP116", "DISTINCT is accepted inside COUNT, SUM and AVG only", node,
+                                  "aggregate the column without DISTINCT")
         if not isinstance(arg, exp.Column):
             raise self.ctx.refuse("DP115", "an aggregate's argument must be a column of the policy", node,
                                   "aggregate a column; filter or transform rows in WHERE")

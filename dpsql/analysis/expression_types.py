@@ -246,7 +246,7 @@ def check_query(query: BoundQuery) -> None:
     """Annotate the row-level expressions of a bound query (WHERE, GROUP BY expressions, aggregate
     arguments) with their DuckDB types, for the engines' renderings, and refuse (DP142) a part
     that no engine but DuckDB computes alike."""
-    expressions = [query.where, *(k.expr for k in query.keys), *(a.expr for a in query.aggregates)]
+    expressions = [query.where, *(k.expr for k in query.keys), *(k.engine for k in query.keys), *(a.expr for a in query.aggregates)]
     for expression in expressions:
         if expression is None:
             continue

@@ -34,7 +34,7 @@ SCALAR_CLASSES: tuple[type[exp.Func], ...] = (
     exp.DateTrunc, exp.Cast, exp.TryCast, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Sign,
     exp.Trim, exp.Concat, exp.If, exp.Case, exp.StartsWith, exp.RegexpLike, exp.Left, exp.Right,
     exp.DayOfWeek, exp.Quarter, exp.Week, exp.StrPosition, exp.Replace, exp.DateDiff, exp.DateAdd,
-    exp.DateSub, exp.CurrentDate, exp.Reverse, exp.Trunc,
+    exp.DateSub, exp.Reverse, exp.Trunc,
     exp.UnixToTime,  # to_timestamp(seconds since 1970)
     exp.And, exp.Or,  # sqlglot 30 makes AND/OR Func subclasses: they are connectives, not calls
 )
@@ -47,7 +47,8 @@ SCALAR_NAMES = frozenset(
         "regexp_full_match",
     }
 )
-# Not on the list: functions that exist on one engine only, or mean something else on another, and
+# Not on the list: the clocks (now(), current_date, today(), ...): parsing reads them once, as
+# literals (frontend/clock.py), so none reaches the analysis. Nor functions that exist on one engine only, or mean something else on another, and
 # that no rendering makes agree (dpsql answers the same on every engine): even, gcd, lcm, factorial,
 # chr (DuckDB's code points vs Spark's bytes), signbit (the sign of a NaN), initcap (DuckDB has
 # none; the word boundaries differ).

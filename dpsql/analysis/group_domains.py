@@ -12,6 +12,9 @@ expression over *sets* of possible values taken from the policy:
   column appears twice: extra keys are released empty, never missing ones);
 - CASE / IF take the union of their result branches, plus NULL when there is no ELSE;
 - a comparison or other predicate is {false, true};
+- LN, LOG, EXP, SQRT, CBRT and POWER(x, c) map a listed operand value by value, as DuckDB
+  computes them (`GROUP BY LOG(CASE WHEN age < 50 THEN 50 ELSE 1 END)`: two keys); the engine
+  computes such a key from the same literals (`exact_key`), so every engine agrees to the bit;
 - FLOOR, CEIL, ROUND and `//` of a bounded numeric expression give every integer of its
   interval (analysis/value_bounds.py), and so does EXTRACT(EPOCH ...) under them (Grafana's
   `floor(extract(epoch from t) / 86400) * 86400`);
@@ -24,8 +27,10 @@ expression over *sets* of possible values taken from the policy:
   (`date_trunc('month', CAST(t AS DATE))`).
 
 `narrowed` intersects a column's bounds with the constant ranges the WHERE clause puts on it
-(`t >= '2025-01-01' AND t < '2025-04-01'`, BETWEEN): rows outside them are filtered out, so
-the keys only they could produce would be empty groups. The constants are in the SQL (public).
+(`t >= '2025-01-01' AND t < '2025-04-01'`, BETWEEN, and constant date expressions such as
+`date_trunc('month', now() + INTERVAL '-12 month')`, analysis/constant_instants.py): rows outside
+them are filtered out, so the keys only they could produce would be empty groups. The constants
+are in the SQL, or the clock read at plan time (frontend/clock.py): public.
 
 A domain of more than MAX_DERIVED_KEYS keys, or an expression whose values cannot be listed
 (an unbounded column, a function not modelled here), has no public domain: its keys are then
@@ -54,6 +59,9 @@ from typing import Any
 
 from sqlglot import exp
 
+from dpsql.analysis.constant_instants import DATE_TYPES, TIMESTAMP_TYPES, UNITS, constant_instant, truncate, unit_name
+from dpsql.analysis.monotone import CLASSES as MONOTONE_CLASSES
+from dpsql.analysis.monotone import Monotone, monotone_call
 from dpsql.analysis.value_bounds import NoBounds, epoch_operand, value_bounds
 from dpsql.catalog.policy import Column, ColumnType, Table
 from dpsql.frontend.privacy_dialect import Dpsql
@@ -126,7 +134,7 @@ def cap_public_groups(keys: list[Column], derived: list[Any]) -> list[Any]:
         return derived
     note = f"the key combinations exceed {MAX_PUBLIC_GROUPS:,}: partition selection"
     return [d if d is None or d.column.values is None else
-            type(d)(column=Column(name=d.column.name, type=d.column.type), expr=d.expr, derivation=note) for d in derived]
+            replace(d, column=Column(name=d.column.name, type=d.column.type), derivation=note) for d in derived]
 
 
 def _order(value: Any) -> tuple[bool, Any]:
@@ -154,6 +162,8 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:  # noqa: C901 - a visito
         return _arithmetic(node, table)
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         return _truncation(node, table)
+    if isinstance(node, MONOTONE_CLASSES):
+        return _monotone(node, table)
     epoch = epoch_operand(node)
     if epoch is not None:
         _span(epoch, table)  # a date or timestamp column, not the unit; its seconds are too many to list
@@ -179,8 +189,7 @@ def _evaluate(node: exp.Expr, table: Table) -> _Values:  # noqa: C901 - a visito
 # Integer targets and the bits of their signed range (a value outside it fails the cast: NULL).
 _INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
                  exp.DataType.Type.BIGINT: 64}
-_DATE = (exp.DataType.Type.DATE,)
-_TIMESTAMP = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME)
+_DATE, _TIMESTAMP = DATE_TYPES, TIMESTAMP_TYPES
 
 
 def _cast(node: exp.Cast, table: Table) -> _Values:
@@ -493,9 +502,78 @@ _ROUNDINGS: dict[type[exp.Expr], Callable[[Any], Any]] = {
     exp.Floor: _finite(math.floor), exp.Ceil: _finite(math.ceil), exp.Round: _finite(_round_half_away)}
 
 
+# --- LN, LOG, EXP, SQRT, CBRT, POWER: value by value ---------------------------------------------
+
+MAX_MAPPED = 1_000  # listed operand values a key through one of them is mapped from, one by one
+
+
+def _monotone(node: exp.Expr, table: Table) -> _Values:
+    """LOG(CASE WHEN age < 50 THEN 50 ELSE 1 END): each listed operand value mapped as DuckDB
+    computes it (analysis/monotone.py); NaN (outside the function's domain) is no key."""
+    call = monotone_call(node)
+    if call is None:
+        raise NoDomain(f"dpsql lists no domain through {node.key.upper()} without a literal base or exponent", node)
+    inner = _evaluate(call.operand, table)
+    if inner.type not in ("int", "float"):
+        raise NoDomain(f"{call.name} applies to numbers", node)
+    if inner.values is None or len(inner.values) > MAX_MAPPED:
+        return _Values("float", None, node)  # too many to map one by one: partition selection
+    return _Values("float", frozenset(_mapped(call, inner.values).values()), node)
+
+
+def _mapped(call: Monotone, values: frozenset[Any]) -> dict[Any, float]:
+    """Each finite operand value -> its key (NaN left out: no key equals it)."""
+    out = {}
+    for v in values:
+        if v is None or isinstance(v, bool) or not math.isfinite(float(v)):
+            continue
+        key = call.value(float(v))
+        if not math.isnan(key):
+            out[v] = key
+    return out
+
+
+def exact_key(expr: exp.Expr, table: Table) -> exp.Expr:
+    """The key as the engines compute it: every LN/LOG/EXP/SQRT/CBRT/POWER call whose operand has
+    at most MAX_MAPPED listed values becomes `CASE operand WHEN v THEN f(v) ... ELSE NaN END`,
+    with each f(v) the DOUBLE listed in the domain. The C library (DuckDB, Python) and Java
+    (Spark) can differ in the last bit of LN, LOG10 and EXP; written as literals, the keys are
+    the listed ones on every engine. An operand value outside the list (outside the policy's
+    bounds) gives NaN on every engine, a key no listed key equals: its row is dropped, as a
+    column key's value outside the declared bounds is."""
+    if next(expr.find_all(*MONOTONE_CLASSES), None) is None:
+        return expr
+    copy, changed = expr.copy(), False
+    for node in reversed(list(copy.find_all(*MONOTONE_CLASSES))):  # the innermost calls first
+        call = monotone_call(node)
+        try:
+            inner = _evaluate(call.operand, table) if call is not None else None
+        except (NoDomain, _TooMany):
+            continue
+        if call is None or inner is None or inner.type not in ("int", "float") or inner.values is None \
+                or len(inner.values) > MAX_MAPPED:
+            continue
+        mapping = _mapped(call, inner.values)
+        if not mapping:
+            continue
+        branches = [exp.If(this=_double_literal(v) if isinstance(v, float) else exp.Literal.number(v), true=_double_literal(k))
+                    for v, k in sorted(mapping.items())]
+        mapped = exp.Case(this=call.operand.copy(), ifs=branches, default=_double_literal(math.nan))
+        if node is copy:
+            return mapped  # the key is the call itself (the innermost calls were rewritten before)
+        node.replace(mapped)
+        changed = True
+    return copy if changed else expr
+
+
+def _double_literal(value: float) -> exp.Expr:
+    text = repr(value) if math.isfinite(value) else "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return exp.cast(exp.Literal.string(text) if not math.isfinite(value) else exp.Literal.number(text), "DOUBLE")
+
+
 # --- dates and timestamps ----------------------------------------------------------------------
 
-_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+_UNITS = UNITS
 _PART_FUNCTIONS: dict[type, str] = {
     exp.Year: "year", exp.Month: "month", exp.Quarter: "quarter", exp.Day: "day", exp.DayOfMonth: "day",
     exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.Week: "week", exp.WeekOfYear: "week",
@@ -605,9 +683,7 @@ def _day_part(day: dt.date, part: str) -> int:
 
 def _truncation(node: exp.Expr, table: Table) -> _Values:
     unit = node.args.get("unit")
-    text = (unit.name if unit is not None else "").lower()
-    text = {"years": "year", "months": "month", "days": "day", "weeks": "week", "quarters": "quarter",
-            "hours": "hour", "minutes": "minute", "seconds": "second"}.get(text, text)
+    text = unit_name(unit.name if unit is not None else "")
     if text not in _UNITS:
         raise NoDomain(f"dpsql lists no domain for date_trunc to '{text}'", node)
     try:
@@ -625,26 +701,6 @@ def _truncation(node: exp.Expr, table: Table) -> _Values:
     if kind == "date" and text not in ("hour", "minute", "second"):
         return _Values("date", frozenset(k.date() for k in keys), node)  # the key is cast back to DATE
     return _Values("timestamp", frozenset(keys), node)
-
-
-def truncate(value: dt.datetime, unit: str) -> dt.datetime:
-    """date_trunc(unit, value), as DuckDB and Spark compute it (weeks start on Monday)."""
-    if unit == "year":
-        return value.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if unit == "quarter":
-        return value.replace(month=(value.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if unit == "month":
-        return value.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    day = value.replace(hour=0, minute=0, second=0, microsecond=0)
-    if unit == "week":
-        return day - dt.timedelta(days=value.weekday())
-    if unit == "day":
-        return day
-    if unit == "hour":
-        return value.replace(minute=0, second=0, microsecond=0)
-    if unit == "minute":
-        return value.replace(second=0, microsecond=0)
-    return value.replace(microsecond=0)
 
 
 def _next(value: dt.datetime, unit: str) -> dt.datetime | None:
@@ -736,8 +792,9 @@ def narrowed(table: Table, where: exp.Expr | None) -> Table:
     (public), so the narrowed domain still depends on the policy and the query only. A range is
     read as the engines compare: a date column against a constant with a time of day widens to
     that day (`d < '2025-03-31 12:00'` keeps 2025-03-31); a timestamp's strict bound is one
-    microsecond inside (the engines' resolution); a constant dpsql does not read (a time zone
-    offset, an expression) narrows nothing. A range that leaves no value changes nothing."""
+    microsecond inside (the engines' resolution); a constant dpsql does not evaluate exactly (a
+    time zone offset, an expression other than those of analysis/constant_instants.py) narrows
+    nothing. A range that leaves no value changes nothing."""
     if where is None:
         return table
     ranges: dict[str, tuple[Fraction | None, Fraction | None]] = {}
@@ -841,18 +898,10 @@ def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
                 return None
             return (-number if negative else number), True
         return None
-    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in _DATE + _TIMESTAMP:
-        instant = _instant_text(node.this)
-        if instant is None:
-            return None
-        if node.to.this in _DATE:
-            instant = dt.datetime(instant.year, instant.month, instant.day)
-    elif isinstance(node, exp.Literal) and node.is_string:
-        instant = _instant_text(node)
-    else:
+    found = constant_instant(node)  # a literal, a cast, date_trunc, +- INTERVAL: the clock read at plan time too
+    if found is None:
         return None
-    if instant is None:
-        return None
+    instant = found[0]
     whole_day = instant.time() == dt.time()
     seconds = _seconds(instant)
     if kind == "date":
@@ -863,20 +912,3 @@ def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
 def _seconds(instant: dt.datetime) -> Fraction:
     delta = instant - EPOCH
     return Fraction(delta.days * 86_400 + delta.seconds) + Fraction(delta.microseconds, 1_000_000)
-
-
-def _instant_text(node: exp.Expr) -> dt.datetime | None:
-    """An ISO date or timestamp literal ('2025-01-01', '2025-01-01T00:00:00Z'); None for anything
-    else, and for a time zone offset other than UTC (DuckDB's TIMESTAMP cast drops the offset)."""
-    if not (isinstance(node, exp.Literal) and node.is_string):
-        return None
-    text = node.this.strip()
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if value.tzinfo is not None:
-        if value.utcoffset() != dt.timedelta(0):
-            return None
-        value = value.replace(tzinfo=None)
-    return value

@@ -14,6 +14,12 @@ the expression's value on every possible row; it is derived here from the policy
   integer interval that fits the type (no rounding, no overflow);
 - EXTRACT(EPOCH FROM c) (or date_part('epoch', c)) of a bounded date or timestamp column is the
   seconds since 1970-01-01 of its bounds (Grafana's `floor(extract(epoch from t) / 86400)`).
+- LN, LOG (LOG10, LOG2, LOG(b, x) with a literal base), EXP, SQRT, CBRT and POWER(x, c) with a
+  literal exponent are monotone: [lo, hi] maps to [f(lo), f(hi)] (ends swapped when f decreases;
+  an even power's least value is 0 when the interval holds it), rounded outward by a few units in
+  the last place, when [lo, hi] is inside f's domain (LN/LOG: lo > 0; SQRT: lo >= 0); otherwise
+  no bound (the engines give -inf or NaN there), which a clamp around it can still supply
+  (analysis/monotone.py).
 
 Privacy does not rest on this arithmetic alone: the engine clamps every value into the interval
 before summing (backend/sql/plan_sql.py), so a value outside it (float rounding, NaN) cannot raise the
@@ -30,6 +36,8 @@ from typing import Literal
 from sqlglot import exp
 
 from dpsql.accounting.cost import to_fraction
+from dpsql.analysis.monotone import CLASSES as MONOTONE_CLASSES
+from dpsql.analysis.monotone import Monotone, image, monotone_call
 from dpsql.catalog.policy import Table
 
 # The largest magnitude a derived bound may have (declared column bounds are far below it).
@@ -116,6 +124,10 @@ def _interval(node: exp.Expr, table: Table) -> Interval | None:  # noqa: C901 - 
         cast = _cast(node, table)
         if cast is None or isinstance(cast, Interval):
             return cast
+    if isinstance(node, MONOTONE_CLASSES):
+        call = monotone_call(node)
+        if call is not None:
+            return _monotone(call, node, table)
     if isinstance(node, (exp.Func, exp.Binary, exp.Cast)) and not isinstance(node, (exp.Predicate, exp.Connector)):
         # Any other numeric function: no bounds of its own, but LEAST/GREATEST around it can clamp it.
         return _unbounded(NoBounds(f"dpsql derives no bounds through {node.key.upper()}: clamp it with LEAST and GREATEST", node))
@@ -143,6 +155,20 @@ def _cast(node: exp.Cast, table: Table) -> Interval | None | Literal[False]:
     if not inner.integer or inner.lower is None or inner.upper is None or inner.lower < -limit or inner.upper >= limit:
         return False
     return inner
+
+
+def _monotone(call: Monotone, node: exp.Expr, table: Table) -> Interval | None:
+    """LN, LOG, EXP, SQRT, CBRT, POWER(x, c): the image of the argument's interval, rounded outward
+    (analysis/monotone.py); unbounded, with why, when the interval leaves the function's domain."""
+    inner = _interval(call.operand, table)
+    if inner is None:
+        return None
+    if inner.lower is None or inner.upper is None:
+        return _unbounded(inner.why or NoBounds(f"the argument of {call.name} has no bounds", node))
+    found = image(call, inner.lower, inner.upper)
+    if isinstance(found, str):
+        return _unbounded(NoBounds(found, node))
+    return Interval(found[0], found[1], False)
 
 
 def epoch_operand(node: exp.Expr) -> exp.Expr | None:

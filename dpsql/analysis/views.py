@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from dpsql.catalog.policy import Policy, View
 from dpsql.errors import CatalogError, Error
+from dpsql.frontend.clock import has_clock
 from dpsql.frontend.parse import parse_tree
 
 _CACHE: dict[int, tuple[Policy, dict[str, exp.Select]]] = {}
@@ -48,6 +49,9 @@ def view_bodies(policy: Policy) -> dict[str, exp.Select]:
             raise _invalid(policy, view, "must be one SELECT statement (no UNION, no other statement)")
         if tree.find(exp.Placeholder, exp.Parameter) is not None:
             raise _invalid(policy, view, "must not hold parameters (?)")
+        if has_clock(tree):
+            raise _invalid(policy, view, "must not read the clock (now(), current_date, ...): its rows would change with "
+                           "the time it is read", "write the date as a literal; analysts may write now() in their queries")
         for node in tree.walk():
             node.meta.clear()
         bodies[name] = tree

@@ -20,6 +20,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dpsql.errors import ParameterError, Span, SqlSyntaxError, UnsupportedQueryError
+from dpsql.frontend.clock import read_clock
 from dpsql.frontend.privacy_dialect import Dpsql, PrivacyOptions
 from dpsql.frontend.spans import at, keyword_span
 
@@ -36,10 +37,13 @@ class ParsedStatement:
     tree: exp.Expr
     sql: str
     verbose: bool = False  # EXPLAIN (VERBOSE) / EXPLAIN VERBOSE: the plan with the engine SQL
+    clock: dt.datetime | None = None  # the instant (UTC) its now()/current_date were read at; None: no clock
 
 
-def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> ParsedStatement:
-    """Parse `sql` (one statement) and bind its `?` parameters."""
+def parse_statement(sql: str, parameters: Sequence[object] | None = None, clock: dt.datetime | None = None) -> ParsedStatement:
+    """Parse `sql` (one statement), bind its `?` parameters and read its clocks (now(),
+    current_date, ...) once, as literals of the instant `clock` (default: the wall clock in UTC;
+    frontend/clock.py)."""
     text = sql
     kind: StatementKind = "select"
     match = _EXPLAIN.match(sql)
@@ -62,7 +66,10 @@ def parse_statement(sql: str, parameters: Sequence[object] | None = None) -> Par
     check_numbers(tree, sql)
     if kind != "explain":
         kind = "select" if isinstance(tree, exp.Query) else "set" if isinstance(tree, exp.Set) else "other"
-    return ParsedStatement(kind=kind, tree=tree, sql=sql, verbose=verbose)
+    read_at = None
+    if kind in ("select", "explain"):  # before the analysis: the instant is part of the plan and its identity
+        tree, read_at = read_clock(tree, clock)
+    return ParsedStatement(kind=kind, tree=tree, sql=sql, verbose=verbose, clock=read_at)
 
 
 # Other dialects' names of aggregates dpsql has (SQL Server / Power BI, Excel-style): the same

@@ -99,7 +99,8 @@ class RawAggregate:
 
     `sum_grid` sums round(clamp(x, lower, upper) / grid) - center as integers (HUGEINT), so the
     sum is exact and independent of row order; NULL, NaN and +-inf are dropped before clamping.
-    `count_finite` counts the rows `sum_grid` sums (AVG's denominator). `sumsq_grid` sums the
+    `count_finite` counts the rows `sum_grid` sums (AVG's denominator); with `distinct`, both read
+    each distinct grid value of the group once (SUM/AVG(DISTINCT x)). `sumsq_grid` sums the
     squares of those centred values, rounded onto `square_grid(raw)` and clamped to
     [0, square_units(raw)] per row (VARIANCE and STDDEV).
     """
@@ -111,6 +112,9 @@ class RawAggregate:
     upper_units: int = 0
     center_units: int = 0
     expr: exp.Expr | None = None  # the per-row value when it is an expression, not `column` itself
+    # Over the distinct grid values of each group (SUM/AVG(DISTINCT x)): `sum_grid` sums each
+    # distinct round(clamp(x) / grid) once, `count_finite` counts them.
+    distinct: bool = False
 
 
 @dataclass(frozen=True, slots=True)

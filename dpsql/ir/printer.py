@@ -43,6 +43,8 @@ def plan_text(plan: Plan) -> list[str]:  # noqa: C901 - one optional EXPLAIN lin
         column = raw.column.name if raw.column else ""
         text = RAW_TEXT[raw.kind].format(c=column, lo=raw.lower_units * raw.grid, hi=raw.upper_units * raw.grid,
                                          grid=_fmt(raw.grid), center=raw.center_units)
+        if raw.distinct:  # over each distinct grid value of the group once
+            text = text.replace("(", "(DISTINCT ", 1)
         lines.append(f"  Release {release_name(index)} = {text}: {registry.describe(release.spec, Describing(grid=release.unit))}")
     lines.extend(robust_text(plan, index, release) for index, release in enumerate(plan.robust))
     if plan.selection is not None:

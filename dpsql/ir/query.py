@@ -77,6 +77,8 @@ class AggregateCall:
     # as a CASE): over policy columns, unqualified. `column` is then a derived column named by the
     # expression, with the bounds the analysis derived from the policy (analysis/value_bounds.py).
     expr: exp.Expr | None = None
+    # SUM(DISTINCT x), AVG(DISTINCT x): the aggregate of the distinct clamped values (aggregates/sums.py).
+    distinct: bool = False
 
     @property
     def label(self) -> str:
@@ -97,6 +99,9 @@ class GroupKey:
     column: Column
     expr: exp.Expr | None = None
     derivation: str = ""
+    # The key as the engine computes it, when that differs from `expr`: LN/LOG/EXP of listed values
+    # written as the listed DOUBLEs, so every engine computes the listed keys (group_domains.exact_key).
+    engine: exp.Expr | None = None
 
     @property
     def public(self) -> bool:

@@ -68,9 +68,10 @@ class DayNumber(exp.Expression, exp.Func):
 
 
 class ExactSum(exp.Expression, exp.AggFunc):
-    """SUM of integer values, exact (no wrap-around, whatever the row order)."""
+    """SUM of integer values, exact (no wrap-around, whatever the row order); `distinct`: of
+    each distinct value once (SUM(DISTINCT x))."""
 
-    arg_types = {"this": True}
+    arg_types = {"this": True, "distinct": False}
 
 
 class WideInt(exp.Expression, exp.Func):
@@ -163,12 +164,17 @@ def _spark_day_number(gen: SparkGenerator, node: DayNumber) -> str:
     return gen.sql(exp.paren(exp.Add(this=days, expression=exp.Literal.number(1))))
 
 
+def _distinct(node: ExactSum, value: exp.Expr) -> exp.Expr:
+    return exp.Distinct(expressions=[value]) if node.args.get("distinct") else value
+
+
 def _duckdb_exact_sum(gen: DuckDBGenerator, node: ExactSum) -> str:
-    return gen.sql(exp.Sum(this=node.this.copy()))  # DuckDB sums BIGINT into HUGEINT: already exact
+    return gen.sql(exp.Sum(this=_distinct(node, node.this.copy())))  # DuckDB sums BIGINT into HUGEINT: already exact
 
 
 def _spark_exact_sum(gen: SparkGenerator, node: ExactSum) -> str:
-    return gen.sql(exp.Sum(this=exp.cast(node.this.copy(), exp.DataType.build("DECIMAL(38, 0)"))))
+    # DISTINCT of the DECIMAL(38, 0) values is DISTINCT of the integers (the cast is exact).
+    return gen.sql(exp.Sum(this=_distinct(node, exp.cast(node.this.copy(), exp.DataType.build("DECIMAL(38, 0)")))))
 
 
 def _duckdb_wide(gen: DuckDBGenerator, node: WideInt) -> str:

@@ -211,7 +211,8 @@ def key_sql(key: GroupKey) -> exp.Expr:
     derived public domain unless a CASE without ELSE puts NULL in it): no error depends on data."""
     if key.expr is None:
         return exp.column(key.column.name, quoted=True)
-    return Guarded(this=exp.cast(key.expr.copy(), TYPE_NAMES[key.column.type], copy=False))
+    computed = key.engine if key.engine is not None else key.expr  # LN/LOG/EXP of listed values: their literals
+    return Guarded(this=exp.cast(computed.copy(), TYPE_NAMES[key.column.type], copy=False))
 
 
 def engine_select(plan: Plan, bounded_name: str) -> exp.Select:
@@ -393,6 +394,11 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     if raw.kind == "distinct_values":
         return exp.Count(this=exp.Distinct(expressions=[column]))
     finite = _finite(column, raw)
+    if raw.kind == "count_finite" and raw.distinct:
+        # AVG(DISTINCT x)'s denominator: the distinct grid values its sum adds (NULL where not finite).
+        assert column is not None
+        prepared = raw.column in fixed_point_columns(plan.query.table) and _prepared(raw)
+        return exp.Count(this=exp.Distinct(expressions=[_grid_value(raw, column, prepared)]))
     if raw.kind == "count_finite" and raw.expr is None and raw.column is not None and raw.column in fixed_point_columns(plan.query.table):
         return exp.Count(this=exp.column(fixed_point_name(raw.column), quoted=True))  # NULL exactly where not finite
     if raw.kind == "count_finite":
@@ -404,7 +410,7 @@ def _raw_sql(raw: RawAggregate, plan: Plan) -> exp.Expr:
     # (contribution_bounds_per_group) is another column (other bounds) and clamps per query.
     prepared = raw.column in fixed_point_columns(plan.query.table) and _prepared(raw)
     value = _square_value(raw, column, prepared) if raw.kind == "sumsq_grid" else _grid_value(raw, column, prepared)
-    return exp.func("coalesce", ExactSum(this=value), exp.Literal.number(0))
+    return exp.func("coalesce", ExactSum(this=value, distinct=raw.distinct or None), exp.Literal.number(0))
 
 
 def _square_value(raw: RawAggregate, column: exp.Expr, prepared: bool) -> exp.Expr:

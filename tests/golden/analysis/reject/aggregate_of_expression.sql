@@ -1,2 +1,2 @@
 -- expect: DP115
-SELECT SUM(sqrt(income)) FROM people
+SELECT SUM(sqrt(age - 50)) FROM people

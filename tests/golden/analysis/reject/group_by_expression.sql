@@ -1,2 +1,2 @@
 -- expect: DP114
-SELECT COUNT(*) FROM people GROUP BY sqrt(age)
+SELECT COUNT(*) FROM people GROUP BY power(age, income)

@@ -28,3 +28,8 @@ SELECT COALESCE(SUM(CASE WHEN NOT "age" IS NULL THEN CAST(LEAST(GREATEST("age", 
 SELECT COUNT(DISTINCT person_id) FROM people;
 SELECT COUNT(DISTINCT "person_id") AS __r0 FROM "__dpsql_bounded_people"
 ;
+
+# LOG of a bounded expression: clamped to its derived (outward-rounded) bounds on the sum's grid.
+SELECT SUM(LOG(age + 2)) FROM people;
+SELECT COALESCE(SUM(CASE WHEN ISFINITE(TRY(CAST(LOG(age + 2) AS DOUBLE))) THEN CAST(ROUND(LEAST(GREATEST(TRY(CAST(LOG(age + 2) AS DOUBLE)), 1.301029995083809), 1.9637878276407719) * 1073741824) AS BIGINT) ELSE NULL END), 0) AS __r0 FROM "__dpsql_bounded_people"
+;

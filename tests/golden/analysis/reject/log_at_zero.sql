@@ -1,0 +1,2 @@
+-- expect: DP115
+SELECT SUM(LOG(income)) FROM people

@@ -1,2 +1,0 @@
--- expect: DP116
-SELECT SUM(DISTINCT income) FROM people

@@ -1,0 +1,2 @@
+-- expect: DP116
+SELECT VARIANCE(DISTINCT income) FROM people
