@@ -34,6 +34,17 @@ from dpsql.analysis.per_unit import per_unit_query
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
 from dpsql.analysis.rules import CATALOGS, SCHEMAS
+from dpsql.analysis.scalar_subqueries import (
+    TAG,
+    check_scalar,
+    parameter_name,
+    parameter_type,
+    placeholder,
+    post_scalars,
+    scalar_subqueries,
+    tag_scalars,
+    within,
+)
 from dpsql.analysis.window_lift import lift_windows, output_name, windows_over_groups
 from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError, UnknownColumnError
@@ -47,6 +58,7 @@ from dpsql.ir.post_query import (
     PostQuery,
     PublicInput,
     ReleasedInput,
+    ScalarParameter,
     public_name,
     released_column,
     released_name,
@@ -81,6 +93,10 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         rewriter.hint = tree.args["hint"]
         tree = tree.copy()
         tree.set("hint", None)
+    if scalar_subqueries(tree):  # numbered, so that each is released once (analysis/scalar_subqueries.py)
+        tree = tree.copy()
+        tag_scalars(tree)
+    rewriter.root = tree
     outer = rewriter.query(tree, _Scope({}, {}))
     _check_reads(outer, {i.name for i in rewriter.inputs} | set(rewriter.public), ctx, rewriter)
     check_outer_functions(outer, ctx.sql)  # no row or list generators over released rows (DP113)
@@ -95,7 +111,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
     lineage = _lineage(outer, schema, inputs, ctx, frozenset(rewriter.public))
     kinds = " + ".join(dict.fromkeys(rewriter.kinds)) or "outer query"
     return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes),
-                     grouping=tuple(rewriter.grouping), public=public)
+                     grouping=tuple(rewriter.grouping), public=public, parameters=tuple(rewriter.parameters))
 
 
 # --- shapes ------------------------------------------------------------------------------------------
@@ -201,6 +217,9 @@ class _Rewriter:
         self.hint_receivers = 0
         self.rewritten: dict[int, exp.CTE] = {}  # id(CTE node of the analyst's tree) -> its outer version
         self.public: dict[str, PublicInput] = {}  # the post-processing database's name -> a public table read
+        self.root: exp.Expr | None = None  # the statement (the analysis' copy)
+        self.parameters: list[ScalarParameter] = []  # scalar subqueries released first (analysis/scalar_subqueries.py)
+        self._scalars: dict[int, ScalarParameter] = {}  # a scalar subquery's number (TAG) -> its parameter
 
     def refuse_read(self, node: exp.Expr, what: str) -> Exception:
         return refuse("DP126", f"{what} beside released results: the outer query of a post-processing query reads "
@@ -245,6 +264,9 @@ class _Rewriter:
                 self.kinds.append("per-person aggregate")
                 self.notes.append(per_unit.note)
                 return self._release(per_unit.select, scope, role, per_unit.ctx)
+        lifted = self._lift_scalars(node, visible)
+        if lifted is not None:
+            return self.query(lifted, scope, role)
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
@@ -276,10 +298,13 @@ class _Rewriter:
         leaf = select.copy()
         # The release sees the row-level CTEs in scope; CTEs holding releases are the outer query's.
         leaf.set("with_", exp.With(expressions=[c.copy() for c in scope.row.values()]) if scope.row else None)
+        read = self._parameterize(leaf, scope)  # its scalar subqueries, released first
         if self.hint is not None and leaf.args.get("hint") is None:
             leaf.set("hint", self.hint.copy())
             self.hint_receivers += 1
         bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")), ctx=ctx)
+        if read:
+            role = ("the query" if select is self.root else role) + f", reading {', '.join('$' + n for n in read)}"
         self._add(bound, leaf, role)
         # The released table's columns are positional (__c0, __c1, ...); the outer query sees the
         # outputs' own names, as if it read the aggregated query itself.
@@ -306,6 +331,78 @@ class _Rewriter:
         name = released_name(len(self.inputs))
         text = " ".join(leaf.sql(dialect=Dpsql).split())
         self.inputs.append(ReleasedInput(name=name, query=bound, text=text, role=role))
+
+    # --- scalar subqueries (analysis/scalar_subqueries.py) ----------------------------------------------
+    def _lift_scalars(self, node: exp.Select, visible: dict[str, exp.Expr]) -> exp.Select | None:
+        """An aggregated query with scalar subqueries in SELECT, HAVING or ORDER BY (over released
+        values): the outer query over its release, which keeps them (each a release of its own)."""
+        if not _is_leaf(node, visible) or _grouping_sets(node):
+            return None
+        post = post_scalars(node)
+        if not post:
+            return None
+        for sub in post:
+            check_scalar(sub, self.root or node, self.ctx.policy, self.ctx.sql, _aggregated)
+        lifted = lift_windows(node, lambda body: any(within(sub, body) for sub in post))
+        if lifted is None:
+            raise refuse("DP110", "a scalar subquery in SELECT, HAVING or ORDER BY is compared with released values: the "
+                         "expression around it may read aggregates and GROUP BY keys only", post[0], self.ctx.sql,
+                         "e.g. SELECT dept, COUNT(*) - (SELECT COUNT(*) / 12 FROM people) FROM people GROUP BY dept")
+        self.kinds.append("scalar subquery")
+        self.notes.append("a scalar subquery in SELECT, HAVING or ORDER BY reads released values: the aggregated query is "
+                          "released, then the outer query combines it with the subquery's own release (post-processing)")
+        return lifted
+
+    def _parameterize(self, leaf: exp.Select, scope: _Scope) -> list[str]:
+        """Each scalar subquery of a release (its WHERE, aggregate arguments, key expressions, row-level
+        subqueries and CTEs): released first, once per subquery of the statement, then replaced in
+        place by its typed engine parameter. Returns the parameters the release reads."""
+        if not scalar_subqueries(leaf):
+            return []
+        for item in list(leaf.expressions):  # an output keeps the name the analyst wrote
+            if not isinstance(item, exp.Alias) and scalar_subqueries(item):
+                item.replace(exp.alias_(item.copy(), exp.to_identifier(output_name(item), quoted=True)))
+        post = post_scalars(leaf)
+        read: list[str] = []
+        for sub in scalar_subqueries(leaf):
+            if any(sub is p for p in post):
+                raise refuse("DP110", "a scalar subquery in SELECT, HAVING or ORDER BY of this query (grouping sets, a "
+                             "per-person aggregate) is not accepted", sub, self.ctx.sql,
+                             "compare it in an outer query: SELECT * FROM (SELECT ...) AS t WHERE t.n > (SELECT ...)")
+            parameter = self._scalar(sub, scope)
+            sub.replace(placeholder(parameter.name, parameter.type))
+            if parameter.name not in read:
+                read.append(parameter.name)
+        return read
+
+    def _scalar(self, sub: exp.Subquery, scope: _Scope) -> ScalarParameter:
+        """The parameter of a scalar subquery that meets rows, its release added (once)."""
+        token = sub.meta.get(TAG)
+        if token is not None and token in self._scalars:
+            return self._scalars[token]
+        sql = self.ctx.sql
+        body = check_scalar(sub, self.root or sub, self.ctx.policy, sql, _aggregated)
+        visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
+        if not _is_leaf(body, visible):
+            raise refuse("DP110", "a scalar subquery over aggregated results is not accepted where it meets rows", sub, sql,
+                         "aggregate the rows themselves in the subquery: (SELECT AVG(income) FROM people)")
+        text = " ".join(sub.sql(dialect=Dpsql).split())
+        self._release(body, scope, "scalar subquery")
+        kind = parameter_type(self.inputs[-1].query)
+        if kind is None:
+            raise refuse("DP110", "the scalar subquery's value is neither one aggregate nor arithmetic over numeric "
+                         "aggregates: dpsql cannot type it before it is released", sub, sql,
+                         "select one aggregate, e.g. (SELECT AVG(income) FROM people) or (SELECT MEDIAN(hired) FROM people)")
+        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, len(self.inputs) - 1, text)
+        self.parameters.append(parameter)
+        if token is not None:
+            self._scalars[token] = parameter
+        self.kinds.append("scalar subquery")
+        self.notes.append(f"the scalar subquery {text} is release {parameter.source + 1}, answered first; the releases "
+                          f"after it read its value as the constant ${parameter.name} ({kind}): their plans and "
+                          "sensitivities do not depend on it, and their intervals are for that released value, not the "
+                          "exact one; a NULL value (⊥, or no row) keeps no row in a comparison")
+        return parameter
 
     def _post_select(self, select: exp.Select, scope: _Scope) -> exp.Select:
         new = select.copy()
@@ -449,6 +546,9 @@ class _Rewriter:
             raise refuse("DP129", f"GROUP BY with {len(sets)} grouping sets", group, sql,
                          f"ask for at most {MAX_GROUPING_SETS} grouping sets (each is a release that shares the budget)",
                          span=keyword_span(sql, "GROUP"))
+        if scalar_subqueries(select):  # one threshold for every set, released first
+            select = select.copy()
+            self._parameterize(select, scope)
         keys = list(dict.fromkeys(k for s in sets for k in s))
         items = list(select.expressions)
         names = [output_name(item) for item in items]

@@ -91,6 +91,18 @@ class GroupingSets:
 
 
 @dataclass(frozen=True, slots=True)
+class ScalarParameter:
+    """An uncorrelated scalar subquery's released value, read by the releases after it as a typed
+    engine parameter (`CAST($name AS type)`, analysis/scalar_subqueries.py): the release at index
+    `source` computes it; its first row's only column is the value, NULL when it is ⊥ or has no row."""
+
+    name: str  # the placeholder's name in the engine SQL
+    type: str  # the DuckDB type the statement casts the value to
+    source: int  # the release (index in PostQuery.inputs) whose value it is
+    text: str  # the subquery as the analyst wrote it (EXPLAIN)
+
+
+@dataclass(frozen=True, slots=True)
 class PostQuery:
     """Releases and the outer query over them (`lineage`: one entry per output column, or None
     when dpsql could not trace it: every output is then treated as noisy, without an interval)."""
@@ -103,3 +115,4 @@ class PostQuery:
     notes: tuple[str, ...] = ()
     grouping: tuple[GroupingSets, ...] = ()
     public: tuple[PublicInput, ...] = ()  # public tables the outer query reads beside the releases
+    parameters: tuple[ScalarParameter, ...] = ()  # scalar subqueries' values, read by later releases
