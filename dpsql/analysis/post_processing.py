@@ -35,6 +35,7 @@ from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
 from dpsql.analysis.rules import CATALOGS, SCHEMAS
 from dpsql.analysis.scalar_subqueries import (
+    ACCEPTED,
     TAG,
     check_scalar,
     parameter_name,
@@ -220,6 +221,7 @@ class _Rewriter:
         self.root: exp.Expr | None = None  # the statement (the analysis' copy)
         self.parameters: list[ScalarParameter] = []  # scalar subqueries released first (analysis/scalar_subqueries.py)
         self._scalars: dict[int, ScalarParameter] = {}  # a scalar subquery's number (TAG) -> its parameter
+        self._releasing: set[int | None] = set()  # scalar subqueries being released (a cycle guard)
 
     def refuse_read(self, node: exp.Expr, what: str) -> Exception:
         return refuse("DP126", f"{what} beside released results: the outer query of a post-processing query reads "
@@ -359,6 +361,11 @@ class _Rewriter:
         place by its typed engine parameter. Returns the parameters the release reads."""
         if not scalar_subqueries(leaf):
             return []
+        with_ = leaf.args.get("with_")
+        if with_ is not None:  # a CTE the release does not read is not its business (nor its subqueries)
+            read_ctes = _read_ctes(leaf, {cte.alias.lower(): cte.this for cte in with_.expressions})
+            kept = [c for c in with_.expressions if c.alias.lower() in read_ctes or not scalar_subqueries(c.this)]
+            leaf.set("with_", exp.With(expressions=kept) if kept else None)
         for item in list(leaf.expressions):  # an output keeps the name the analyst wrote
             if not isinstance(item, exp.Alias) and scalar_subqueries(item):
                 item.replace(exp.alias_(item.copy(), exp.to_identifier(output_name(item), quoted=True)))
@@ -381,6 +388,9 @@ class _Rewriter:
         if token is not None and token in self._scalars:
             return self._scalars[token]
         sql = self.ctx.sql
+        if token is not None and token in self._releasing:  # the subquery reads itself (through a CTE)
+            raise refuse("DP110", "a scalar subquery that reads its own result is not accepted", sub, sql, ACCEPTED)
+        self._releasing.add(token)
         body = check_scalar(sub, self.root or sub, self.ctx.policy, sql, _aggregated)
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         if not _is_leaf(body, visible):
@@ -398,10 +408,9 @@ class _Rewriter:
         if token is not None:
             self._scalars[token] = parameter
         self.kinds.append("scalar subquery")
-        self.notes.append(f"the scalar subquery {text} is release {parameter.source + 1}, answered first; the releases "
-                          f"after it read its value as the constant ${parameter.name} ({kind}): their plans and "
-                          "sensitivities do not depend on it, and their intervals are for that released value, not the "
-                          "exact one; a NULL value (⊥, or no row) keeps no row in a comparison")
+        self.notes.append(f"the scalar subquery {text} is released first (release {parameter.source + 1}); the answers that "
+                          "read it are for its released value, not the exact one, and so are their intervals; a NULL value "
+                          "(⊥, or no row) keeps no row in a comparison")
         return parameter
 
     def _post_select(self, select: exp.Select, scope: _Scope) -> exp.Select:
@@ -726,6 +735,22 @@ def _branches(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.SetOperation):
         return _branches(node.this) + _branches(node.expression)
     return [node]
+
+
+def _read_ctes(select: exp.Select, ctes: dict[str, exp.Expr]) -> set[str]:
+    """The names of the CTEs `select` reads, directly or through other CTEs."""
+    found: set[str] = set()
+    body = select.copy()
+    body.set("with_", None)
+    pending: list[exp.Expr] = [body]
+    while pending:
+        node = pending.pop()
+        for table in node.find_all(exp.Table):
+            name = _table_name(table)
+            if name is not None and name in ctes and name not in found:
+                found.add(name)
+                pending.append(ctes[name])
+    return found
 
 
 def _is_source(sub: exp.Expr, select: exp.Select) -> bool:
