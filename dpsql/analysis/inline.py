@@ -592,7 +592,7 @@ def _substitute(select: exp.Select, relation: _Relation, names: set[str], sql: s
             continue
         replacement = _definition(column, relation, names, sql, aliases)
         if replacement is not None:
-            column.replace(replacement)
+            column.replace(_seen_from(replacement, column, select, relation))
 
 
 def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: str, policy: Policy) -> exp.Expr:
@@ -603,8 +603,26 @@ def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: 
         if replacement is not None:
             if column is expr:
                 return replacement
-            column.replace(replacement)
+            column.replace(_seen_from(replacement, column, expr, relation))
     return expr
+
+
+def _seen_from(definition: exp.Expr, column: exp.Column, root: exp.Expr, relation: _Relation) -> exp.Expr:
+    """A definition that replaces an outer column inside an EXISTS or IN subquery, its columns
+    qualified by the base table's name: unqualified, the subquery's own table would capture a
+    column it also has (`v.person_id = p.person_id` must stay a correlation)."""
+    node = column.parent
+    while node is not None and node is not root and not isinstance(node, exp.Select):
+        node = node.parent
+    if node is None or node is root:
+        return definition
+    for found in [definition] if isinstance(definition, exp.Column) else list(definition.find_all(exp.Column)):
+        if not found.table and not isinstance(found.this, exp.Star):
+            qualified = exp.column(found.name, table=relation.base.name)
+            if found is definition:
+                return qualified
+            found.replace(qualified)
+    return definition
 
 
 def _definition(column: exp.Column, relation: _Relation, names: set[str], sql: str, aliases: set[str]) -> exp.Expr | None:

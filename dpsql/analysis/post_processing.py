@@ -33,15 +33,18 @@ from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregat
 from dpsql.analysis.per_unit import per_unit_query
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
-from dpsql.analysis.rules import CATALOGS, SCHEMAS
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, public_tables
 from dpsql.analysis.scalar_subqueries import (
     ACCEPTED,
     TAG,
     check_scalar,
+    correlated,
+    outer_reference,
     parameter_name,
     parameter_type,
     placeholder,
     post_scalars,
+    public_type,
     scalar_subqueries,
     tag_scalars,
     within,
@@ -393,6 +396,8 @@ class _Rewriter:
         self._releasing.add(token)
         body = check_scalar(sub, self.root or sub, self.ctx.policy, sql, _aggregated)
         visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
+        if public_tables(body, self.ctx) is not None:  # public rows only: read exactly, free (no release)
+            return self._public_scalar(sub, body, token)
         if not _is_leaf(body, visible):
             raise refuse("DP110", "a scalar subquery over aggregated results is not accepted where it meets rows", sub, sql,
                          "aggregate the rows themselves in the subquery: (SELECT AVG(income) FROM people)")
@@ -413,6 +418,25 @@ class _Rewriter:
                           "(⊥, or no row) keeps no row in a comparison")
         return parameter
 
+    def _public_scalar(self, sub: exp.Subquery, body: exp.Select, token: int | None) -> ScalarParameter:
+        """A scalar subquery over public tables only that meets private rows: an exact public query,
+        read before the releases (public rows are free), whose value is a typed engine parameter."""
+        sql = self.ctx.sql
+        query = self.analyze_select(body.copy(), self.ctx)
+        kind = public_type(query.tree, query.tables) if isinstance(query, PublicQuery) else None
+        if not isinstance(query, PublicQuery) or kind is None:
+            raise refuse("DP110", "dpsql cannot type this scalar subquery over public tables", sub, sql,
+                         "select one aggregate of a public column, e.g. (SELECT MAX(floor) FROM depts)")
+        text = " ".join(sub.sql(dialect=Dpsql).split())
+        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, None, text, public=query)
+        self.parameters.append(parameter)
+        if token is not None:
+            self._scalars[token] = parameter
+        self.kinds.append("scalar subquery")
+        self.notes.append(f"the scalar subquery {text} reads public tables only: its exact value is read first (no noise, "
+                          "no cost) and compared as a constant; a NULL value (no row) keeps no row in a comparison")
+        return parameter
+
     def _post_select(self, select: exp.Select, scope: _Scope) -> exp.Select:
         new = select.copy()
         new.set("with_", None)
@@ -422,8 +446,16 @@ class _Rewriter:
         _unqualified(new)  # public.products.id -> products.id (the public table keeps its name as alias)
         # Subqueries in expressions (WHERE n > (SELECT AVG(n) FROM t), IN (...), EXISTS (...)):
         # each a query of its own.
+        visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         for sub in list(new.find_all(exp.Subquery, exp.Exists)):
             if sub.find_ancestor(exp.Select) is new and not _is_source(sub, new) and isinstance(sub.this, exp.Query):
+                if isinstance(sub.this, exp.Select) and _is_leaf(sub.this, visible):  # a release: its own rows only
+                    outer = outer_reference(sub.this, self.root or new, self.ctx.policy)
+                    if outer is not None:
+                        raise correlated(outer, self.ctx.sql)
+                    if public_tables(sub.this, self.ctx) is not None:  # public rows only: read exactly, beside the releases
+                        sub.set("this", self._post_select(sub.this, scope))
+                        continue
                 sub.set("this", self.query(sub.this, scope, "scalar subquery"))
         self._attach_ctes(select, new)
         self.kinds.append("outer query")

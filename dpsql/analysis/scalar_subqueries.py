@@ -24,10 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
 
 from dpsql.analysis.context import refuse
 from dpsql.analysis.functions import is_aggregate
-from dpsql.catalog.policy import ENGINE_TYPES, Policy
+from dpsql.catalog.policy import ENGINE_TYPES, Policy, Table
 from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef
 
@@ -156,8 +159,8 @@ def check_scalar(sub: exp.Subquery, statement: exp.Expr, policy: Policy, sql: st
         raise refuse("DP110", "a scalar subquery is one SELECT: a set operation returns several rows", sub, sql, _NO_ROWS)
     outputs = body.expressions
     if len(outputs) != 1 or outputs[0].is_star:
-        raise refuse("DP110", f"a scalar subquery returns one column, this one {'all columns' if outputs[0].is_star else len(outputs)}",
-                     sub, sql, _NO_ROWS)
+        raise refuse("DP110", f"a scalar subquery returns {'all columns' if outputs[0].is_star else f'{len(outputs)} columns'}: "
+                     "it must return one value", sub, sql, _NO_ROWS)
     if body.args.get("group") is not None:
         raise refuse("DP110", "a scalar subquery with GROUP BY returns one row per group, not one value", sub, sql, _NO_ROWS)
     if not aggregated(body):
@@ -165,11 +168,16 @@ def check_scalar(sub: exp.Subquery, statement: exp.Expr, policy: Policy, sql: st
                      "aggregate over the rows", sub, sql, _NO_ROWS)
     outer = outer_reference(body, statement, policy)
     if outer is not None:
-        raise refuse("DP110", f"a correlated scalar subquery (it reads '{outer.sql(dialect=Dpsql)}' of the outer query) is "
-                     "computed for each outer row over private rows without noise", outer, sql,
-                     "an uncorrelated one is released first and compared as a constant: (SELECT AVG(income) FROM people); for "
-                     "a value per group, aggregate by that group in a subquery in FROM and join it ON the group key")
+        raise correlated(outer, sql)
     return body
+
+
+def correlated(outer: exp.Column, sql: str) -> Exception:
+    """DP110 for a subquery over private rows that reads a column of the outer query."""
+    return refuse("DP110", f"a correlated subquery (it reads '{outer.sql(dialect=Dpsql)}' of the outer query) would be "
+                  "computed for each outer row over private rows without noise", outer, sql,
+                  "an uncorrelated scalar subquery is released first and compared as a constant: (SELECT AVG(income) FROM "
+                  "people); for a value per group, aggregate by that group in a subquery in FROM and join it ON the group key")
 
 
 def outer_reference(body: exp.Select, statement: exp.Expr, policy: Policy) -> exp.Column | None:
@@ -217,6 +225,24 @@ def parameter_type(bound: BoundQuery) -> str | None:
     if output.aggregate is not None:
         return _aggregate_type(bound.aggregates[output.aggregate])
     return "DOUBLE" if _numeric(output.expr, bound) else None
+
+
+def public_type(select: exp.Expr, tables: tuple[Table, ...]) -> str | None:
+    """The DuckDB type of a scalar subquery over public tables (a number as DOUBLE), from the
+    policy's column types; None when dpsql cannot tell it."""
+    schema = {t.name: {c: ENGINE_TYPES[column.type] for c, column in t.columns.items()} for t in tables}
+    try:
+        typed = annotate_types(qualify(select.copy(), schema=schema, dialect="duckdb"), schema=schema, dialect="duckdb")
+    except SqlglotError:
+        return None
+    kind = typed.selects[0].type if isinstance(typed, exp.Select) and typed.selects else None
+    if kind is None:
+        return None
+    if kind.is_type(*exp.DataType.NUMERIC_TYPES):
+        return "DOUBLE"
+    if kind.is_type(*exp.DataType.TEXT_TYPES):
+        return "VARCHAR"
+    return next((name for name in ("DATE", "TIMESTAMP", "BOOLEAN") if kind.is_type(name)), None)
 
 
 def _aggregate_type(call: AggregateCall) -> str:

@@ -184,10 +184,14 @@ class CompiledPost:
         lines = []
         for parameter in parameters:
             readers = ", ".join(str(i + 1) for i in self.readers(parameter.name)) or "none"
-            lines.append(f"Parameter ${parameter.name} ({parameter.type}) := the value release {parameter.source + 1} "
-                         f"releases for {parameter.text} (NULL if it is ⊥ or has no row), read by release(s) {readers} "
+            source = (f"the exact value of {parameter.text} over public tables, read before the releases (no cost; NULL if "
+                      "it has no row)" if parameter.source is None else
+                      f"the value release {parameter.source + 1} releases for {parameter.text} (NULL if it is ⊥ or has no row)")
+            lines.append(f"Parameter ${parameter.name} ({parameter.type}) := {source}, read by release(s) {readers} "
                          "as a typed engine parameter, never as SQL text: their plans, dry runs and sensitivities are "
                          "the same whatever the value")
+        if len(self.inputs) < 2:
+            return lines
         shares = " + ".join(f"epsilon {float(c.plan.cost.epsilon):g} (release {i + 1})" for i, c in enumerate(self.inputs))
         lines.append(f"Budget split: {shares}: each release has the budget of its own SELECT (its OPTIONS, else the "
                      "policy's default per-query budget), fixed before any data is read; the statement is charged once, "

@@ -31,6 +31,7 @@ from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
 from dpsql.execution.post_run import (
     filled,
+    first_value,
     noisy_outputs,
     post_result,
     reconciled,
@@ -210,7 +211,9 @@ class Executor:
         self.charger.charge_statement(state.charge, compiled.statement.sql)
         # Charged: from here on, nothing is refunded, whatever happens.
         raws: list[dict[str, list[Any]]] = []
-        values: dict[str, Any] = {}  # scalar subqueries' released values, read by the releases after them
+        # Scalar subqueries' values, read by the releases after them: exact public ones first (free).
+        values: dict[str, Any] = {p.name: first_value(p, self.public(p.public)) for p in compiled.query.parameters
+                                  if p.public is not None}
         results: list[NoisyResult] = []
         for index, query in enumerate(compiled.inputs):
             results.append(self._answer(query, self.state.query(query), raws, values))

@@ -77,8 +77,12 @@ def scalar_values(compiled: CompiledPost, index: int, result: NoisyResult) -> di
     """The engine parameters release `index` computes: its released value (first row, only column;
     NULL when it is ⊥ or has no row), as a Python value of the parameter's type. Released values
     only: post-processing."""
-    return {p.name: parameter_value(p, result.rows[0][0] if result.rows else None)
-            for p in compiled.query.parameters if p.source == index}
+    return {p.name: first_value(p, result) for p in compiled.query.parameters if p.source == index}
+
+
+def first_value(parameter: ScalarParameter, result: NoisyResult) -> Any:
+    """A scalar subquery's value: its result's first row's only column (NULL when it has no row)."""
+    return parameter_value(parameter, result.rows[0][0] if result.rows else None)
 
 
 def parameter_value(parameter: ScalarParameter, value: Any) -> Any:
