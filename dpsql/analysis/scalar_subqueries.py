@@ -161,6 +161,8 @@ def check_scalar(sub: exp.Subquery, statement: exp.Expr, policy: Policy, sql: st
     if len(outputs) != 1 or outputs[0].is_star:
         raise refuse("DP110", f"a scalar subquery returns {'all columns' if outputs[0].is_star else f'{len(outputs)} columns'}: "
                      "it must return one value", sub, sql, _NO_ROWS)
+    if body.args.get("from_") is None:
+        raise refuse("DP110", "a scalar subquery without FROM computes a constant: write the value itself", sub, sql, _NO_ROWS)
     if body.args.get("group") is not None:
         raise refuse("DP110", "a scalar subquery with GROUP BY returns one row per group, not one value", sub, sql, _NO_ROWS)
     if not aggregated(body):
