@@ -237,7 +237,7 @@ def _resolves(column: exp.Column, select: exp.Select, policy: Policy) -> bool:
     tables = [t for t in [from_.this if from_ is not None else None, *(j.this for j in select.args.get("joins") or [])]
               if isinstance(t, exp.Table)]
     if column.table:
-        return column.table.lower() in {n for t in tables for n in (t.alias_or_name.lower(), t.name.lower())}
+        return column.table.lower() in {t.alias_or_name.lower() for t in tables}  # an alias hides the table's name
     for node in tables:
         table = policy.table(node.name) if isinstance(node.this, exp.Identifier) else None
         if table is None or table.column(column.name) is not None:

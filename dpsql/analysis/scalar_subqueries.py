@@ -190,7 +190,7 @@ def outer_reference(body: exp.Select, statement: exp.Expr, policy: Policy) -> ex
     columns: set[str] = set()
     known = True  # whether `columns` holds every column its sources expose
     for table in body.find_all(exp.Table):
-        qualifiers.update({table.alias_or_name.lower(), table.name.lower()})
+        qualifiers.add(table.alias_or_name.lower())  # an aliased table's own name is the outer query's (SQL)
         found = policy.table(table.name) if isinstance(table.this, exp.Identifier) else None
         if found is None:
             known = False  # a CTE of the statement or a view: its columns are not read here
