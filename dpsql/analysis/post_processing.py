@@ -36,7 +36,6 @@ from dpsql.analysis.released_keys import KeyJoin, key_join
 from dpsql.analysis.rules import CATALOGS, SCHEMAS, public_tables
 from dpsql.analysis.scalar_subqueries import (
     ACCEPTED,
-    TAG,
     check_scalar,
     correlated,
     outer_reference,
@@ -46,7 +45,6 @@ from dpsql.analysis.scalar_subqueries import (
     post_scalars,
     public_type,
     scalar_subqueries,
-    tag_scalars,
     within,
 )
 from dpsql.analysis.window_lift import lift_windows, output_name, windows_over_groups
@@ -97,9 +95,6 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         rewriter.hint = tree.args["hint"]
         tree = tree.copy()
         tree.set("hint", None)
-    if scalar_subqueries(tree):  # numbered, so that each is released once (analysis/scalar_subqueries.py)
-        tree = tree.copy()
-        tag_scalars(tree)
     rewriter.root = tree
     outer = rewriter.query(tree, _Scope({}, {}))
     _check_reads(outer, {i.name for i in rewriter.inputs} | set(rewriter.public), ctx, rewriter)
@@ -223,8 +218,12 @@ class _Rewriter:
         self.public: dict[str, PublicInput] = {}  # the post-processing database's name -> a public table read
         self.root: exp.Expr | None = None  # the statement (the analysis' copy)
         self.parameters: list[ScalarParameter] = []  # scalar subqueries released first (analysis/scalar_subqueries.py)
-        self._scalars: dict[int, ScalarParameter] = {}  # a scalar subquery's number (TAG) -> its parameter
-        self._releasing: set[int | None] = set()  # scalar subqueries being released (a cycle guard)
+        # A scalar subquery's text and the CTEs it may read -> its parameter, or (in an outer query
+        # over releases) its rewritten query: one release however often a statement writes it or a
+        # release reads it (a CTE read twice, each grouping set, SELECT and HAVING).
+        self._scalars: dict[tuple[str, tuple[tuple[str, int], ...]], ScalarParameter] = {}
+        self._post_scalars: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Query] = {}
+        self._releasing: set[tuple[str, tuple[tuple[str, int], ...]]] = set()  # being released (a cycle guard)
 
     def refuse_read(self, node: exp.Expr, what: str) -> Exception:
         return refuse("DP126", f"{what} beside released results: the outer query of a post-processing query reads "
@@ -387,11 +386,11 @@ class _Rewriter:
 
     def _scalar(self, sub: exp.Subquery, scope: _Scope) -> ScalarParameter:
         """The parameter of a scalar subquery that meets rows, its release added (once)."""
-        token = sub.meta.get(TAG)
-        if token is not None and token in self._scalars:
+        token = _scalar_key(sub, scope)
+        if token in self._scalars:
             return self._scalars[token]
         sql = self.ctx.sql
-        if token is not None and token in self._releasing:  # the subquery reads itself (through a CTE)
+        if token in self._releasing:  # the subquery reads itself (through a CTE)
             raise refuse("DP110", "a scalar subquery that reads its own result is not accepted", sub, sql, ACCEPTED)
         self._releasing.add(token)
         body = check_scalar(sub, self.root or sub, self.ctx.policy, sql, _aggregated)
@@ -410,15 +409,14 @@ class _Rewriter:
                          "select one aggregate, e.g. (SELECT AVG(income) FROM people) or (SELECT MEDIAN(hired) FROM people)")
         parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, len(self.inputs) - 1, text)
         self.parameters.append(parameter)
-        if token is not None:
-            self._scalars[token] = parameter
+        self._scalars[token] = parameter
         self.kinds.append("scalar subquery")
         self.notes.append(f"the scalar subquery {text} is released first (release {parameter.source + 1}); the answers that "
                           "read it are for its released value, not the exact one, and so are their intervals; a NULL value "
                           "(⊥, or no row) keeps no row in a comparison")
         return parameter
 
-    def _public_scalar(self, sub: exp.Subquery, body: exp.Select, token: int | None) -> ScalarParameter:
+    def _public_scalar(self, sub: exp.Subquery, body: exp.Select, token: tuple[str, tuple[tuple[str, int], ...]]) -> ScalarParameter:
         """A scalar subquery over public tables only that meets private rows: an exact public query,
         read before the releases (public rows are free), whose value is a typed engine parameter."""
         sql = self.ctx.sql
@@ -430,8 +428,7 @@ class _Rewriter:
         text = " ".join(sub.sql(dialect=Dpsql).split())
         parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, None, text, public=query)
         self.parameters.append(parameter)
-        if token is not None:
-            self._scalars[token] = parameter
+        self._scalars[token] = parameter
         self.kinds.append("scalar subquery")
         self.notes.append(f"the scalar subquery {text} reads public tables only: its exact value is read first (no noise, "
                           "no cost) and compared as a constant; a NULL value (no row) keeps no row in a comparison")
@@ -456,7 +453,10 @@ class _Rewriter:
                     if public_tables(sub.this, self.ctx) is not None:  # public rows only: read exactly, beside the releases
                         sub.set("this", self._post_select(sub.this, scope))
                         continue
-                sub.set("this", self.query(sub.this, scope, "scalar subquery"))
+                key = _scalar_key(sub, scope)
+                if key not in self._post_scalars:
+                    self._post_scalars[key] = self.query(sub.this, scope, "scalar subquery")
+                sub.set("this", self._post_scalars[key].copy())
         self._attach_ctes(select, new)
         self.kinds.append("outer query")
         return new
@@ -767,6 +767,12 @@ def _branches(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.SetOperation):
         return _branches(node.this) + _branches(node.expression)
     return [node]
+
+
+def _scalar_key(sub: exp.Expr, scope: _Scope) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A subquery's text and the CTEs its names may read: the same key, the same question."""
+    ctes = {**scope.row, **scope.post}
+    return " ".join(sub.sql(dialect=Dpsql).split()), tuple(sorted((name, id(cte)) for name, cte in ctes.items()))
 
 
 def _read_ctes(select: exp.Select, ctes: dict[str, exp.Expr]) -> set[str]:

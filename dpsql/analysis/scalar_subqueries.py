@@ -35,7 +35,6 @@ from dpsql.frontend.privacy_dialect import Dpsql
 from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef
 
 PREFIX = "dpsql_scalar"  # engine parameters `$dpsql_scalar<i>` (the analyst's own are bound as literals at parse time)
-TAG = "dpsql_scalar"  # a scalar subquery node's number in the statement (meta: copies keep it)
 
 ACCEPTED = ("dpsql takes an uncorrelated scalar subquery that returns one aggregated value, e.g. "
             "WHERE income > (SELECT AVG(income) FROM people): it is released first and compared as a constant")
@@ -87,18 +86,6 @@ def _order_of(root: exp.Expr, node: exp.Expr) -> int:
         if current is node:
             return index
     return 0
-
-
-def tag_scalars(tree: exp.Expr) -> int:
-    """Number every scalar subquery of the statement (at any depth) in its meta, so that copies of
-    one subquery (a CTE read by two releases, the WHERE of each grouping set) are released once.
-    `tree` is the analysis' own copy. Returns how many there are."""
-    count = 0
-    for node in tree.walk():
-        if is_scalar(node):
-            node.meta[TAG] = count
-            count += 1
-    return count
 
 
 def post_scalars(select: exp.Select) -> list[exp.Subquery]:
