@@ -15,7 +15,6 @@ from dpsql.analysis.inline import flatten
 from dpsql.analysis.joins import join_relation
 from dpsql.analysis.post_processing import analyze_post, needs_post
 from dpsql.analysis.row_level import row_probe
-from dpsql.analysis.scalar_subqueries import scalar_subqueries
 from dpsql.analysis.rules import (
     CATALOGS,
     SCHEMAS,
@@ -25,6 +24,7 @@ from dpsql.analysis.rules import (
     public_tables,
     resolve_table,
 )
+from dpsql.analysis.scalar_subqueries import scalar_subqueries
 from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement

@@ -236,20 +236,7 @@ class _Rewriter:
         if isinstance(node, exp.Subquery):
             return self.query(node.this, scope, role)
         if isinstance(node, exp.SetOperation):
-            # UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too.
-            self.kinds.append("UNION ALL" if isinstance(node, exp.Union) and not node.args.get("distinct") else "set operation")
-            new = node.copy()
-            new.set("with_", None)
-            branches = _branches(node)
-            if len(branches) > MAX_RELEASES:
-                raise refuse("DP129", f"a query of {len(branches)} UNION branches", node, self.ctx.sql,
-                             f"combine at most {MAX_RELEASES} aggregate queries in one statement")
-            scope = self._with(node, scope)  # WITH ... SELECT ... UNION ALL SELECT ...: the CTEs of both
-            new.set("this", self.query(node.this, scope, role="UNION ALL branch"))
-            new.set("expression", self.query(node.expression, scope, role="UNION ALL branch"))
-            self._attach_ctes(node, new)
-            self._check_clauses(new)
-            return new
+            return self._set_operation(node, scope)
         if not isinstance(node, exp.Select):
             raise self.refuse_read(node, "a statement that is not a SELECT")
         if windows_over_groups(node) and not _grouping_sets(node):
@@ -278,6 +265,22 @@ class _Rewriter:
         if joined is not None:  # private rows for released keys (analysis/released_keys.py)
             return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
+
+    def _set_operation(self, node: exp.SetOperation, scope: _Scope) -> exp.Query:
+        """UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too."""
+        self.kinds.append("UNION ALL" if isinstance(node, exp.Union) and not node.args.get("distinct") else "set operation")
+        new = node.copy()
+        new.set("with_", None)
+        branches = _branches(node)
+        if len(branches) > MAX_RELEASES:
+            raise refuse("DP129", f"a query of {len(branches)} UNION branches", node, self.ctx.sql,
+                         f"combine at most {MAX_RELEASES} aggregate queries in one statement")
+        scope = self._with(node, scope)  # WITH ... SELECT ... UNION ALL SELECT ...: the CTEs of both
+        new.set("this", self.query(node.this, scope, role="UNION ALL branch"))
+        new.set("expression", self.query(node.expression, scope, role="UNION ALL branch"))
+        self._attach_ctes(node, new)
+        self._check_clauses(new)
+        return new
 
     def _with(self, select: exp.Query, scope: _Scope) -> _Scope:
         with_ = select.args.get("with_")
@@ -407,11 +410,12 @@ class _Rewriter:
             raise refuse("DP110", "the scalar subquery's value is neither one aggregate nor arithmetic over numeric "
                          "aggregates: dpsql cannot type it before it is released", sub, sql,
                          "select one aggregate, e.g. (SELECT AVG(income) FROM people) or (SELECT MEDIAN(hired) FROM people)")
-        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, len(self.inputs) - 1, text)
+        source = len(self.inputs) - 1
+        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, source, text)
         self.parameters.append(parameter)
         self._scalars[token] = parameter
         self.kinds.append("scalar subquery")
-        self.notes.append(f"the scalar subquery {text} is released first (release {parameter.source + 1}); the answers that "
+        self.notes.append(f"the scalar subquery {text} is released first (release {source + 1}); the answers that "
                           "read it are for its released value, not the exact one, and so are their intervals; a NULL value "
                           "(⊥, or no row) keeps no row in a comparison")
         return parameter

@@ -11,7 +11,6 @@ from sqlglot import exp
 
 from dpsql.analysis.context import AnalysisContext, Scope, refuse
 from dpsql.analysis.function_arguments import check_bounded_expressions
-from dpsql.analysis.group_domains import listed_keys
 from dpsql.analysis.functions import (
     FORBIDDEN_NAMES,
     INTERVAL_FUNCTIONS,
@@ -21,6 +20,7 @@ from dpsql.analysis.functions import (
     is_aggregate,
     scalar_allowed,
 )
+from dpsql.analysis.group_domains import listed_keys
 from dpsql.catalog.policy import Table
 from dpsql.errors import UnknownColumnError, UnknownTableError
 from dpsql.frontend.spans import keyword_span, span_of

@@ -173,26 +173,11 @@ def outer_reference(body: exp.Select, statement: exp.Expr, policy: Policy) -> ex
     """A column of `body` that names the outer query (a qualifier that is none of its own tables,
     subqueries and CTEs, or an unqualified name that none of its tables has and an outer table
     has); None when every column is its own (or unknown: the subquery's own analysis says so)."""
-    qualifiers: set[str] = set()
-    columns: set[str] = set()
-    known = True  # whether `columns` holds every column its sources expose
-    for table in body.find_all(exp.Table):
-        qualifiers.add(table.alias_or_name.lower())  # an aliased table's own name is the outer query's (SQL)
-        found = policy.table(table.name) if isinstance(table.this, exp.Identifier) else None
-        if found is None:
-            known = False  # a CTE of the statement or a view: its columns are not read here
-        else:
-            columns.update(c.lower() for c in found.columns)
-    for node in body.find_all(exp.Subquery, exp.CTE):
-        if node.alias:
-            qualifiers.add(node.alias.lower())
-    for select in body.find_all(exp.Select):
-        columns.update(item.alias_or_name.lower() for item in select.expressions)
+    qualifiers, columns, known = _own_names(body, policy)
     outside: set[str] = set()
     for table in statement.find_all(exp.Table):
-        if not within(table, body):
-            found = policy.table(table.name) if isinstance(table.this, exp.Identifier) else None
-            outside.update(c.lower() for c in (found.columns if found is not None else ()))
+        found = policy.table(table.name) if isinstance(table.this, exp.Identifier) and not within(table, body) else None
+        outside.update(c.lower() for c in (found.columns if found is not None else ()))
     for column in body.find_all(exp.Column):
         if isinstance(column.this, exp.Star):
             continue
@@ -202,6 +187,23 @@ def outer_reference(body: exp.Select, statement: exp.Expr, policy: Policy) -> ex
         elif known and column.name.lower() not in columns and column.name.lower() in outside:
             return column
     return None
+
+
+def _own_names(body: exp.Select, policy: Policy) -> tuple[set[str], set[str], bool]:
+    """The qualifiers and column names `body` defines itself, and whether those columns are all
+    its sources expose (False when it reads a CTE of the statement or a view: not read here)."""
+    qualifiers: set[str] = set()
+    columns: set[str] = set()
+    known = True
+    for table in body.find_all(exp.Table):
+        qualifiers.add(table.alias_or_name.lower())  # an aliased table's own name is the outer query's (SQL)
+        found = policy.table(table.name) if isinstance(table.this, exp.Identifier) else None
+        known = known and found is not None
+        columns.update(c.lower() for c in (found.columns if found is not None else ()))
+    qualifiers.update(node.alias.lower() for node in body.find_all(exp.Subquery, exp.CTE) if node.alias)
+    for select in body.find_all(exp.Select):
+        columns.update(item.alias_or_name.lower() for item in select.expressions)
+    return qualifiers, columns, known
 
 
 def parameter_type(bound: BoundQuery) -> str | None:
@@ -219,7 +221,7 @@ def parameter_type(bound: BoundQuery) -> str | None:
 def public_type(select: exp.Expr, tables: tuple[Table, ...]) -> str | None:
     """The DuckDB type of a scalar subquery over public tables (a number as DOUBLE), from the
     policy's column types; None when dpsql cannot tell it."""
-    schema = {t.name: {c: ENGINE_TYPES[column.type] for c, column in t.columns.items()} for t in tables}
+    schema: dict[str, object] = {t.name: {c: ENGINE_TYPES[column.type] for c, column in t.columns.items()} for t in tables}
     try:
         typed = annotate_types(qualify(select.copy(), schema=schema, dialect="duckdb"), schema=schema, dialect="duckdb")
     except SqlglotError:
