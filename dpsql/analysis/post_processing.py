@@ -258,6 +258,8 @@ class _Rewriter:
         lifted = self._lift_scalars(node, visible)
         if lifted is not None:
             return self.query(lifted, scope, role)
+        if _is_leaf(node, visible) and self._only_public_beside(node, visible):
+            return self._post_select(node, scope)  # an aggregate of public rows (and released values): exact, free
         if _is_leaf(node, visible):
             return self._release(node, scope, role)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \

@@ -175,3 +175,32 @@ def test_a_statement_answered_and_a_refused_neighbour(people: pd.DataFrame, poli
     with connect(people, policy_path) as con:
         assert con.execute("SELECT COUNT(*) FROM people p WHERE income > (SELECT AVG(q.income) FROM people q)").fetchall()
         assert len(con.ledger()) == 1
+
+
+DEPTS = """
+[tables.depts]
+public = true
+[tables.depts.columns]
+name = { type = "text" }
+floor = { type = "int" }
+"""
+
+
+def test_a_subquery_over_public_rows_is_read_exactly_and_free(people: pd.DataFrame, tmp_path: Path) -> None:
+    policy = tmp_path / "public.toml"
+    policy.write_text(make_policy_text(accountant="basic", extra=DEPTS), encoding="utf-8")
+    tables = {"people": people, "depts": pd.DataFrame({"name": ["a", "b", "c"], "floor": [2, 4, 5]})}
+    sql = "SELECT COUNT(*) FROM people WHERE age > (SELECT MAX(floor) * 10 FROM depts)"
+    by_hand = "SELECT COUNT(*) FROM people WHERE age > CAST(? AS DOUBLE)"
+    with dpsql.connect(tables=tables, policy=policy, random_seed=3) as con:
+        rows = con.execute(sql).fetchall()
+        assert [e.cost.epsilon for e in con.ledger()] == [Fraction(1, 10)]  # the count only: public rows are free
+    answers = {}
+    for value in (50.0, 40.0):  # the exact MAX(floor) * 10, and a control value
+        with dpsql.connect(tables=tables, policy=policy, random_seed=3) as con:
+            answers[value] = con.execute(by_hand, [value]).fetchall()
+    assert rows == answers[50.0] != answers[40.0]
+    # Public rows filtered by a released value, and aggregated, are post-processing too.
+    with dpsql.connect(tables=tables, policy=policy, random_seed=3) as con:
+        (count,), = con.execute("SELECT COUNT(*) FROM depts WHERE floor * 10 > (SELECT AVG(age) FROM people)").fetchall()
+        assert count in (0, 1, 2, 3) and [e.cost.epsilon for e in con.ledger()] == [Fraction(1, 10)]
