@@ -258,15 +258,20 @@ class _Rewriter:
         lifted = self._lift_scalars(node, visible)
         if lifted is not None:
             return self.query(lifted, scope, role)
-        if _is_leaf(node, visible) and self._only_public_beside(node, visible):
-            return self._post_select(node, scope)  # an aggregate of public rows (and released values): exact, free
         if _is_leaf(node, visible):
-            return self._release(node, scope, role)
+            return self._leaf(node, scope, role, visible)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
             if _aggregated(node) and not _grouping_sets(node) and not self._only_public_beside(node, visible) else None
         if joined is not None:  # private rows for released keys (analysis/released_keys.py)
             return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
+
+    def _leaf(self, node: exp.Select, scope: _Scope, role: str, visible: dict[str, exp.Expr]) -> exp.Query:
+        """An aggregated SELECT whose FROM items hold no release: a release, or over public tables
+        only an aggregate of public rows (and released values) in the outer query: exact, free."""
+        if self._only_public_beside(node, visible):
+            return self._post_select(node, scope)
+        return self._release(node, scope, role)
 
     def _set_operation(self, node: exp.SetOperation, scope: _Scope) -> exp.Query:
         """UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too."""
