@@ -28,6 +28,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from dpsql.aggregates import registry
 from dpsql.analysis.context import refuse
 from dpsql.analysis.functions import is_aggregate
 from dpsql.catalog.policy import ENGINE_TYPES, Policy, Table
@@ -237,11 +238,7 @@ def public_type(select: exp.Expr, tables: tuple[Table, ...]) -> str | None:
 
 
 def _aggregate_type(call: AggregateCall) -> str:
-    if call.kind == "mode" and call.column is not None:
-        return ENGINE_TYPES[call.column.type]
-    if call.kind == "quantile" and call.column is not None and call.column.type == "date":
-        return "DATE"
-    return "DOUBLE"
+    return registry.for_call(call).value_type(call)
 
 
 def _numeric(node: exp.Expr, bound: BoundQuery) -> bool:
