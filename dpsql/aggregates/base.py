@@ -230,6 +230,11 @@ class Aggregate(Protocol):
         """Whether it counts rows (a Median Mechanism layer's query), and of which column's non-NULL values."""
         ...
 
+    def value_type(self, call: AggregateCall) -> str:
+        """The DuckDB type its released value is read as before it is planned (a scalar
+        subquery's value, a typed engine parameter: analysis/scalar_subqueries.py); numbers are DOUBLE."""
+        ...
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         """Phase 1 of planning (module docstring)."""
         ...

@@ -84,6 +84,9 @@ class Counts:
             return False, None
         return True, call.column.name if call.column is not None else None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return "DOUBLE"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         return Needs(releases=((_raw(call), _sensitivity(call, query, bounding)),))
 

@@ -175,6 +175,9 @@ class Mode:
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
         return False, None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return ENGINE_TYPES[call.column.type] if call.column is not None else "VARCHAR"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         delta = not _noisy_max(call, query)
         return Needs(share=True, delta=delta, notes=(NULL_NOTE,) if delta else ())

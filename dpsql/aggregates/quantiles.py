@@ -293,6 +293,9 @@ class Quantiles:
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
         return False, None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return "DATE" if call.kind == QUANTILE and call.column is not None and call.column.type == "date" else "DOUBLE"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         delta = _spends_delta(call, query)
         return Needs(share=True, delta=delta, notes=(NULL_NOTE,) if delta else ())

@@ -215,6 +215,9 @@ class Sums:
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
         return False, None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return "DOUBLE"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         rows = Fraction(bounding.max_rows)
         sums = GridSum.of(call)

@@ -93,6 +93,9 @@ class TrimmedMean:
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
         return False, None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return "DOUBLE"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         return Needs(share=True)
 

@@ -88,6 +88,9 @@ class Variances:
     def row_count(self, call: AggregateCall) -> tuple[bool, str | None]:
         return False, None
 
+    def value_type(self, call: AggregateCall) -> str:
+        return "DOUBLE"
+
     def needs(self, call: AggregateCall, query: BoundQuery, bounding: Bounding) -> Needs:
         # Centred on the bounds' midpoint: the sum's and the squares' sensitivities are those of
         # values in [-R/2, R/2] (mechanisms/variance.py).

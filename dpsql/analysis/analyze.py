@@ -24,6 +24,7 @@ from dpsql.analysis.rules import (
     public_tables,
     resolve_table,
 )
+from dpsql.analysis.scalar_subqueries import scalar_subqueries
 from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError
 from dpsql.frontend.parse import ParsedStatement
@@ -39,7 +40,9 @@ def analyze(statement: ParsedStatement, ctx: AnalysisContext) -> BoundQuery | Pu
     """Check `statement` against every rule, in order, and bind it. Raises a dpsql error on refusal."""
     tree, sql = statement.tree, statement.sql
     ctx = ctx.for_statement(sql)  # refusals point into this text
-    if needs_post(tree):  # outer queries over releases, UNION ALL, grouping sets (analysis/post_processing.py)
+    # Outer queries over releases, UNION ALL, grouping sets, and scalar subqueries over private
+    # rows, each released first (analysis/post_processing.py, analysis/scalar_subqueries.py).
+    if needs_post(tree) or (isinstance(tree, exp.Select) and scalar_subqueries(tree) and public_tables(tree, ctx) is None):
         assert isinstance(tree, exp.Query)
         return analyze_post(tree, ctx, analyze_select)
     check_DP102_statement_kind(tree, sql)

@@ -20,7 +20,7 @@ from dpsql.aggregates import quantiles, registry
 from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import INTERVAL_FUNCTIONS, is_aggregate
-from dpsql.analysis.group_domains import NoDomain, cap_public_groups, derive_key, exact_key, narrowed
+from dpsql.analysis.group_domains import DerivedKey, NoDomain, cap_public_groups, derive_key, exact_key, listed_keys, narrowed
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
@@ -99,6 +99,7 @@ class _Binder:
         self.derived: list[GroupKey | None] = []  # per key: the derived key of a GROUP BY expression
         self.aggregates: list[AggregateCall] = []
         self.key_table = scope.table  # the table whose bounds derive key domains (narrowed by WHERE ranges)
+        self.key_where: exp.Expr | None = None  # the WHERE whose constant lists give key domains (listed_keys)
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
         self.keys = self._group_keys(select)
@@ -160,6 +161,7 @@ class _Binder:
         if group is None:
             return []
         self.key_table = narrowed(self.scope.table, select.args.get("where"))
+        self.key_where = select.args.get("where")
         keys: list[Column] = []
         for item in group.expressions:
             column, derived = self._key_column(item, select)
@@ -228,6 +230,10 @@ class _Binder:
                                   "group by a column, a CASE with literal results, arithmetic over bounded integers, "
                                   "date_trunc/EXTRACT of a bounded date or timestamp, or a text function of a column with declared values",
                                   span=span) from None
+        listed = listed_keys(expr, self.key_where) if derived.column.values is None else None
+        if listed is not None and listed[0] == derived.column.type:  # `expr IN ('13', '31')` in WHERE: those keys
+            derived = DerivedKey(dataclasses.replace(derived.column, values=listed[1]),
+                                 f"{len(listed[1])} key(s) listed by the WHERE's constants")
         engine = exact_key(expr, self.key_table)  # LN/LOG/EXP of listed values as literals: every engine computes the listed keys
         return GroupKey(column=derived.column, expr=expr, derivation=derived.derivation, engine=engine if engine is not expr else None)
 

@@ -912,3 +912,39 @@ def _constant(node: exp.Expr, kind: str) -> tuple[Fraction, bool] | None:
 def _seconds(instant: dt.datetime) -> Fraction:
     delta = instant - EPOCH
     return Fraction(delta.days * 86_400 + delta.seconds) + Fraction(delta.microseconds, 1_000_000)
+
+
+def listed_keys(expr: exp.Expr, where: exp.Expr | None) -> tuple[ColumnType, tuple[Any, ...]] | None:
+    """The constants a top-level WHERE conjunct `expr IN ('a', 'b', ...)` or `expr = 'a'` restricts
+    the key expression `expr` to, with their type ("text" for string literals, "int" for integer
+    ones); None when no conjunct does. Every row the WHERE keeps has one of them as its key, so
+    they are the key's public domain (the constants are in the SQL). TPC-H Q22 groups by a phone
+    number's country code and keeps seven codes."""
+    if where is None:
+        return None
+    wanted = _key_text(expr)
+    for conjunct in _conjuncts(where.this if isinstance(where, exp.Where) else where):
+        if isinstance(conjunct, exp.In) and conjunct.args.get("query") is None and not conjunct.args.get("unnest") \
+                and _key_text(conjunct.this) == wanted:
+            constants = conjunct.expressions
+        elif isinstance(conjunct, exp.EQ) and _key_text(conjunct.this) == wanted:
+            constants = [conjunct.expression]
+        else:
+            continue
+        if constants and all(isinstance(c, exp.Literal) and c.is_string for c in constants):
+            return "text", tuple(sorted({c.this for c in constants}))
+        if constants and all(isinstance(c, exp.Literal) and c.is_int for c in constants):
+            return "int", tuple(sorted({int(c.this) for c in constants}))
+    return None
+
+
+def _key_text(node: exp.Expr) -> str:
+    """An expression's SQL with columns unqualified and identifiers unquoted (to compare keys)."""
+    def visit(sub: exp.Expr) -> exp.Expr:
+        if isinstance(sub, exp.Column):
+            return exp.column(sub.name.lower())
+        return sub
+
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node.copy().transform(visit).sql(dialect=Dpsql).lower()

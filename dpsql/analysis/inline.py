@@ -70,13 +70,13 @@ def flatten(select: exp.Select, policy: Policy, sql: str) -> exp.Select:
         return select
     if not isinstance(source, (exp.Table, exp.Subquery)):
         return select
-    _refuse_expression_subqueries(select, sql)
+    _refuse_expression_subqueries(select, sql, semi_joins=True)
     relation = _relation(source, ctes, policy, sql)
     flat = select.copy()
     flat.set("with_", None)
     flat.set("from_", exp.From(this=relation.base.copy()))
     _keep_output_names(flat)
-    _substitute(flat, relation, _qualifiers(source), sql)
+    _substitute(flat, relation, _qualifiers(source), sql, policy)
     if relation.joins:  # after the substitution: the ON columns are the joined tables' own
         flat.set("joins", [j.copy() for j in relation.joins])
     if relation.where is not None:
@@ -129,7 +129,7 @@ def _flatten_join_operands(select: exp.Select, policy: Policy, sql: str, views: 
                 raise refuse("DP110", "a subquery or CTE with WHERE on the right of a LEFT JOIN is not accepted: as a filter "
                              "of the whole query it would drop the rows the LEFT JOIN keeps unmatched", node, sql,
                              "join the table itself with LEFT JOIN (its unmatched rows kept), or use an inner JOIN")
-            filters.append(_qualify_all(relation.where.copy(), qualifier))
+            filters.append(_qualify_all(relation.where.copy(), qualifier, policy))
         derived[qualifier] = relation
         exposed.append((qualifier, set(relation.columns)))
         node.replace(exp.Table(this=relation.base.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(qualifier))))
@@ -202,14 +202,47 @@ def _only_owner(column: exp.Column, derived: dict[str, _Relation], plain: set[st
     return owners[0] if owners else None
 
 
-def _qualify_all(expr: exp.Expr, qualifier: str) -> exp.Expr:
-    """`expr` (over one base table, unqualified) with every column qualified by `qualifier`."""
+def _qualify_all(expr: exp.Expr, qualifier: str, policy: Policy | None = None) -> exp.Expr:
+    """`expr` (over one base table, unqualified) with every column qualified by `qualifier` (given
+    the policy, not the columns an EXISTS or IN subquery inside it reads of its own tables)."""
     if isinstance(expr, exp.Column):
         return exp.column(expr.name, table=qualifier) if not isinstance(expr.this, exp.Star) else expr
-    for column in list(expr.find_all(exp.Column)):
+    for column in _outer_columns(expr, policy) if policy is not None else list(expr.find_all(exp.Column)):
         if not isinstance(column.this, exp.Star):
             column.replace(exp.column(column.name, table=qualifier))
     return expr
+
+
+def _outer_columns(expr: exp.Expr, policy: Policy) -> list[exp.Column]:
+    """The columns of `expr` that name the relation it is over: every column but those that a
+    subquery inside it (EXISTS, IN) resolves among its own tables, as SQL scopes names (the
+    innermost query first; a qualifier names a table, an unqualified name any table that has it)."""
+    found = []
+    for column in expr.find_all(exp.Column):
+        if isinstance(column.this, exp.Star):
+            continue
+        node = column.parent
+        own = False
+        while node is not None and node is not expr and not own:
+            own = isinstance(node, exp.Select) and _resolves(column, node, policy)
+            node = node.parent
+        if not own:
+            found.append(column)
+    return found
+
+
+def _resolves(column: exp.Column, select: exp.Select, policy: Policy) -> bool:
+    """Whether a column inside `select` names one of its own FROM tables' columns."""
+    from_ = select.args.get("from_")
+    tables = [t for t in [from_.this if from_ is not None else None, *(j.this for j in select.args.get("joins") or [])]
+              if isinstance(t, exp.Table)]
+    if column.table:
+        return column.table.lower() in {t.alias_or_name.lower() for t in tables}  # an alias hides the table's name
+    for node in tables:
+        table = policy.table(node.name) if isinstance(node.this, exp.Identifier) else None
+        if table is None or table.column(column.name) is not None:
+            return True  # a table dpsql cannot see into counts as having it: the join analysis judges the subquery
+    return False
 
 
 def _conjoin(left: exp.Expr, right: exp.Expr) -> exp.Expr:
@@ -339,13 +372,13 @@ def _derived(body: exp.Select, ctes: dict[str, exp.Select], policy: Policy, sql:
             continue
         name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) else ""
         expr = item.this if isinstance(item, exp.Alias) else item
-        defined = _substitute_expr(expr.copy(), relation, names, sql)
+        defined = _substitute_expr(expr.copy(), relation, names, sql, policy)
         if name:
             columns.setdefault(name.lower(), []).append(defined)
     where = body.args.get("where")
     combined = relation.where.copy() if relation.where is not None else None
     if where is not None:
-        own = _substitute_expr(where.this.copy(), relation, names, sql)
+        own = _substitute_expr(where.this.copy(), relation, names, sql, policy)
         combined = own if combined is None else _conjoin(combined, own)
     return _Relation(base=relation.base, columns=columns, where=combined, hidden=relation.hidden, joins=relation.joins)
 
@@ -451,7 +484,7 @@ def _check_row_level(body: exp.Select, sql: str) -> None:
         raise refuse("DP103", "a subquery reads no table", body, sql, "add FROM <table> naming a table of the policy")
     if body.args["from_"].expressions:
         raise refuse("DP110", "a subquery reads one table", body.args["from_"], sql, "query one table at a time")
-    _refuse_expression_subqueries(body, sql)
+    _refuse_expression_subqueries(body, sql, semi_joins=True)
     window = body.find(exp.Window)
     if window is not None:  # one value per row computed over other rows (and other persons)
         raise refuse("DP110", "a subquery or CTE with a window function is not row-level: window functions compute "
@@ -466,27 +499,55 @@ def _check_row_level(body: exp.Select, sql: str) -> None:
                          "row-level: an aggregated query is post-processed only as a FROM item of an outer query",
                          aggregate, sql, "read it in the FROM of an outer query, or aggregate in the outer query")
     # The rules run on the flattened query, which keeps only the columns the outer query uses:
-    # the functions and string sizes of every part of the body are checked here (DP113, DP125).
-    check_functions(body, sql)
-    check_bounded_expressions(body, sql)
+    # the functions and string sizes of every part of the body are checked here (DP113, DP125);
+    # a semi- or anti-join's subquery by the join analysis, which reads it.
+    checked = _without_semi_joins(body)
+    check_functions(checked, sql)
+    check_bounded_expressions(checked, sql)
 
 
-def _refuse_expression_subqueries(select: exp.Select, sql: str) -> None:
-    """Subqueries inside expressions (WHERE x IN (SELECT ...), scalar subqueries) stay refused."""
+def _refuse_expression_subqueries(select: exp.Select, sql: str, semi_joins: bool = False) -> None:
+    """Subqueries inside expressions stay refused, but for `[NOT] EXISTS (...)` and `x [NOT] IN
+    (SELECT ...)` in WHERE when `semi_joins` (the join analysis judges them in the flattened
+    query, their own columns left to them: `_outer_columns`). Scalar subqueries have been released
+    and replaced by parameters before this runs (analysis/scalar_subqueries.py)."""
     parts = [*select.expressions, *(select.args.get(k) for k in ("where", "group", "having", "order"))]
     for part in parts:
         if part is None:
             continue
-        node = part.find(exp.Subquery, exp.Select, exp.Union, exp.Exists)
-        if node is None:
-            continue
-        span = span_of(node, sql) or keyword_span(sql, "SELECT")
-        if isinstance(node, exp.Exists) or isinstance(node.parent, exp.In):
-            # The subquery's own columns would be taken for the derived relation's.
-            raise refuse("DP110", "[NOT] EXISTS and IN (SELECT ...) are not accepted beside a subquery or CTE in FROM, nor "
-                         "inside one", node, sql, "write the query over the tables of the policy themselves (joins included), "
-                         "with the EXISTS or IN in its WHERE", span=span)
-        raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span)
+        for node in part.find_all(exp.Subquery, exp.Select, exp.Union, exp.Exists):
+            semi = isinstance(node, exp.Exists) or isinstance(node.parent, exp.In)
+            inside = next((a for a in _ancestors(node, part) if isinstance(a, exp.Exists) or
+                           (isinstance(a, exp.Subquery) and isinstance(a.parent, exp.In))), None)
+            if semi_joins and part is select.args.get("where") and (semi or inside is not None):
+                continue  # a semi- or anti-join (or a part of one): the join analysis judges it
+            span = span_of(node, sql) or keyword_span(sql, "SELECT")
+            if semi:
+                raise refuse("DP110", "[NOT] EXISTS and IN (SELECT ...) are accepted in WHERE only, and not beside a "
+                             "joined subquery or CTE", node, sql, "write the query over the tables of the policy themselves "
+                             "(joins included), with the EXISTS or IN in its WHERE", span=span)
+            raise refuse("DP110", SUBQUERY_REFUSED, node, sql, SUBQUERY_HINT, span=span)
+
+
+def _without_semi_joins(body: exp.Select) -> exp.Select:
+    """A copy of `body` with each [NOT] EXISTS and IN (SELECT ...) of its WHERE as TRUE."""
+    where = body.args.get("where")
+    if where is None or where.find(exp.Exists, exp.Subquery) is None:
+        return body
+    copy = body.copy()
+    for node in list(copy.args["where"].find_all(exp.Exists, exp.In)):
+        if isinstance(node, exp.Exists) or node.args.get("query") is not None:
+            node.replace(exp.true())
+    return copy
+
+
+def _ancestors(node: exp.Expr, top: exp.Expr) -> list[exp.Expr]:
+    found = []
+    current = node.parent
+    while current is not None and current is not top.parent:
+        found.append(current)
+        current = current.parent
+    return found
 
 
 def _unqualify(table: exp.Table, policy: Policy, sql: str) -> exp.Table:
@@ -522,27 +583,46 @@ def _keep_output_names(select: exp.Select) -> None:
         item.replace(exp.alias_(item.copy(), exp.to_identifier(name, quoted=True)))
 
 
-def _substitute(select: exp.Select, relation: _Relation, names: set[str], sql: str) -> None:
-    """Each column of the outer query replaced by its definition over the base table, in place."""
+def _substitute(select: exp.Select, relation: _Relation, names: set[str], sql: str, policy: Policy) -> None:
+    """Each column of the outer query replaced by its definition over the base table, in place
+    (not the own columns of an EXISTS or IN subquery in its WHERE)."""
     aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
-    for column in list(select.find_all(exp.Column)):
+    for column in _outer_columns(select, policy):
         if isinstance(column.this, exp.Star):
             continue
         replacement = _definition(column, relation, names, sql, aliases)
         if replacement is not None:
-            column.replace(replacement)
+            column.replace(_seen_from(replacement, column, select, relation))
 
 
-def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: str) -> exp.Expr:
-    for column in list(expr.find_all(exp.Column)):
+def _substitute_expr(expr: exp.Expr, relation: _Relation, names: set[str], sql: str, policy: Policy) -> exp.Expr:
+    for column in _outer_columns(expr, policy):
         if isinstance(column.this, exp.Star):
             continue
         replacement = _definition(column, relation, names, sql, set())
         if replacement is not None:
             if column is expr:
                 return replacement
-            column.replace(replacement)
+            column.replace(_seen_from(replacement, column, expr, relation))
     return expr
+
+
+def _seen_from(definition: exp.Expr, column: exp.Column, root: exp.Expr, relation: _Relation) -> exp.Expr:
+    """A definition that replaces an outer column inside an EXISTS or IN subquery, its columns
+    qualified by the base table's name: unqualified, the subquery's own table would capture a
+    column it also has (`v.person_id = p.person_id` must stay a correlation)."""
+    node = column.parent
+    while node is not None and node is not root and not isinstance(node, exp.Select):
+        node = node.parent
+    if node is None or node is root:
+        return definition
+    for found in [definition] if isinstance(definition, exp.Column) else list(definition.find_all(exp.Column)):
+        if not found.table and not isinstance(found.this, exp.Star):
+            qualified = exp.column(found.name, table=relation.base.name)
+            if found is definition:
+                return qualified
+            found.replace(qualified)
+    return definition
 
 
 def _definition(column: exp.Column, relation: _Relation, names: set[str], sql: str, aliases: set[str]) -> exp.Expr | None:

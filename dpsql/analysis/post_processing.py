@@ -33,7 +33,20 @@ from dpsql.analysis.functions import FORBIDDEN_NAMES, function_name, is_aggregat
 from dpsql.analysis.per_unit import per_unit_query
 from dpsql.analysis.post_functions import check_outer_functions
 from dpsql.analysis.released_keys import KeyJoin, key_join
-from dpsql.analysis.rules import CATALOGS, SCHEMAS
+from dpsql.analysis.rules import CATALOGS, SCHEMAS, public_tables
+from dpsql.analysis.scalar_subqueries import (
+    ACCEPTED,
+    check_scalar,
+    correlated,
+    outer_reference,
+    parameter_name,
+    parameter_type,
+    placeholder,
+    post_scalars,
+    public_type,
+    scalar_subqueries,
+    within,
+)
 from dpsql.analysis.window_lift import lift_windows, output_name, windows_over_groups
 from dpsql.catalog.policy import Table
 from dpsql.errors import CatalogError, InvalidOptionError, UnknownColumnError
@@ -47,6 +60,7 @@ from dpsql.ir.post_query import (
     PostQuery,
     PublicInput,
     ReleasedInput,
+    ScalarParameter,
     public_name,
     released_column,
     released_name,
@@ -81,6 +95,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
         rewriter.hint = tree.args["hint"]
         tree = tree.copy()
         tree.set("hint", None)
+    rewriter.root = tree
     outer = rewriter.query(tree, _Scope({}, {}))
     _check_reads(outer, {i.name for i in rewriter.inputs} | set(rewriter.public), ctx, rewriter)
     check_outer_functions(outer, ctx.sql)  # no row or list generators over released rows (DP113)
@@ -95,7 +110,7 @@ def analyze_post(tree: exp.Query, ctx: AnalysisContext, analyze_select: AnalyzeS
     lineage = _lineage(outer, schema, inputs, ctx, frozenset(rewriter.public))
     kinds = " + ".join(dict.fromkeys(rewriter.kinds)) or "outer query"
     return PostQuery(sql=ctx.sql, kind=kinds, inputs=inputs, outer=outer, lineage=lineage, notes=tuple(rewriter.notes),
-                     grouping=tuple(rewriter.grouping), public=public)
+                     grouping=tuple(rewriter.grouping), public=public, parameters=tuple(rewriter.parameters))
 
 
 # --- shapes ------------------------------------------------------------------------------------------
@@ -201,6 +216,14 @@ class _Rewriter:
         self.hint_receivers = 0
         self.rewritten: dict[int, exp.CTE] = {}  # id(CTE node of the analyst's tree) -> its outer version
         self.public: dict[str, PublicInput] = {}  # the post-processing database's name -> a public table read
+        self.root: exp.Expr | None = None  # the statement (the analysis' copy)
+        self.parameters: list[ScalarParameter] = []  # scalar subqueries released first (analysis/scalar_subqueries.py)
+        # A scalar subquery's text and the CTEs it may read -> its parameter, or (in an outer query
+        # over releases) its rewritten query: one release however often a statement writes it or a
+        # release reads it (a CTE read twice, each grouping set, SELECT and HAVING).
+        self._scalars: dict[tuple[str, tuple[tuple[str, int], ...]], ScalarParameter] = {}
+        self._post_scalars: dict[tuple[str, tuple[tuple[str, int], ...]], exp.Query] = {}
+        self._releasing: set[tuple[str, tuple[tuple[str, int], ...]]] = set()  # being released (a cycle guard)
 
     def refuse_read(self, node: exp.Expr, what: str) -> Exception:
         return refuse("DP126", f"{what} beside released results: the outer query of a post-processing query reads "
@@ -213,20 +236,7 @@ class _Rewriter:
         if isinstance(node, exp.Subquery):
             return self.query(node.this, scope, role)
         if isinstance(node, exp.SetOperation):
-            # UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too.
-            self.kinds.append("UNION ALL" if isinstance(node, exp.Union) and not node.args.get("distinct") else "set operation")
-            new = node.copy()
-            new.set("with_", None)
-            branches = _branches(node)
-            if len(branches) > MAX_RELEASES:
-                raise refuse("DP129", f"a query of {len(branches)} UNION branches", node, self.ctx.sql,
-                             f"combine at most {MAX_RELEASES} aggregate queries in one statement")
-            scope = self._with(node, scope)  # WITH ... SELECT ... UNION ALL SELECT ...: the CTEs of both
-            new.set("this", self.query(node.this, scope, role="UNION ALL branch"))
-            new.set("expression", self.query(node.expression, scope, role="UNION ALL branch"))
-            self._attach_ctes(node, new)
-            self._check_clauses(new)
-            return new
+            return self._set_operation(node, scope)
         if not isinstance(node, exp.Select):
             raise self.refuse_read(node, "a statement that is not a SELECT")
         if windows_over_groups(node) and not _grouping_sets(node):
@@ -245,13 +255,39 @@ class _Rewriter:
                 self.kinds.append("per-person aggregate")
                 self.notes.append(per_unit.note)
                 return self._release(per_unit.select, scope, role, per_unit.ctx)
+        lifted = self._lift_scalars(node, visible)
+        if lifted is not None:
+            return self.query(lifted, scope, role)
         if _is_leaf(node, visible):
-            return self._release(node, scope, role)
+            return self._leaf(node, scope, role, visible)
         joined = key_join(node, lambda s: _releases_in(s, visible), self.ctx.sql) \
             if _aggregated(node) and not _grouping_sets(node) and not self._only_public_beside(node, visible) else None
         if joined is not None:  # private rows for released keys (analysis/released_keys.py)
             return self._key_join(joined, scope, node)
         return self._post_select(node, scope)
+
+    def _leaf(self, node: exp.Select, scope: _Scope, role: str, visible: dict[str, exp.Expr]) -> exp.Query:
+        """An aggregated SELECT whose FROM items hold no release: a release, or over public tables
+        only an aggregate of public rows (and released values) in the outer query: exact, free."""
+        if self._only_public_beside(node, visible):
+            return self._post_select(node, scope)
+        return self._release(node, scope, role)
+
+    def _set_operation(self, node: exp.SetOperation, scope: _Scope) -> exp.Query:
+        """UNION ALL; UNION, INTERSECT and EXCEPT over released rows are post-processing too."""
+        self.kinds.append("UNION ALL" if isinstance(node, exp.Union) and not node.args.get("distinct") else "set operation")
+        new = node.copy()
+        new.set("with_", None)
+        branches = _branches(node)
+        if len(branches) > MAX_RELEASES:
+            raise refuse("DP129", f"a query of {len(branches)} UNION branches", node, self.ctx.sql,
+                         f"combine at most {MAX_RELEASES} aggregate queries in one statement")
+        scope = self._with(node, scope)  # WITH ... SELECT ... UNION ALL SELECT ...: the CTEs of both
+        new.set("this", self.query(node.this, scope, role="UNION ALL branch"))
+        new.set("expression", self.query(node.expression, scope, role="UNION ALL branch"))
+        self._attach_ctes(node, new)
+        self._check_clauses(new)
+        return new
 
     def _with(self, select: exp.Query, scope: _Scope) -> _Scope:
         with_ = select.args.get("with_")
@@ -276,10 +312,13 @@ class _Rewriter:
         leaf = select.copy()
         # The release sees the row-level CTEs in scope; CTEs holding releases are the outer query's.
         leaf.set("with_", exp.With(expressions=[c.copy() for c in scope.row.values()]) if scope.row else None)
+        read = self._parameterize(leaf, scope)  # its scalar subqueries, released first
         if self.hint is not None and leaf.args.get("hint") is None:
             leaf.set("hint", self.hint.copy())
             self.hint_receivers += 1
         bound = self._bind(leaf, names_matter=role.startswith(("subquery", "CTE")), ctx=ctx)
+        if read:
+            role = ("the query" if select is self.root else role) + f", reading {', '.join('$' + n for n in read)}"
         self._add(bound, leaf, role)
         # The released table's columns are positional (__c0, __c1, ...); the outer query sees the
         # outputs' own names, as if it read the aggregated query itself.
@@ -307,6 +346,105 @@ class _Rewriter:
         text = " ".join(leaf.sql(dialect=Dpsql).split())
         self.inputs.append(ReleasedInput(name=name, query=bound, text=text, role=role))
 
+    # --- scalar subqueries (analysis/scalar_subqueries.py) ----------------------------------------------
+    def _lift_scalars(self, node: exp.Select, visible: dict[str, exp.Expr]) -> exp.Select | None:
+        """An aggregated query with scalar subqueries in SELECT, HAVING or ORDER BY (over released
+        values): the outer query over its release, which keeps them (each a release of its own)."""
+        if not _is_leaf(node, visible) or _grouping_sets(node):
+            return None
+        post = post_scalars(node)
+        if not post:
+            return None
+        for sub in post:
+            check_scalar(sub, self.root or node, self.ctx.policy, self.ctx.sql, _aggregated)
+        lifted = lift_windows(node, lambda body: any(within(sub, body) for sub in post))
+        if lifted is None:
+            raise refuse("DP110", "a scalar subquery in SELECT, HAVING or ORDER BY is compared with released values: the "
+                         "expression around it may read aggregates and GROUP BY keys only", post[0], self.ctx.sql,
+                         "e.g. SELECT dept, COUNT(*) - (SELECT COUNT(*) / 12 FROM people) FROM people GROUP BY dept")
+        self.kinds.append("scalar subquery")
+        self.notes.append("a scalar subquery in SELECT, HAVING or ORDER BY reads released values: the aggregated query is "
+                          "released, then the outer query combines it with the subquery's own release (post-processing)")
+        return lifted
+
+    def _parameterize(self, leaf: exp.Select, scope: _Scope) -> list[str]:
+        """Each scalar subquery of a release (its WHERE, aggregate arguments, key expressions, row-level
+        subqueries and CTEs): released first, once per subquery of the statement, then replaced in
+        place by its typed engine parameter. Returns the parameters the release reads."""
+        if not scalar_subqueries(leaf):
+            return []
+        with_ = leaf.args.get("with_")
+        if with_ is not None:  # a CTE the release does not read is not its business (nor its subqueries)
+            read_ctes = _read_ctes(leaf, {cte.alias.lower(): cte.this for cte in with_.expressions})
+            kept = [c for c in with_.expressions if c.alias.lower() in read_ctes or not scalar_subqueries(c.this)]
+            leaf.set("with_", exp.With(expressions=kept) if kept else None)
+        for item in list(leaf.expressions):  # an output keeps the name the analyst wrote
+            if not isinstance(item, exp.Alias) and scalar_subqueries(item):
+                item.replace(exp.alias_(item.copy(), exp.to_identifier(output_name(item), quoted=True)))
+        post = post_scalars(leaf)
+        read: list[str] = []
+        for sub in scalar_subqueries(leaf):
+            if any(sub is p for p in post):
+                raise refuse("DP110", "a scalar subquery in SELECT, HAVING or ORDER BY of this query (grouping sets, a "
+                             "per-person aggregate) is not accepted", sub, self.ctx.sql,
+                             "compare it in an outer query: SELECT * FROM (SELECT ...) AS t WHERE t.n > (SELECT ...)")
+            parameter = self._scalar(sub, scope)
+            sub.replace(placeholder(parameter.name, parameter.type))
+            if parameter.name not in read:
+                read.append(parameter.name)
+        return read
+
+    def _scalar(self, sub: exp.Subquery, scope: _Scope) -> ScalarParameter:
+        """The parameter of a scalar subquery that meets rows, its release added (once)."""
+        token = _scalar_key(sub, scope)
+        if token in self._scalars:
+            return self._scalars[token]
+        sql = self.ctx.sql
+        if token in self._releasing:  # the subquery reads itself (through a CTE)
+            raise refuse("DP110", "a scalar subquery that reads its own result is not accepted", sub, sql, ACCEPTED)
+        self._releasing.add(token)
+        body = check_scalar(sub, self.root or sub, self.ctx.policy, sql, _aggregated)
+        visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
+        if public_tables(body, self.ctx) is not None:  # public rows only: read exactly, free (no release)
+            return self._public_scalar(sub, body, token)
+        if not _is_leaf(body, visible):
+            raise refuse("DP110", "a scalar subquery over aggregated results is not accepted where it meets rows", sub, sql,
+                         "aggregate the rows themselves in the subquery: (SELECT AVG(income) FROM people)")
+        text = " ".join(sub.sql(dialect=Dpsql).split())
+        self._release(body, scope, "scalar subquery")
+        kind = parameter_type(self.inputs[-1].query)
+        if kind is None:
+            raise refuse("DP110", "the scalar subquery's value is neither one aggregate nor arithmetic over numeric "
+                         "aggregates: dpsql cannot type it before it is released", sub, sql,
+                         "select one aggregate, e.g. (SELECT AVG(income) FROM people) or (SELECT MEDIAN(hired) FROM people)")
+        source = len(self.inputs) - 1
+        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, source, text)
+        self.parameters.append(parameter)
+        self._scalars[token] = parameter
+        self.kinds.append("scalar subquery")
+        self.notes.append(f"the scalar subquery {text} is released first (release {source + 1}); the answers that "
+                          "read it are for its released value, not the exact one, and so are their intervals; a NULL value "
+                          "(⊥, or no row) keeps no row in a comparison")
+        return parameter
+
+    def _public_scalar(self, sub: exp.Subquery, body: exp.Select, token: tuple[str, tuple[tuple[str, int], ...]]) -> ScalarParameter:
+        """A scalar subquery over public tables only that meets private rows: an exact public query,
+        read before the releases (public rows are free), whose value is a typed engine parameter."""
+        sql = self.ctx.sql
+        query = self.analyze_select(body.copy(), self.ctx)
+        kind = public_type(query.tree, query.tables) if isinstance(query, PublicQuery) else None
+        if not isinstance(query, PublicQuery) or kind is None:
+            raise refuse("DP110", "dpsql cannot type this scalar subquery over public tables", sub, sql,
+                         "select one aggregate of a public column, e.g. (SELECT MAX(floor) FROM depts)")
+        text = " ".join(sub.sql(dialect=Dpsql).split())
+        parameter = ScalarParameter(parameter_name(len(self.parameters)), kind, None, text, public=query)
+        self.parameters.append(parameter)
+        self._scalars[token] = parameter
+        self.kinds.append("scalar subquery")
+        self.notes.append(f"the scalar subquery {text} reads public tables only: its exact value is read first (no noise, "
+                          "no cost) and compared as a constant; a NULL value (no row) keeps no row in a comparison")
+        return parameter
+
     def _post_select(self, select: exp.Select, scope: _Scope) -> exp.Select:
         new = select.copy()
         new.set("with_", None)
@@ -316,9 +454,20 @@ class _Rewriter:
         _unqualified(new)  # public.products.id -> products.id (the public table keeps its name as alias)
         # Subqueries in expressions (WHERE n > (SELECT AVG(n) FROM t), IN (...), EXISTS (...)):
         # each a query of its own.
+        visible = {**{k: c.this for k, c in scope.row.items()}, **{k: c.this for k, c in scope.post.items()}}
         for sub in list(new.find_all(exp.Subquery, exp.Exists)):
             if sub.find_ancestor(exp.Select) is new and not _is_source(sub, new) and isinstance(sub.this, exp.Query):
-                sub.set("this", self.query(sub.this, scope, "scalar subquery"))
+                if isinstance(sub.this, exp.Select) and _is_leaf(sub.this, visible):  # a release: its own rows only
+                    outer = outer_reference(sub.this, self.root or new, self.ctx.policy)
+                    if outer is not None:
+                        raise correlated(outer, self.ctx.sql)
+                    if public_tables(sub.this, self.ctx) is not None:  # public rows only: read exactly, beside the releases
+                        sub.set("this", self._post_select(sub.this, scope))
+                        continue
+                key = _scalar_key(sub, scope)
+                if key not in self._post_scalars:
+                    self._post_scalars[key] = self.query(sub.this, scope, "scalar subquery")
+                sub.set("this", self._post_scalars[key].copy())
         self._attach_ctes(select, new)
         self.kinds.append("outer query")
         return new
@@ -449,6 +598,9 @@ class _Rewriter:
             raise refuse("DP129", f"GROUP BY with {len(sets)} grouping sets", group, sql,
                          f"ask for at most {MAX_GROUPING_SETS} grouping sets (each is a release that shares the budget)",
                          span=keyword_span(sql, "GROUP"))
+        if scalar_subqueries(select):  # one threshold for every set, released first
+            select = select.copy()
+            self._parameterize(select, scope)
         keys = list(dict.fromkeys(k for s in sets for k in s))
         items = list(select.expressions)
         names = [output_name(item) for item in items]
@@ -626,6 +778,28 @@ def _branches(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.SetOperation):
         return _branches(node.this) + _branches(node.expression)
     return [node]
+
+
+def _scalar_key(sub: exp.Expr, scope: _Scope) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A subquery's text and the CTEs its names may read: the same key, the same question."""
+    ctes = {**scope.row, **scope.post}
+    return " ".join(sub.sql(dialect=Dpsql).split()), tuple(sorted((name, id(cte)) for name, cte in ctes.items()))
+
+
+def _read_ctes(select: exp.Select, ctes: dict[str, exp.Expr]) -> set[str]:
+    """The names of the CTEs `select` reads, directly or through other CTEs."""
+    found: set[str] = set()
+    body = select.copy()
+    body.set("with_", None)
+    pending: list[exp.Expr] = [body]
+    while pending:
+        node = pending.pop()
+        for table in node.find_all(exp.Table):
+            name = _table_name(table)
+            if name is not None and name in ctes and name not in found:
+                found.add(name)
+                pending.append(ctes[name])
+    return found
 
 
 def _is_source(sub: exp.Expr, select: exp.Select) -> bool:

@@ -20,6 +20,7 @@ from dpsql.analysis.functions import (
     is_aggregate,
     scalar_allowed,
 )
+from dpsql.analysis.group_domains import listed_keys
 from dpsql.catalog.policy import Table
 from dpsql.errors import UnknownColumnError, UnknownTableError
 from dpsql.frontend.spans import keyword_span, span_of
@@ -46,10 +47,11 @@ def check_DP102_statement_kind(tree: exp.Expr, sql: str) -> None:
 
 
 # DP110 for a subquery where dpsql takes none: the same words wherever it is found.
-SUBQUERY_REFUSED = ("this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) "
-                    "and col [NOT] IN (SELECT ...)")
-SUBQUERY_HINT = ("EXISTS and IN may read a public table, or a private table correlated on the privacy unit; a value computed "
-                 "over rows (a scalar subquery) is a release of its own: ask it as its own query")
+SUBQUERY_REFUSED = ("this subquery is not accepted here: dpsql takes subqueries in FROM, [NOT] EXISTS (SELECT ...) and col "
+                    "[NOT] IN (SELECT ...) in WHERE, and uncorrelated scalar subqueries over private rows")
+SUBQUERY_HINT = ("EXISTS and IN may read a public table, or a private table correlated on the privacy unit; a scalar subquery "
+                 "that returns one aggregated value, e.g. WHERE income > (SELECT AVG(income) FROM people), is released first and "
+                 "compared as a constant")
 
 
 def check_DP110_single_select(select: exp.Select, sql: str) -> None:
@@ -222,6 +224,9 @@ def check_DP140_no_group_by_identifier(select: exp.Select, scope: Scope, sql: st
             key = outputs[int(item.this) - 1]  # GROUP BY 1
         elif isinstance(item, exp.Column) and not item.table and scope.table.column(item.name) is None:
             key = aliases.get(item.name.lower(), item)  # GROUP BY an output alias
+        body = key.this if isinstance(key, exp.Alias) else key
+        if not isinstance(body, exp.Column) and listed_keys(body, select.args.get("where")) is not None:
+            continue  # an expression the WHERE restricts to listed constants: those groups, shared by many persons
         for column in key.find_all(exp.Column):
             declared = scope.table.column(column.name)
             if declared is not None and declared.identifier is not None:

@@ -16,6 +16,8 @@ aggregate nor a GROUP BY key is left alone (DP108 in the one-SELECT path, as bef
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from dpsql.analysis.functions import is_aggregate
@@ -37,9 +39,17 @@ def windows_over_groups(select: exp.Select) -> bool:
                for item in select.expressions for f in item.find_all(exp.Func))
 
 
-def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a visitor over each window's parts (aggregates, keys, frames)
+def _has_window(body: exp.Expr) -> bool:
+    return body.find(exp.Window) is not None
+
+
+def lift_windows(select: exp.Select, lifts: Callable[[exp.Expr], bool] = _has_window) -> exp.Select | None:  # noqa: C901 - a visitor over each window's parts (aggregates, keys, frames)
     """The outer query over the aggregated query with its windows lifted out; None when a window
-    reads a column outside its aggregates and GROUP BY keys (the caller keeps DP108)."""
+    reads a column outside its aggregates and GROUP BY keys (the caller keeps DP108).
+
+    `lifts` says which select items (and HAVING) go to the outer query: those with a window, or
+    those with a scalar subquery over released values (analysis/scalar_subqueries.py), which the
+    outer query keeps as written (a release of its own there); HAVING it lifts becomes the outer WHERE."""
     keys = _key_texts(select)
     items = list(select.expressions)
     names = [output_name(item) for item in items]
@@ -50,11 +60,13 @@ def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a vis
     hidden: dict[str, str] = {}
     for item, name in zip(items, names):
         body = item.this if isinstance(item, exp.Alias) else item
-        if body.find(exp.Window) is None:
+        if not lifts(body):
             hidden.setdefault(body.sql(dialect=Dpsql, comments=False).lower(), name)
 
     def lift(node: exp.Expr) -> exp.Expr | None:
         """`node` with every aggregate and key expression replaced by a hidden column."""
+        if isinstance(node, exp.Subquery):
+            return node.copy()  # a scalar subquery: the outer query's own release
         text = node.sql(dialect=Dpsql, comments=False).lower()
         if (_aggregate_call(node) and not isinstance(node.parent, exp.Window)) or (text in keys and node.find(exp.Column)):
             if text not in hidden:
@@ -81,7 +93,7 @@ def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a vis
     for item, name in zip(items, names):
         alias = exp.to_identifier(name, quoted=True)
         body = item.this if isinstance(item, exp.Alias) else item
-        if body.find(exp.Window) is None:
+        if not lifts(body):
             inner_items.append(exp.alias_(body.copy(), alias))
             outer_items.append(exp.alias_(exp.column(alias.copy(), table=INNER), alias.copy()))
             continue
@@ -92,13 +104,19 @@ def lift_windows(select: exp.Select) -> exp.Select | None:  # noqa: C901 - a vis
     order = _order(select, items, names, lift)
     if order is False:
         return None
+    having = select.args.get("having")
+    where = lift(having.this) if having is not None and lifts(having.this) else None
+    if having is not None and lifts(having.this) and where is None:
+        return None
     inner = select.copy()
-    for clause in ("order", "limit", "offset", "with_"):
+    for clause in ("order", "limit", "offset", "with_", *(("having",) if where is not None else ())):
         inner.set(clause, None)
     inner.set("expressions", inner_items)
     outer = exp.select(*outer_items).from_(inner.subquery(INNER))
     if select.args.get("with_") is not None:
         outer.set("with_", select.args["with_"].copy())
+    if where is not None:
+        outer.set("where", exp.Where(this=where))
     if order is not None:
         outer.set("order", order)
     for clause in ("limit", "offset"):

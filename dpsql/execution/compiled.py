@@ -155,6 +155,7 @@ class CompiledPost:
         for index, (inp, compiled) in enumerate(zip(query.inputs, self.inputs)):
             lines.append(f"Release {index + 1} of {count}: {inp.name} ({inp.role})")
             lines.extend(f"  {line}" for line in compiled.explain_lines(dialect, capabilities, verbose))
+        lines.extend(self._parameter_lines())
         lines.extend(f"Public table {p.table.name} as {p.name}: read exactly (public rows, no cost, at most "
                      f"{MAX_ROWS:,} rows), beside the released rows" for p in query.public)
         lines.append(f"Outer query (released rows{' and public rows' if query.public else ''} only): "
@@ -168,6 +169,41 @@ class CompiledPost:
         lines.append(f"Cost: epsilon {float(self.cost.epsilon):g}, delta {float(self.cost.delta):g}"
                      + (f" (epsilon {parts}: the sum of the {count} releases)" if count > 1 else ""))
         return lines
+
+
+    def readers(self, name: str) -> list[int]:
+        """The releases (indices) whose statements read the scalar parameter `name`."""
+        return [index for index, compiled in enumerate(self.inputs) if name in scalar_reads(compiled.plan.query)]
+
+    def _parameter_lines(self) -> list[str]:
+        """EXPLAIN: each scalar subquery's value, where it comes from and who reads it, and how the
+        budget is split between the releases (public facts: the SQL's OPTIONS and the policy)."""
+        parameters = self.query.parameters
+        if not parameters:
+            return []
+        lines = []
+        for parameter in parameters:
+            readers = ", ".join(str(i + 1) for i in self.readers(parameter.name)) or "none"
+            source = (f"the exact value of {parameter.text} over public tables, read before the releases (no cost; NULL if "
+                      "it has no row)" if parameter.source is None else
+                      f"the value release {parameter.source + 1} releases for {parameter.text} (NULL if it is ⊥ or has no row)")
+            lines.append(f"Parameter ${parameter.name} ({parameter.type}) := {source}, read by release(s) {readers} "
+                         "as a typed engine parameter, never as SQL text: their plans, dry runs and sensitivities are "
+                         "the same whatever the value")
+        if len(self.inputs) < 2:
+            return lines
+        shares = " + ".join(f"epsilon {float(c.plan.cost.epsilon):g} (release {i + 1})" for i, c in enumerate(self.inputs))
+        lines.append(f"Budget split: {shares}: each release has the budget of its own SELECT (its OPTIONS, else the "
+                     "policy's default per-query budget), fixed before any data is read; the statement is charged once, "
+                     "for their sum, before the first release runs")
+        return lines
+
+
+def scalar_reads(query: BoundQuery) -> frozenset[str]:
+    """The engine parameters (scalar subqueries' values) a release's statements read: in its
+    WHERE, its aggregates' arguments and its key expressions."""
+    parts = [query.where, *(a.expr for a in query.aggregates), *(k.expr for k in query.keys)]
+    return frozenset(str(p.this) for part in parts if part is not None for p in part.find_all(exp.Placeholder))
 
 
 def _relation_lines(table: Table, keys: tuple[str, ...], dialect: str) -> list[str]:

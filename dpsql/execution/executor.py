@@ -29,7 +29,17 @@ from dpsql.execution.compiled import CompiledPost, CompiledQuery
 from dpsql.execution.engine_calls import SEED_BOUND, EngineCalls
 from dpsql.execution.layers import MedianMechanismLayers
 from dpsql.execution.noise import plan_noise_info
-from dpsql.execution.post_run import filled, noisy_outputs, post_result, reconciled, released_schemas
+from dpsql.execution.post_run import (
+    filled,
+    first_value,
+    noisy_outputs,
+    post_result,
+    reconciled,
+    released_schemas,
+    scalar_values,
+    unknown_values,
+    with_values,
+)
 from dpsql.execution.public_inputs import public_rows, public_schemas
 from dpsql.execution.release import release_robust_rows, release_rows
 from dpsql.execution.replay import Replays
@@ -189,8 +199,9 @@ class Executor:
         release answered as the query on its own would be, and the outer query over their rows."""
         state = self.state.post(compiled)
         self.charger.check(compiled.cost)  # fail fast, without touching the engine
+        unknown = unknown_values(compiled)  # scalar subqueries' values: NULL of their type in the dry runs
         for query in compiled.inputs:
-            self._dry_runs(query, self.state.query(query))
+            self._dry_runs(query, self.state.query(query), unknown)
         columns = self._outer_columns(compiled, state)
         assert state.tables is not None and state.outer_sql is not None
         releases = len(compiled.inputs)
@@ -200,7 +211,13 @@ class Executor:
         self.charger.charge_statement(state.charge, compiled.statement.sql)
         # Charged: from here on, nothing is refunded, whatever happens.
         raws: list[dict[str, list[Any]]] = []
-        results = [self._answer(query, self.state.query(query), raws) for query in compiled.inputs]
+        # Scalar subqueries' values, read by the releases after them: exact public ones first (free).
+        values: dict[str, Any] = {p.name: first_value(p, self.public(p.public)) for p in compiled.query.parameters
+                                  if p.public is not None}
+        results: list[NoisyResult] = []
+        for index, query in enumerate(compiled.inputs):
+            results.append(self._answer(query, self.state.query(query), raws, values))
+            values.update(scalar_values(compiled, index, results[-1]))
         results = reconciled(compiled, raws, results)  # grouping sets: totals equal their parts (free)
         out = self.released.run([*filled(state.tables[:releases], results), *public], state.outer_sql)
         return post_result(compiled, columns, out.types, out.rows, results)
@@ -219,16 +236,18 @@ class Executor:
             state.replay_keyed = True
         return state.replay_key
 
-    def _dry_runs(self, compiled: CompiledQuery, state: QueryState) -> None:
-        """Refuse query-only errors before the charge (no data is present in a dry run)."""
+    def _dry_runs(self, compiled: CompiledQuery, state: QueryState, values: dict[str, Any] | None = None) -> None:
+        """Refuse query-only errors before the charge (no data is present in a dry run; `values`:
+        the scalar subqueries' parameters, NULL)."""
         if state.dry_runs_passed:
             return
         table = compiled.plan.query.table
         # The statements that will run after the charge, each over empty tables of the same schema.
-        self.calls.dry_run(table, compiled.engine, {"seed": 0} if compiled.uses_seed else None, compiled.keyed_columns)
+        self.calls.dry_run(table, compiled.engine, with_values(values, compiled.engine, {"seed": 0} if compiled.uses_seed else None),
+                           compiled.keyed_columns)
         for query in self._robust(compiled, state):  # MEDIAN/IQR/MODE: every statement a read may need
             for select, params in query.statements():
-                self.calls.dry_run(table, select, params)
+                self.calls.dry_run(table, select, with_values(values, select, params))
         if compiled.plan.robust and not compiled.simple_outputs:
             self._dry_run_post(compiled, state)
         state.dry_runs_passed = True
@@ -256,20 +275,23 @@ class Executor:
             state.outer_columns = tuple(ResultColumn(n, t) for n, t in zip(result.names, result.types))
         return state.outer_columns
 
-    def _answer(self, compiled: CompiledQuery, state: QueryState, raws: list[dict[str, list[Any]]] | None = None) -> NoisyResult:
+    def _answer(self, compiled: CompiledQuery, state: QueryState, raws: list[dict[str, list[Any]]] | None = None,
+                values: dict[str, Any] | None = None) -> NoisyResult:
         """ONLY after the charge: bounded relation, engine statements, release, post-processing, assembly
-        (`raws`: where to keep the noisy table, for grouping sets' reconciliation)."""
+        (`raws`: where to keep the noisy table, for grouping sets' reconciliation; `values`: the
+        scalar subqueries' released values, engine parameters of the statements that read them)."""
         calls = self.calls
         bounded = calls.bounded(compiled.plan.query.table)
         assert bounded
         if compiled.keyed_columns:
             calls.keyed(compiled.plan.query.table, compiled.keyed_columns)
-        raw = calls.run(state.text(compiled.engine), {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None)
+        raw = calls.run(state.text(compiled.engine),
+                        with_values(values, compiled.engine, {"seed": self._rng.randbelow(SEED_BOUND)} if compiled.uses_seed else None))
         columns, types = release_rows(compiled, raw, self._rng)
         if raws is not None:
             raws.append(columns)
         if compiled.plan.robust:  # MEDIAN/IQR/MODE: their requests' reads, then a value or ⊥ each
-            release_robust_rows(compiled, columns, types, self._robust_reads(compiled, state), self._rng)
+            release_robust_rows(compiled, columns, types, self._robust_reads(compiled, state, values), self._rng)
         # Every aggregate's estimate and interval, once, by its module (execution/assemble.py); the
         # analyst's outputs, HAVING, ORDER BY and LIMIT over them in the released-values database.
         template = self._noise(state, compiled)
@@ -278,21 +300,21 @@ class Executor:
         table, sql = self._post(state, compiled)
         return assemble_post(compiled, self.released.evaluate(released_table(compiled, columns, table), sql), template)
 
-    def _robust_reads(self, compiled: CompiledQuery, state: QueryState) -> list[dict[GroupKey, Any]]:
+    def _robust_reads(self, compiled: CompiledQuery, state: QueryState, values: dict[str, Any] | None = None) -> list[dict[GroupKey, Any]]:
         """Each robust request's exact reads over the bounded relation (after the charge). A
         request's secret seeds are drawn first, in request order, as its statements need them."""
         data = []
         for query in self._robust(compiled, state):
             params = {"mode_seed": self._rng.randbelow(SEED_BOUND), "tie_seed": self._rng.randbelow(SEED_BOUND)} if query.seeded else {}
-            data.append(self._drive(reads(query, compiled.plan, params), state))
+            data.append(self._drive(reads(query, compiled.plan, params), state, values))
         return data
 
-    def _drive(self, steps: Reads, state: QueryState) -> dict[GroupKey, Any]:
+    def _drive(self, steps: Reads, state: QueryState, values: dict[str, Any] | None = None) -> dict[GroupKey, Any]:
         """Run a request's statements one at a time, each answered with its rows; the request
         (backend/sql/robust_sql.reads) decides from them which statement comes next, the executor runs it."""
         select, params = next(steps)
         while True:
-            result = self.calls.run(state.text(select), params)
+            result = self.calls.run(state.text(select), with_values(values, select, params))
             try:
                 select, params = steps.send((result.names, result.rows))
             except StopIteration as done:

@@ -14,14 +14,17 @@ half-width and ends, a derived one gets none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from sqlglot import exp
 
 from dpsql.backend.auxiliary.released_db import ReleasedTable
 from dpsql.execution.compiled import CompiledPost
 from dpsql.execution.consistency import reconcile
 from dpsql.execution.intervals import lineage_noise
-from dpsql.ir.post_query import released_column
+from dpsql.ir.post_query import ScalarParameter, released_column
 from dpsql.result import NoisyResult, ResultColumn
 
 
@@ -65,3 +68,47 @@ def post_result(compiled: CompiledPost, columns: tuple[ResultColumn, ...], types
     result_columns = tuple(ResultColumn(c.name, t) for c, t in zip(columns, types))
     infos, cells, bounds = lineage_noise(compiled.query.lineage, compiled.cost, results, rows, len(result_columns))
     return NoisyResult("query", result_columns, rows, tuple(infos), cells, compiled.cost, cell_bounds=bounds)
+
+
+# --- scalar subqueries' values (analysis/scalar_subqueries.py) ------------------------------------------
+
+
+def scalar_values(compiled: CompiledPost, index: int, result: NoisyResult) -> dict[str, Any]:
+    """The engine parameters release `index` computes: its released value (first row, only column;
+    NULL when it is ⊥ or has no row), as a Python value of the parameter's type. Released values
+    only: post-processing."""
+    return {p.name: first_value(p, result) for p in compiled.query.parameters if p.source == index}
+
+
+def first_value(parameter: ScalarParameter, result: NoisyResult) -> Any:
+    """A scalar subquery's value: its result's first row's only column (NULL when it has no row)."""
+    return parameter_value(parameter, result.rows[0][0] if result.rows else None)
+
+
+def parameter_value(parameter: ScalarParameter, value: Any) -> Any:
+    """A released value as the engine parameter `CAST($name AS type)` takes it."""
+    if value is None:
+        return None
+    if parameter.type == "DOUBLE":
+        return float(value)
+    if parameter.type == "DATE" and isinstance(value, dt.datetime):
+        return value.date()
+    if parameter.type == "VARCHAR":
+        return str(value)
+    return value
+
+
+def unknown_values(compiled: CompiledPost) -> dict[str, Any]:
+    """The parameters in the dry runs (before any release): NULL, cast to the same type."""
+    return {p.name: None for p in compiled.query.parameters}
+
+
+def with_values(values: Mapping[str, Any] | None, select: exp.Expr, params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """An engine statement's parameters with the scalar values it reads (the engines refuse
+    parameters a statement does not name)."""
+    if not values:
+        return params
+    used = {str(p.this) for p in select.find_all(exp.Placeholder)} & set(values)
+    if not used:
+        return params
+    return {**(params or {}), **{name: values[name] for name in used}}

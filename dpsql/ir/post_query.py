@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dpsql.catalog.policy import Table
-from dpsql.ir.query import BoundQuery
+from dpsql.ir.query import BoundQuery, PublicQuery
 
 RELEASED_PREFIX = "__dpsql_released_"
 PUBLIC_PREFIX = "__dpsql_public_"
@@ -91,6 +91,20 @@ class GroupingSets:
 
 
 @dataclass(frozen=True, slots=True)
+class ScalarParameter:
+    """An uncorrelated scalar subquery's released value, read by the releases after it as a typed
+    engine parameter (`CAST($name AS type)`, analysis/scalar_subqueries.py): the release at index
+    `source` computes it (or the exact public query `public`, read before any release); its first
+    row's only column is the value, NULL when it is ⊥ or has no row."""
+
+    name: str  # the placeholder's name in the engine SQL
+    type: str  # the DuckDB type the statement casts the value to
+    source: int | None  # the release (index in PostQuery.inputs) whose value it is; None: `public`
+    text: str  # the subquery as the analyst wrote it (EXPLAIN)
+    public: PublicQuery | None = None  # a subquery over public tables only: read exactly (no noise, no cost)
+
+
+@dataclass(frozen=True, slots=True)
 class PostQuery:
     """Releases and the outer query over them (`lineage`: one entry per output column, or None
     when dpsql could not trace it: every output is then treated as noisy, without an interval)."""
@@ -103,3 +117,4 @@ class PostQuery:
     notes: tuple[str, ...] = ()
     grouping: tuple[GroupingSets, ...] = ()
     public: tuple[PublicInput, ...] = ()  # public tables the outer query reads beside the releases
+    parameters: tuple[ScalarParameter, ...] = ()  # scalar subqueries' values, read by later releases

@@ -19,7 +19,7 @@ from tests.corpus import runner
 from tests.corpus.runner import Outcome, Query, Summary
 
 # Today's counts (raise them as dpsql answers more; never lower them to make a change pass).
-ANSWERED_AT_LEAST = 183
+ANSWERED_AT_LEAST = 184
 ERRORS_AT_MOST = 0
 MIN_QUERIES = 150
 

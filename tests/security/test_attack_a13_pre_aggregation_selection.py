@@ -4,8 +4,9 @@ sees them: the selected person changes when one person is added, so the aggregat
 is no longer the policy's.
 
 Pass criterion: every such query is refused before the charge and before the engine runs (DP110
-subqueries and CTEs, DP108 window functions, DP121 DISTINCT, DP105 ordering by a private value;
-an aggregated subquery is a release of its own, refused by its own rules, DP109 or DP107),
+subqueries and CTEs, correlated scalar subqueries, DP108 window functions, DP121 DISTINCT, DP105
+ordering by a private value; an aggregated subquery is a release of its own, refused by its own
+rules, DP109 or DP107, or answered first and read as a constant),
 with the same text on D and D'. A top-level HAVING, ORDER BY or LIMIT is post-processing of the
 noisy table: it is answered, and every released row satisfies the HAVING on its *released* value
 (a filter on the exact value would show as released counts that fail it).
@@ -32,8 +33,13 @@ SELECTING = [
     ("SELECT COUNT(*) FROM (SELECT dept FROM people GROUP BY dept HAVING BOOL_OR(income > 400000))", "DP109"),
     ("SELECT COUNT(*) FROM (SELECT person_id FROM people GROUP BY person_id HAVING COUNT(*) = 1)", "DP107"),
     ("WITH top AS (SELECT * FROM people ORDER BY income DESC LIMIT 1) SELECT COUNT(*) FROM top", "DP110"),
-    ("SELECT COUNT(*) FROM people WHERE income > (SELECT quantile_cont(income, 0.99) FROM people)", "DP110"),
-    ("SELECT COUNT(*) FROM people WHERE income = (SELECT MAX(income) FROM people)", "DP110"),
+    # An uncorrelated scalar subquery is a release of its own, answered first: the rows are then
+    # selected by a released (noisy) value, a constant (tests/integration/test_scalar_subqueries.py).
+    # Correlated, it would select each row by an exact value over other persons' rows: refused.
+    ("SELECT COUNT(*) FROM people p WHERE income > (SELECT quantile_cont(q.income, 0.99) FROM people q WHERE q.dept = p.dept)",
+     "DP110"),
+    ("SELECT COUNT(*) FROM people WHERE income = (SELECT MAX(q.income) FROM people q WHERE q.person_id = people.person_id)",
+     "DP110"),
     ("SELECT COUNT(*) FROM people WHERE EXISTS (SELECT 1 FROM people q WHERE q.income > 499000)", "DP138"),
     ("SELECT COUNT(*) FROM people QUALIFY row_number() OVER (ORDER BY income) = 1", "DP108"),
     ("SELECT COUNT(*) FROM people WHERE income > max(income) OVER ()", "DP108"),

@@ -79,10 +79,11 @@ def test_the_comparison_sees_a_dropped_filter() -> None:
     ("SELECT COUNT(*) FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) * FROM people) t", "DP110", "OPTIONS"),
     # A join inside a row-level body is judged like the flat join (analysis/joins.py): a comma list is a cross join.
     ("SELECT COUNT(*) FROM (SELECT * FROM people, people q) t", "DP137", "read twice"),
-    ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE age IN (SELECT age FROM people)) t", "DP110", "EXISTS and IN"),
-    ("SELECT COUNT(*) FROM (SELECT * FROM people) t WHERE EXISTS (SELECT 1 FROM people q WHERE q.person_id = t.person_id)",
-     "DP110", "beside a subquery or CTE in FROM"),
-    ("SELECT COUNT(*) FROM (SELECT * FROM people) t WHERE age > (SELECT 1)", "DP110", "this subquery is not accepted"),
+    # IN inside a body is judged as in the flat query: over the same person's rows only.
+    ("SELECT COUNT(*) FROM (SELECT * FROM people WHERE age IN (SELECT age FROM people)) t", "DP138", "correlated"),
+    ("SELECT COUNT(*) FROM (SELECT age > 3 AND EXISTS (SELECT 1 FROM people q) AS x FROM people) t", "DP110",
+     "in WHERE only"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM people) t WHERE age > (SELECT 1)", "DP110", "without FROM"),
     ("SELECT COUNT(*) FROM (SELECT * FROM read_parquet('x.parquet')) t", "DP113", "read_parquet"),
     ("SELECT COUNT(*) FROM (SELECT * EXCLUDE (age) FROM people) t", "DP110", "EXCLUDE"),
     ("SELECT COUNT(*) FROM (SELECT lpad(dept, age) AS x FROM people) t", "DP125", "length"),

@@ -712,3 +712,103 @@ Engine SQL:
   SELECT COUNT("site") AS __r0 FROM "__dpsql_bounded_people_join_38c9e41289fe"
 Bounded relation of people_join_38c9e41289fe: built by the first query that reads it
 ;
+
+SELECT COUNT(*) FROM people WHERE age > (SELECT AVG(floor) * 10 FROM depts);
+Post-processing over released results (scalar subquery): 1 release(s), each computed and noised first; the outer query then reads the released rows only, in a separate database without private tables, at no extra cost
+Release 1 of 1: __dpsql_released_0 (the query, reading $dpsql_scalar0)
+  Query: SELECT COUNT(*) FROM people WHERE age > CAST($dpsql_scalar0 AS DOUBLE)
+  Scan people (private; privacy unit person_id)
+    BoundContribution: at most 2 row(s) per person_id (keyed hash, secret seed)
+    Filter: age > CAST($dpsql_scalar0 AS DOUBLE) (row-level; an error on a row makes it false)
+    Release __r0 = COUNT(*): discrete Laplace, sensitivity 2, scale 2, epsilon 1, 95% +-6
+    Output COUNT(*): from COUNT(*)
+    Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
+  Cost: epsilon 1, delta 0
+  Expected 95% intervals (public, before any data is read):
+    COUNT(*): ±6 (discrete Laplace); never below 0 (clamp = false leaves it unbiased)
+  Engine SQL:
+    __dpsql_bounded_people_heavy := SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2
+    __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_heavy") UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_heavy")) AS __ranked WHERE __rank <= 2
+    SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people" WHERE COALESCE(TRY(age > CAST($dpsql_scalar0 AS DOUBLE)), FALSE)
+Parameter $dpsql_scalar0 (DOUBLE) := the exact value of (SELECT AVG(floor) * 10 FROM depts) over public tables, read before the releases (no cost; NULL if it has no row), read by release(s) 1 as a typed engine parameter, never as SQL text: their plans, dry runs and sensitivities are the same whatever the value
+Outer query (released rows only): SELECT __c0 AS "COUNT(*)" FROM __dpsql_released_0
+Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived column (arithmetic, aggregates or windows over released values) has none
+Note: the scalar subquery (SELECT AVG(floor) * 10 FROM depts) reads public tables only: its exact value is read first (no noise, no cost) and compared as a constant; a NULL value (no row) keeps no row in a comparison
+Cost: epsilon 1, delta 0
+;
+
+SELECT p.dept, SUM(v.minutes) FROM people p JOIN visits v ON p.person_id = v.person_id WHERE v.minutes > (SELECT AVG(minutes) FROM visits) GROUP BY p.dept;
+Post-processing over released results (scalar subquery): 2 release(s), each computed and noised first; the outer query then reads the released rows only, in a separate database without private tables, at no extra cost
+Release 1 of 2: __dpsql_released_0 (scalar subquery)
+  Query: SELECT AVG(minutes) FROM visits
+  Scan visits (private; privacy unit person_id)
+    BoundContribution: at most 3 row(s) per person_id (keyed hash, secret seed)
+    Release __r0 = SUM(round(clamp(minutes, 0, 60) / 2.98023e-08) - 1006632960): discrete Laplace, sensitivity 90, scale 180, epsilon 0.5, 95% +-539.232
+    Release __r1 = COUNT(minutes finite): discrete Laplace, sensitivity 3, scale 6, epsilon 0.5, 95% +-18
+    Output AVG(minutes): from AVG(minutes)
+    Note: each person_id keeps at most 3 row(s), chosen at random (secret seed)
+  Cost: epsilon 1, delta 0
+  Expected 95% intervals (public, before any data is read):
+    AVG(minutes): about ±663.998 / n for a group of n rows (±6.63998 at n = 100, ±0.663998 at n = 1,000, ±0.0663998 at n = 10,000); the noisy n (±22) adds to it when n is small; clamped to the bounds
+  Engine SQL:
+    __dpsql_bounded_visits_heavy := SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3
+    __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_heavy") UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_visits_heavy")) AS __ranked WHERE __rank <= 3) AS __kept
+    SELECT COALESCE(SUM("__fx_minutes" - 1006632960), 0) AS __r0, COUNT("__fx_minutes") AS __r1 FROM "__dpsql_bounded_visits"
+Release 2 of 2: __dpsql_released_1 (the query, reading $dpsql_scalar0)
+  Query: SELECT p.dept, SUM(v.minutes) FROM people AS p JOIN visits AS v ON p.person_id = v.person_id WHERE v.minutes > CAST($dpsql_scalar0 AS DOUBLE) GROUP BY p.dept
+  Scan people_join_3a34838d34fe (private; privacy unit person_id)
+    Scan people AS p: private, its bounded relation (at most 2 row(s) per person_id)
+    Join INNER visits AS v ON p.person_id = v.person_id: private, its bounded relation (at most 3 row(s) per person_id)
+    Joined rows per person: at most 2 x 3 = 6, kept to join_max_rows = 4 by the bound after the join
+    BoundContribution: at most 4 row(s) per person_id (keyed hash, secret seed)
+    Filter: "minutes" > CAST($dpsql_scalar0 AS DOUBLE) (row-level; an error on a row makes it false)
+    GroupBy: dept (partition selection, at most 1 key(s) per person)
+    Release __r0 = SUM(round(clamp(minutes, 0, 60) / 2.98023e-08) - 0): discrete Laplace, sensitivity 240, scale 480, epsilon 0.5, 95% +-1437.95
+    PartitionSelection: person count per key + discrete Laplace (scale 2), released when >= 33; epsilon 0.5, delta 1e-07
+    Output dept: group key
+    Output SUM("minutes"): from SUM("minutes")
+    Note: each person_id keeps at most 4 row(s), chosen at random (secret seed)
+    Note: GROUP BY dept: keys chosen by partition selection (each person_id counts in at most 1 key(s))
+  Cost: epsilon 1, delta 1e-07
+  Expected 95% intervals (public, before any data is read):
+    SUM("minutes"): ±1437.95 (discrete Laplace, the same for every group); never below 0 (clamp = false leaves it unbiased)
+  Engine SQL:
+    __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+    __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+    __dpsql_source_people_join_3a34838d34fe := SELECT "p"."person_id" AS "person_id", "p"."age" AS "age", "p"."dept" AS "dept", "v"."site" AS "site", "v"."minutes" AS "minutes" FROM "__dpsql_bounded_people" AS "p" INNER JOIN "__dpsql_bounded_visits" AS "v" ON "p"."person_id" = "v"."person_id"
+    __dpsql_bounded_people_join_3a34838d34fe_heavy := SELECT "person_id" FROM "__dpsql_source_people_join_3a34838d34fe" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 4
+    __dpsql_bounded_people_join_3a34838d34fe := SELECT "person_id", "age", "dept", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "age", "dept", "site", "minutes" FROM "__dpsql_source_people_join_3a34838d34fe" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_3a34838d34fe_heavy") UNION ALL SELECT "person_id", "age", "dept", "site", "minutes" FROM (SELECT "person_id", "age", "dept", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_3a34838d34fe" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_3a34838d34fe_heavy")) AS __ranked WHERE __rank <= 4) AS __kept
+    __dpsql_keyed_people_join_3a34838d34fe_656d84e0dabc849f_g1_heavy := SELECT "person_id" FROM (SELECT DISTINCT "person_id", "dept" FROM "__dpsql_bounded_people_join_3a34838d34fe" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_3a34838d34fe" GROUP BY "person_id" HAVING COUNT(*) > 1)) AS __pairs GROUP BY "person_id" HAVING COUNT(*) > 1
+    __dpsql_keyed_people_join_3a34838d34fe_656d84e0dabc849f_g1 := SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes", ROW_NUMBER() OVER (PARTITION BY "person_id", "dept" ORDER BY "age" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) = 1 AS "__unit_key" FROM "__dpsql_bounded_people_join_3a34838d34fe" WHERE NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_keyed_people_join_3a34838d34fe_656d84e0dabc849f_g1_heavy") UNION ALL SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes", __rep = 1 AND __rank <= 1 AS "__unit_key" FROM (SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes", __rep, ROW_NUMBER() OVER (PARTITION BY "person_id", __rep = 1 ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("dept" AS TEXT), CAST("person_id" AS TEXT))) ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM (SELECT "person_id", "age", "dept", "site", "minutes", "__fx_minutes", ROW_NUMBER() OVER (PARTITION BY "person_id", "dept" ORDER BY "age" ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rep FROM "__dpsql_bounded_people_join_3a34838d34fe" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_keyed_people_join_3a34838d34fe_656d84e0dabc849f_g1_heavy")) AS __represented) AS __ranked
+    SELECT "dept" AS __k0, COALESCE(SUM("__fx_minutes"), 0) AS __r0, CAST(COUNT_IF("__unit_key") AS BIGINT) AS __units FROM "__dpsql_keyed_people_join_3a34838d34fe_656d84e0dabc849f_g1" WHERE COALESCE(TRY("minutes" > CAST($dpsql_scalar0 AS DOUBLE)), FALSE) GROUP BY "dept" HAVING COUNT_IF("__unit_key") > 0
+Parameter $dpsql_scalar0 (DOUBLE) := the value release 1 releases for (SELECT AVG(minutes) FROM visits) (NULL if it is ⊥ or has no row), read by release(s) 2 as a typed engine parameter, never as SQL text: their plans, dry runs and sensitivities are the same whatever the value
+Budget split: epsilon 1 (release 1) + epsilon 1 (release 2): each release has the budget of its own SELECT (its OPTIONS, else the policy's default per-query budget), fixed before any data is read; the statement is charged once, for their sum, before the first release runs
+Outer query (released rows only): SELECT __c0 AS "dept", __c1 AS "SUM(""minutes"")" FROM __dpsql_released_1
+Intervals: a column the outer query selects as released keeps each cell's 95% interval; a derived column (arithmetic, aggregates or windows over released values) has none
+Note: the scalar subquery (SELECT AVG(minutes) FROM visits) is released first (release 1); the answers that read it are for its released value, not the exact one, and so are their intervals; a NULL value (⊥, or no row) keeps no row in a comparison
+Cost: epsilon 2, delta 1e-07 (epsilon 1 + 1: the sum of the 2 releases)
+;
+
+SELECT COUNT(*) FROM (SELECT dept, age FROM people p WHERE NOT EXISTS (SELECT 1 FROM visits v WHERE v.person_id = p.person_id)) t WHERE age > 20;
+Scan people_join_61d1b1990982 (private; privacy unit person_id)
+  Scan people AS people: private, its bounded relation (at most 2 row(s) per person_id)
+  Semi-join EXISTS (SELECT 1 FROM visits AS v WHERE v.person_id = people.person_id): private, read within each person_id (correlated on the unit) from its bounded relation (at most 3 row(s) per person_id); adds no rows
+  Joined rows per person: at most 2 = 2 (bounded again after the join)
+  BoundContribution: at most 2 row(s) per person_id (keyed hash, secret seed)
+  Filter: NOT __in0 AND "age" > 20 (row-level; an error on a row makes it false)
+  Release __r0 = COUNT(*): discrete Laplace, sensitivity 2, scale 2, epsilon 1, 95% +-6
+  Output COUNT(*): from COUNT(*)
+  Note: each person_id keeps at most 2 row(s), chosen at random (secret seed)
+Cost: epsilon 1, delta 0
+Budget after this query (adaptive privacy filter): epsilon 1 spent at delta 1e-05, of epsilon 10; 10 such queries fit now
+Expected 95% intervals (public, before any data is read):
+  COUNT(*): ±6 (discrete Laplace); never below 0 (clamp = false leaves it unbiased)
+Engine SQL:
+  __dpsql_bounded_people := SELECT "person_id", "age", "dept" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2) UNION ALL SELECT "person_id", "age", "dept" FROM (SELECT "person_id", "age", "dept", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_people" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2)) AS __ranked WHERE __rank <= 2
+  __dpsql_bounded_visits := SELECT "person_id", "site", "minutes", CASE WHEN ISFINITE("minutes") THEN CAST(ROUND(LEAST(GREATEST("minutes", 0), 60) * 33554432) AS BIGINT) ELSE NULL END AS "__fx_minutes" FROM (SELECT "person_id", "site", "minutes" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3) UNION ALL SELECT "person_id", "site", "minutes" FROM (SELECT "person_id", "site", "minutes", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("site" AS TEXT), CAST(CAST(FLOOR(LEAST(GREATEST("minutes" * 1024.0, -4611686018427387904), 4611686018427387904)) AS BIGINT) AS TEXT))) ASC NULLS FIRST, "site" ASC NULLS FIRST, "minutes" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_visits" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_source_visits" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 3)) AS __ranked WHERE __rank <= 3) AS __kept
+  __dpsql_source_people_join_61d1b1990982 := SELECT "people"."person_id" AS "person_id", "people"."age" AS "age", "people"."dept" AS "dept", EXISTS(SELECT 1 FROM "__dpsql_bounded_visits" AS "__s0" WHERE "__s0"."person_id" = "people"."person_id") AS "__in0" FROM "__dpsql_bounded_people" AS "people"
+  __dpsql_bounded_people_join_61d1b1990982_heavy := SELECT "person_id" FROM "__dpsql_source_people_join_61d1b1990982" WHERE NOT "person_id" IS NULL GROUP BY "person_id" HAVING COUNT(*) > 2
+  __dpsql_bounded_people_join_61d1b1990982 := SELECT "person_id", "age", "dept", "__in0" FROM "__dpsql_source_people_join_61d1b1990982" WHERE NOT "person_id" IS NULL AND NOT "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_61d1b1990982_heavy") UNION ALL SELECT "person_id", "age", "dept", "__in0" FROM (SELECT "person_id", "age", "dept", "__in0", ROW_NUMBER() OVER (PARTITION BY "person_id" ORDER BY MD5(CONCAT_WS(':', CAST($seed AS TEXT), CAST("person_id" AS TEXT), CAST("age" AS TEXT), CAST("dept" AS TEXT), CAST("__in0" AS TEXT))) ASC NULLS FIRST, "age" ASC NULLS FIRST, "dept" ASC NULLS FIRST, "__in0" ASC NULLS FIRST) AS __rank FROM "__dpsql_source_people_join_61d1b1990982" WHERE "person_id" IN (SELECT "person_id" FROM "__dpsql_bounded_people_join_61d1b1990982_heavy")) AS __ranked WHERE __rank <= 2
+  SELECT COUNT(*) AS __r0 FROM "__dpsql_bounded_people_join_61d1b1990982" WHERE NOT __in0 AND "age" > 20
+Bounded relation of people_join_61d1b1990982: built by the first query that reads it
+;

@@ -82,8 +82,8 @@ SELECT COUNT(*) FROM (SELECT age FROM people p JOIN visits v ON p.person_id = v.
 DP111: column 'site' is not a column of the subquery or CTE
 ;
 
-SELECT COUNT(*), (SELECT MAX(floor) FROM depts) FROM people WHERE dept IN (SELECT name FROM depts);
-DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
+SELECT dept, COUNT(*), (SELECT MAX(floor) FROM depts d WHERE d.name = p.dept) FROM people p GROUP BY dept;
+DP110: a correlated subquery (it reads 'p.dept' of the outer query) would be computed for each outer row over private rows without noise
 ;
 
 SELECT COUNT(*) FROM people p JOIN students s ON p.person_id = s.person_id;
@@ -138,12 +138,28 @@ SELECT COUNT(*) FROM depts d LEFT JOIN people p ON p.dept = d.name;
 DP135: a join must start from a private table: the LEFT JOIN keeps rows of the public table 'depts' that no person holds
 ;
 
-SELECT COUNT(*) FROM people p WHERE p.age > (SELECT AVG(age) FROM people);
-DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
+SELECT COUNT(*) FROM people p WHERE p.age > (SELECT AVG(q.age) FROM people q WHERE q.dept = p.dept);
+DP110: a correlated subquery (it reads 'p.dept' of the outer query) would be computed for each outer row over private rows without noise
 ;
 
 SELECT COUNT(*), EXISTS (SELECT 1 FROM depts) FROM people;
-DP110: this subquery is not accepted: dpsql takes subqueries in FROM, and in WHERE as [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...)
+DP110: this subquery is not accepted here: dpsql takes subqueries in FROM, [NOT] EXISTS (SELECT ...) and col [NOT] IN (SELECT ...) in WHERE, and uncorrelated scalar subqueries over private rows
+;
+
+SELECT COUNT(*) FROM people WHERE age > (SELECT AVG(age) FROM people GROUP BY dept);
+DP110: a scalar subquery with GROUP BY returns one row per group, not one value
+;
+
+SELECT COUNT(*) FROM people WHERE age > (SELECT AVG(age), COUNT(*) FROM people);
+DP110: a scalar subquery returns 2 columns: it must return one value
+;
+
+SELECT COUNT(*) FROM people WHERE age > (SELECT age FROM people LIMIT 1);
+DP110: a row-level scalar subquery returns a row's value, which is not released: compare with an aggregate over the rows
+;
+
+SELECT COUNT(*) FROM people WHERE age > (SELECT AVG(minutes) FROM visits v WHERE v.person_id = people.person_id);
+DP110: a correlated subquery (it reads 'people.person_id' of the outer query) would be computed for each outer row over private rows without noise
 ;
 
 SELECT COUNT(*) FROM people p LEFT JOIN visits v ON p.person_id = v.person_id AND p.age > 3;
