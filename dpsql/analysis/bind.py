@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from sqlglot import exp
 
@@ -38,6 +39,7 @@ QUERY_OPTIONS = frozenset({"epsilon", "delta", "quantile_mechanism", "median_bou
 MAX_MODE_BLOCKS = 1_000_000
 
 
+MAX_WHERE_KEYS = 1_000  # keys a WHERE range on an integer column may list (more: partition selection)
 MIN_INTERVAL_SHARE = Fraction(1, 10)  # every value keeps an interval, and every interval a value
 
 
@@ -162,6 +164,7 @@ class _Binder:
             return []
         self.key_table = narrowed(self.scope.table, select.args.get("where"))
         self.key_where = select.args.get("where")
+        self._where_listed(select)
         keys: list[Column] = []
         for item in group.expressions:
             column, derived = self._key_column(item, select)
@@ -211,6 +214,42 @@ class _Binder:
         column = self.scope.table.column(target.name)
         assert column is not None  # DP111 ran before binding
         return column, None
+
+    def _where_listed(self, select: exp.Select) -> None:
+        """Bare GROUP BY columns whose keys the WHERE lists get those keys as their public domain
+        for this query (`_where_keys`): the scope's table carries them, so every reference agrees."""
+        group = select.args.get("group")
+        if group is None or self.key_where is None:
+            return
+        table = self.scope.table
+        columns = dict(table.columns)
+        for item in group.expressions:
+            column = table.column(item.name) if isinstance(item, exp.Column) else None
+            values = self._where_keys(column, item) if column is not None else None
+            if column is not None and values is not None:
+                columns[column.name] = dataclasses.replace(column, values=values)
+        if columns != dict(table.columns):
+            self.scope = dataclasses.replace(self.scope, table=dataclasses.replace(table, columns=columns))
+
+    def _where_keys(self, column: Column, target: exp.Column) -> tuple[Any, ...] | None:
+        """A column without declared values whose keys the WHERE lists: `c IN (...)` / `c = v`, or
+        an integer column's constant range (`age >= 5 AND age <= 17`, `BETWEEN`) of at most
+        MAX_WHERE_KEYS values inside its bounds. Every row the WHERE keeps has one of those keys, so
+        they are the key's public domain (constants in the SQL, like Tumult's KeySet): each is
+        released, empty ones too, with no partition selection. Never for the privacy unit or an
+        identifier (DP107, DP140: one group per person stays refused)."""
+        if column.values is not None or column.name == self.scope.table.privacy_unit or column.identifier is not None:
+            return None
+        listed = listed_keys(target, self.key_where)
+        values: tuple[Any, ...] | None = listed[1] if listed is not None and listed[0] == column.type else None
+        if values is None and column.type == "int":
+            narrow = self.key_table.column(column.name)
+            if (narrow is not None and narrow.lower is not None and narrow.upper is not None
+                    and (narrow.lower, narrow.upper) != (column.lower, column.upper)
+                    and narrow.lower.denominator == 1 and narrow.upper.denominator == 1
+                    and 0 < narrow.upper - narrow.lower + 1 <= MAX_WHERE_KEYS):
+                values = tuple(range(int(narrow.lower), int(narrow.upper) + 1))
+        return values or None
 
     def _derived_key(self, target: exp.Expr, item: exp.Expr) -> GroupKey:
         """GROUP BY an expression: its key column with the public domain derived from the policy."""
