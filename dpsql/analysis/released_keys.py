@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dpsql.analysis.context import refuse
-from dpsql.analysis.window_lift import ordered_output, output_texts
+from dpsql.analysis.window_lift import outer_order
 from dpsql.frontend.privacy_dialect import Dpsql
 
 TWO = "__dpsql_rows"  # the outer query's name for the second release's rows
@@ -229,22 +229,10 @@ def _is_column(item: exp.Expr, name: str) -> bool:
 
 def _outer_order(select: exp.Select, items: list[exp.Expr], sql: str) -> exp.Order | None:
     """ORDER BY over the analyst's outputs: a position or an output's name stays, an expression
-    that is an output is ordered by that output's name."""
-    order = select.args.get("order")
-    if order is None:
-        return None
-    names = [item.alias_or_name for item in items]
-    texts = output_texts(items)
-    out = []
-    for ordered in order.expressions:
-        target = ordered.this
-        new = ordered.copy()
-        if isinstance(target, exp.Literal) and not target.is_string and target.this.isdigit():
-            out.append(new)
-            continue
-        index = ordered_output(target, names, texts)
-        if index is None:
-            raise _refuse("ORDER BY an expression that is not one of the outputs", target, sql)
-        new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
-        out.append(new)
-    return exp.Order(expressions=out)
+    that is an output is ordered by that output's name; anything else is refused."""
+    def refused(target: exp.Expr) -> exp.Expr:
+        raise _refuse("ORDER BY an expression that is not one of the outputs", target, sql)
+
+    order = outer_order(select, items, [item.alias_or_name for item in items], refused)
+    assert order is not False  # `refused` raises rather than give up
+    return order

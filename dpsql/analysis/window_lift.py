@@ -17,6 +17,7 @@ aggregate nor a GROUP BY key is left alone (DP108 in the one-SELECT path, as bef
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from sqlglot import exp
 
@@ -175,11 +176,21 @@ def ordered_output(target: exp.Expr, names: list[str], texts: list[str]) -> int 
 
 def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: object) -> exp.Order | None | bool:
     """The outer ORDER BY: positions stay, an output's name or expression orders by that output,
+    a name that is no output stays (the outer query refuses it: DP111, with the released columns),
     anything else is lifted like a window's argument (False when it cannot be)."""
+    assert callable(lift)
+    return outer_order(select, items, names,
+                       lambda target: target.copy() if isinstance(target, exp.Column) and not target.table else lift(target))
+
+
+def outer_order(select: exp.Select, items: list[exp.Expr], names: list[str],
+                other: Callable[[exp.Expr], exp.Expr | None]) -> exp.Order | Literal[False] | None:
+    """ORDER BY of a query lifted over its outputs: a position stays, an output's name or
+    expression orders by that output's name, anything else becomes `other(target)` (None: the
+    order cannot be lifted, False is returned). No ORDER BY: None."""
     order = select.args.get("order")
     if order is None:
         return None
-    assert callable(lift)
     texts = output_texts(items)
     out = []
     for ordered in order.expressions:
@@ -189,15 +200,10 @@ def _order(select: exp.Select, items: list[exp.Expr], names: list[str], lift: ob
             out.append(new)
             continue
         index = ordered_output(target, names, texts)
-        if index is not None:
-            new.set("this", exp.column(exp.to_identifier(names[index], quoted=True)))
-        elif isinstance(target, exp.Column) and not target.table:
-            pass  # a name that is no output: the outer query refuses it (DP111, with the released columns)
-        else:
-            lifted = lift(target)
-            if lifted is None:
-                return False
-            new.set("this", lifted)
+        replacement = exp.column(exp.to_identifier(names[index], quoted=True)) if index is not None else other(target)
+        if replacement is None:
+            return False
+        new.set("this", replacement)
         out.append(new)
     return exp.Order(expressions=out)
 
