@@ -44,7 +44,7 @@ from dpsql.catalog.loader import load_policy
 from dpsql.execution.compiled import CompiledQuery, compile_statement
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.session import Session
-from tests.statistical.test_end_to_end_dp import clopper_pearson_lower, clopper_pearson_upper
+from tests.statistical.neighbour_checks import control_detected, violates
 
 pytestmark = pytest.mark.statistical
 
@@ -69,7 +69,6 @@ GROUPED = "SELECT g, SUM(DISTINCT x), AVG(DISTINCT x), COUNT(DISTINCT x) FROM t 
 UNGROUPED = "SELECT SUM(DISTINCT x) FROM t"
 DP_SQL = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) g, SUM(DISTINCT x) FROM t GROUP BY g"
 RUNS, CONTROL_RUNS = 600, 700
-ALPHA = 2.5e-7
 
 
 def frames() -> dict[str, pd.DataFrame]:
@@ -159,10 +158,6 @@ def test_control_distinct_sums_without_the_max_rows_factor_are_caught(policy_pat
 # --- 2: the DP inequality at epsilon 1 --------------------------------------------------------------
 
 
-def violates(left: int, right: int, n: int) -> bool:
-    """The data show P_left(S) > e^1 P_right(S) at the stated confidence."""
-    return clopper_pearson_lower(left, n, ALPHA) > math.e * clopper_pearson_upper(right, n, ALPHA)
-
 
 def group_a(policy_path: Path, engine: DuckDBEngine, seed: int) -> int:
     session = Session(load_policy(policy_path), engine, Ledger(None), rng=SeededRandomSource(seed))
@@ -185,13 +180,6 @@ def test_distinct_sum_satisfies_the_dp_inequality(policy_path, engines) -> None:
     for hits, p in ((counts["hi"][0], 1 / (1 + q)), (counts["hi"][1], q**297 / (1 + q))):
         assert stats.binomtest(hits, RUNS, p).pvalue > 1e-6, counts
 
-
-def control_detected(scale: float, shift: int, n: int, quantile: float = 1e-6) -> bool:
-    """Whether the check flags S_hi with n runs at the unlucky quantiles of both binomials."""
-    q = math.exp(-1 / scale)
-    low = int(stats.binom.ppf(quantile, n, 1 / (1 + q)))
-    high = int(stats.binom.ppf(1 - quantile, n, q**shift / (1 + q)))
-    return violates(low, high, n)
 
 
 def test_control_the_dp_check_catches_distinct_sums_without_the_factor(policy_path, engines, monkeypatch) -> None:

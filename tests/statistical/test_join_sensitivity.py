@@ -48,7 +48,7 @@ from dpsql.catalog.loader import load_policy
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.session import Session
-from tests.statistical.test_end_to_end_dp import clopper_pearson_lower, clopper_pearson_upper
+from tests.statistical.neighbour_checks import control_detected, violates
 
 pytestmark = pytest.mark.statistical
 
@@ -91,7 +91,6 @@ EXACT_QUERIES = [
 ]
 COUNT_SQL = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM people p JOIN depts d ON p.dept = d.name"
 RUNS, CONTROL_RUNS = 600, 550
-ALPHA = 2.5e-7
 
 
 def frames() -> dict[str, dict[str, pd.DataFrame]]:
@@ -217,10 +216,6 @@ def event_counts(policy_path: Path, engines: dict[str, DuckDBEngine], runs: int)
             "lo": (sum(v <= n_d2 for v in outs["D2"]), sum(v <= n_d2 for v in outs["D"]))}
 
 
-def violates(left: int, right: int, n: int) -> bool:
-    """The data show P_left(S) > e^1 P_right(S) at the stated confidence."""
-    return clopper_pearson_lower(left, n, ALPHA) > math.e * clopper_pearson_upper(right, n, ALPHA)
-
 
 def test_join_count_satisfies_the_dp_inequality(policy_path, engines) -> None:
     counts = event_counts(policy_path, engines, RUNS)
@@ -229,13 +224,6 @@ def test_join_count_satisfies_the_dp_inequality(policy_path, engines) -> None:
     for hits, p in ((counts["hi"][0], 1 / (1 + q)), (counts["hi"][1], q**6 / (1 + q))):
         assert stats.binomtest(hits, RUNS, p).pvalue > 1e-6, counts
 
-
-def control_detected(scale: float, shift: int, n: int, quantile: float = 1e-6) -> bool:
-    """Whether the check flags S_hi with n runs at the unlucky quantiles of both binomials."""
-    q = math.exp(-1 / scale)
-    low = int(stats.binom.ppf(quantile, n, 1 / (1 + q)))
-    high = int(stats.binom.ppf(1 - quantile, n, q**shift / (1 + q)))
-    return violates(low, high, n)
 
 
 def test_control_the_dp_check_catches_a_join_without_the_fanout_factor(policy_path, engines, monkeypatch) -> None:

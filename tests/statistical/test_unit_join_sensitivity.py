@@ -32,7 +32,6 @@ Negative controls:
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +49,7 @@ from dpsql.catalog.loader import load_policy
 from dpsql.ir.join import JoinedTable
 from dpsql.mechanisms.rng import SeededRandomSource
 from dpsql.session import Session
-from tests.statistical.test_end_to_end_dp import clopper_pearson_lower, clopper_pearson_upper
+from tests.statistical.neighbour_checks import violates
 from tests.statistical.test_join_sensitivity import drop_bound_after_join
 
 pytestmark = pytest.mark.statistical
@@ -100,7 +99,6 @@ EXACT_QUERIES = [
 ]
 SEMI_SQL = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) COUNT(*) FROM orders o WHERE EXISTS (SELECT 1 FROM lines l WHERE l.l_key = o.o_key)"
 RUNS, CONTROL_RUNS = 500, 200
-ALPHA = 2.5e-7
 
 
 def frames() -> dict[str, dict[str, pd.DataFrame]]:
@@ -242,10 +240,6 @@ def event_counts(policy_path: Path, engines: dict[str, DuckDBEngine], runs: int)
     return {"hi": (sum(v >= n_d for v in outs["D"]), sum(v >= n_d for v in outs["D2"])),
             "lo": (sum(v <= n_d2 for v in outs["D2"]), sum(v <= n_d2 for v in outs["D"]))}
 
-
-def violates(left: int, right: int, n: int) -> bool:
-    """The data show P_left(S) > e^1 P_right(S) at the stated confidence."""
-    return clopper_pearson_lower(left, n, ALPHA) > math.e * clopper_pearson_upper(right, n, ALPHA)
 
 
 @pytest.mark.slow
