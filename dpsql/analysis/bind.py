@@ -21,7 +21,16 @@ from dpsql.aggregates import quantiles, registry
 from dpsql.aggregates.base import strip_qualifiers
 from dpsql.analysis.context import AnalysisContext, Scope
 from dpsql.analysis.functions import INTERVAL_FUNCTIONS, is_aggregate
-from dpsql.analysis.group_domains import DerivedKey, NoDomain, cap_public_groups, derive_key, exact_key, listed_keys, narrowed
+from dpsql.analysis.group_domains import (
+    MAX_PUBLIC_GROUPS,
+    DerivedKey,
+    NoDomain,
+    cap_public_groups,
+    derive_key,
+    exact_key,
+    listed_keys,
+    narrowed,
+)
 from dpsql.analysis.value_bounds import NoBounds, value_bounds
 from dpsql.catalog.policy import NOISES, Column, Table
 from dpsql.errors import Error, InvalidOptionError
@@ -223,12 +232,15 @@ class _Binder:
             return
         table = self.scope.table
         columns = dict(table.columns)
+        listed = 1
         for item in group.expressions:
             column = table.column(item.name) if isinstance(item, exp.Column) else None
             values = self._where_keys(column, item) if column is not None else None
             if column is not None and values is not None:
                 columns[column.name] = dataclasses.replace(column, values=values)
-        if columns != dict(table.columns):
+                listed *= len(values)
+        # Every combination of listed keys is released: past MAX_PUBLIC_GROUPS, partition selection.
+        if columns != dict(table.columns) and listed <= MAX_PUBLIC_GROUPS:
             self.scope = dataclasses.replace(self.scope, table=dataclasses.replace(table, columns=columns))
 
     def _where_keys(self, column: Column, target: exp.Column) -> tuple[Any, ...] | None:

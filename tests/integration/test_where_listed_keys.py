@@ -81,3 +81,17 @@ def test_a_wide_range_keeps_partition_selection(tmp_path: Path) -> None:
     broad = con.session.compile("SELECT score, COUNT(*) FROM people WHERE score BETWEEN 30000 AND 31000 GROUP BY score")
     assert narrow.compiled.plan.cost.delta == 0  # type: ignore[attr-defined]  # 1,000 keys: listed
     assert broad.compiled.plan.cost.delta > 0  # type: ignore[attr-defined]  # 1,001 keys: partition selection
+
+
+def test_listed_keys_crossing_past_the_group_cap_keep_partition_selection(tmp_path: Path) -> None:
+    wide = policy_text(None).replace('income    = { type = "float"',
+                                     'a = { type = "int", lower = 0, upper = 1000 }\nb = { type = "int", lower = 0, upper = 1000 }\n'
+                                     'income    = { type = "float"')
+    frame = PEOPLE.assign(a=PEOPLE["age"], b=PEOPLE["age"] * 2)
+    path = tmp_path / "cross.toml"
+    path.write_text(wide, encoding="utf-8")
+    con = dpsql.connect(policy=path, tables={"people": frame}, random_seed=1)
+    small = con.session.compile("SELECT a, b, COUNT(*) FROM people WHERE a BETWEEN 0 AND 99 AND b BETWEEN 0 AND 999 GROUP BY a, b")
+    large = con.session.compile("SELECT a, b, COUNT(*) FROM people WHERE a BETWEEN 0 AND 100 AND b BETWEEN 0 AND 999 GROUP BY a, b")
+    assert small.compiled.plan.cost.delta == 0  # type: ignore[attr-defined]  # 100 x 1,000 = 100,000 combinations: listed
+    assert large.compiled.plan.cost.delta > 0  # type: ignore[attr-defined]  # 101,000: partition selection
