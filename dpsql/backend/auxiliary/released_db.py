@@ -244,11 +244,9 @@ def _parameters(i: int, table: ReleasedTable) -> list[str]:
 def _typed(query: exp.Expr, tables: Sequence[ReleasedTable]) -> exp.Expr:
     """The outer query with each released table defined as a CTE over its columns' list
     parameters, every column cast to the type it was released with."""
-    # Fresh nodes throughout: built without the builders' defensive copies (a type parsed once per name).
-    ctes = [exp.CTE(this=exp.select(*[exp.alias_(exp.cast(exp.column(c, quoted=True), _data_type(t).copy(), copy=False),
-                                                 exp.to_identifier(c, quoted=True), copy=False)
-                                      for c, t in zip(table.columns, table.types)], copy=False)
-                    .from_(unnest_select(table.columns, _parameters(i, table)).subquery(f"__dpsql_frame_{i}")),
+    # Fresh nodes throughout, built directly (the builders' defensive copies and type checks cost
+    # more than the tree); a type is parsed once per name and attached as a copy.
+    ctes = [exp.CTE(this=unnest_select(table.columns, _parameters(i, table), [_data_type(t).copy() for t in table.types]),
                     alias=exp.TableAlias(this=exp.to_identifier(table.name)))
             for i, table in enumerate(tables)]
     typed = query.copy()

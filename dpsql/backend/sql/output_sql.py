@@ -70,7 +70,12 @@ def _at_corner(expr: exp.Expr, output: int, corner: int) -> exp.Expr:
             return exp.column(corner_name(ref.index, output, corner))
         return node
 
-    return expr.copy().transform(visit)
+    return expr.copy().transform(visit, copy=False)
+
+
+def _corner_column(output: int, corner: int) -> str:
+    """The inner column holding output `output` evaluated at corner `corner` (see output_select)."""
+    return f"__corner{output}_{corner}"
 
 
 def output_select(plan: Plan, corners: Corners) -> exp.Select:
@@ -78,24 +83,30 @@ def output_select(plan: Plan, corners: Corners) -> exp.Select:
     aggregates, with HAVING, ORDER BY and LIMIT."""
     query = plan.query
     columns: list[exp.Expr] = []
+    at_corners: list[exp.Expr] = []  # each corner evaluated once, in a subquery; the ends read its columns
     for index, output in enumerate(query.outputs):
         value = _safe(output.expr.copy())
-        columns.append(exp.alias_(value, ColumnRef("output", index).name))
+        columns.append(exp.alias_(value, ColumnRef("output", index).name, copy=False))
         if output.aggregate is not None:  # a bare aggregate: its own half-width and ends (and confidence)
-            columns.append(exp.alias_(exp.column(aggregate_width_name(output.aggregate)), ColumnRef("width", index).name))
-            columns.append(exp.alias_(exp.column(aggregate_low_name(output.aggregate)), ColumnRef("low", index).name))
-            columns.append(exp.alias_(exp.column(aggregate_high_name(output.aggregate)), ColumnRef("high", index).name))
+            columns.append(exp.alias_(exp.column(aggregate_width_name(output.aggregate)), ColumnRef("width", index).name, copy=False))
+            columns.append(exp.alias_(exp.column(aggregate_low_name(output.aggregate)), ColumnRef("low", index).name, copy=False))
+            columns.append(exp.alias_(exp.column(aggregate_high_name(output.aggregate)), ColumnRef("high", index).name, copy=False))
             if confident(plan, output.aggregate):
-                columns.append(exp.alias_(exp.column(aggregate_confidence_name(output.aggregate)), ColumnRef("confidence", index).name))
+                columns.append(exp.alias_(exp.column(aggregate_confidence_name(output.aggregate)), ColumnRef("confidence", index).name,
+                                          copy=False))
         elif index in corners:
-            at = [_safe(_at_corner(output.expr, index, c)) for c in range(2 ** len(corners[index]))]
+            names = [_corner_column(index, c) for c in range(2 ** len(corners[index]))]
+            at_corners += [exp.alias_(_safe(_at_corner(output.expr, index, c)), name, copy=False) for c, name in enumerate(names)]
             # LEAST/GREATEST skip NULLs: a corner that fails (x // 0, an overflow) must not narrow
             # the interval, so any NULL corner makes both ends NULL (read as unbounded).
-            failed = exp.or_(*[exp.Is(this=c.copy(), expression=exp.Null()) for c in at])
+            failed = exp.or_(*[exp.Is(this=exp.column(n), expression=exp.Null()) for n in names], copy=False)
             for ref, func in ((ColumnRef("low", index), "least"), (ColumnRef("high", index), "greatest")):
-                end = exp.func(func, value.copy(), *[c.copy() for c in at])
-                columns.append(exp.alias_(exp.Case(ifs=[exp.If(this=failed.copy(), true=exp.Null())], default=end), ref.name))
-    select = exp.select(*columns).from_(exp.to_identifier(OUTPUTS))
+                end = exp.func(func, value.copy(), *[exp.column(n) for n in names])
+                columns.append(exp.alias_(exp.Case(ifs=[exp.If(this=failed.copy(), true=exp.Null())], default=end), ref.name, copy=False))
+    source: exp.Expr = exp.to_identifier(OUTPUTS)
+    if at_corners:  # the released table with its corner columns, under the same name (HAVING and ORDER BY read it)
+        source = exp.select(exp.Star(), *at_corners, copy=False).from_(exp.to_identifier(OUTPUTS), copy=False).subquery(OUTPUTS, copy=False)
+    select = exp.select(*columns, copy=False).from_(source, copy=False)
     if query.having is not None:
         select = select.where(_safe(query.having.copy()))
     if query.order:

@@ -18,10 +18,12 @@ _NUMBERS = frozenset({int, float, decimal.Decimal})
 _INT128 = 2**127
 
 
-def unnest_select(names: Sequence[str], parameters: Sequence[str]) -> exp.Select:
-    """SELECT UNNEST($p1) AS "name1", UNNEST($p2) AS "name2", ...: one row per list position."""
-    return exp.select(*[exp.alias_(exp.Unnest(expressions=[exp.Placeholder(this=p)]), n, quoted=True)
-                        for p, n in zip(parameters, names)])
+def unnest_select(names: Sequence[str], parameters: Sequence[str], types: Sequence[exp.DataType]) -> exp.Select:
+    """SELECT CAST(UNNEST($p1) AS t1) AS "name1", ...: one row per list position, each column of
+    its released type (`types`: fresh nodes, attached as they are)."""
+    return exp.Select(expressions=[exp.Alias(this=exp.Cast(this=exp.Unnest(expressions=[exp.Placeholder(this=p)]), to=t),
+                                             alias=exp.to_identifier(n, quoted=True))
+                                   for p, n, t in zip(parameters, names, types)])
 
 
 def list_values(values: list[Any]) -> list[Any]:
