@@ -4,6 +4,7 @@ session's engine: public rows may be read freely, and nothing here touches a pri
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from fractions import Fraction
 
 from sqlglot import exp
@@ -23,34 +24,42 @@ class EnginePublicFacts:
         self._engine = engine
         self._cache: dict[tuple[object, ...], object] = {}
 
-    def _run(self, key: tuple[object, ...], select: exp.Select, table: Table) -> list[tuple[object, ...]]:
+    def _run(self, key: tuple[object, ...], select: Callable[[], exp.Select], table: Table) -> list[tuple[object, ...]]:
+        """The rows of `select()` over `table`, read once per session (the statement is built only then)."""
         if key not in self._cache:
-            self._cache[key] = self._engine.run_public(select, (table,)).rows
+            self._cache[key] = self._engine.run_public(select(), (table,)).rows
         return self._cache[key]  # type: ignore[return-value]
 
     def max_fanout(self, table: Table, columns: tuple[str, ...]) -> int:
-        keys = [exp.column(c, quoted=True) for c in columns]
-        present = exp.and_(*[exp.Not(this=exp.Is(this=k.copy(), expression=exp.Null())) for k in keys])
-        groups = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(exp.Table(this=exp.to_identifier(table.name)))
-                  .where(present).group_by(*keys))
-        rows = self._run(("fanout", table.name, columns), exp.select(exp.Max(this=exp.column("n"))).from_(groups.subquery("g")), table)
+        def select() -> exp.Select:
+            keys = [exp.column(c, quoted=True) for c in columns]
+            present = exp.and_(*[exp.Not(this=exp.Is(this=k.copy(), expression=exp.Null())) for k in keys])
+            groups = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(exp.Table(this=exp.to_identifier(table.name)))
+                      .where(present).group_by(*keys))
+            return exp.select(exp.Max(this=exp.column("n"))).from_(groups.subquery("g"))
+
+        rows = self._run(("fanout", table.name, columns), select, table)
         value = rows[0][0] if rows else None
         return int(value) if value is not None else 0  # type: ignore[call-overload]
 
     def distinct_values(self, table: Table, column: str, limit: int) -> tuple[Scalar, ...] | None:
-        col = exp.column(column, quoted=True)
-        select = (exp.select(col).distinct().from_(exp.Table(this=exp.to_identifier(table.name)))
-                  .where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).order_by(col.copy()).limit(limit + 1))
+        def select() -> exp.Select:
+            col = exp.column(column, quoted=True)
+            return (exp.select(col).distinct().from_(exp.Table(this=exp.to_identifier(table.name)))
+                    .where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).order_by(col.copy()).limit(limit + 1))
+
         rows = self._run(("values", table.name, column, limit), select, table)
         if len(rows) > limit:
             return None
         return tuple(_scalar(r[0]) for r in rows)
 
     def value_range(self, table: Table, column: str) -> tuple[Fraction, Fraction] | None:
-        col = exp.column(column, quoted=True)
-        finite = exp.and_(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())),
-                          IsFinite(this=exp.cast(col.copy(), "DOUBLE"), kind=exp.Literal.string("float")))
-        select = exp.select(exp.Min(this=col.copy()), exp.Max(this=col.copy())).from_(exp.Table(this=exp.to_identifier(table.name))).where(finite)
+        def select() -> exp.Select:
+            col = exp.column(column, quoted=True)
+            finite = exp.and_(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())),
+                              IsFinite(this=exp.cast(col.copy(), "DOUBLE"), kind=exp.Literal.string("float")))
+            return exp.select(exp.Min(this=col.copy()), exp.Max(this=col.copy())).from_(exp.Table(this=exp.to_identifier(table.name))).where(finite)
+
         rows = self._run(("range", table.name, column), select, table)
         if not rows or rows[0][0] is None:
             return None
