@@ -37,7 +37,7 @@ from dpsql.errors import Error, InvalidOptionError
 from dpsql.frontend.privacy_dialect import ContributionBounds, Dpsql, PrivacyOptions
 from dpsql.frontend.spans import keyword_span
 from dpsql.ir.plan import aggregate_high_name, aggregate_low_name, aggregate_width_name
-from dpsql.ir.query import AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
+from dpsql.ir.query import LISTED_BY_WHERE, AggregateCall, BoundQuery, ColumnRef, GroupKey, OrderItem, OutputColumn, refs
 
 # BigQuery's names for what the policy states (`max_groups_contributed` may only lower max_groups;
 # `privacy_unit_column` must name the table's unit): checked by `_bigquery_options`.
@@ -111,6 +111,7 @@ class _Binder:
         self.aggregates: list[AggregateCall] = []
         self.key_table = scope.table  # the table whose bounds derive key domains (narrowed by WHERE ranges)
         self.key_where: exp.Expr | None = None  # the WHERE whose constant lists give key domains (listed_keys)
+        self.where_listed: frozenset[str] = frozenset()  # bare key columns whose domain the WHERE lists (EXPLAIN says so)
 
     def bind(self, select: exp.Select, budget: PrivacyCost, explicit: bool) -> BoundQuery:
         self.keys = self._group_keys(select)
@@ -128,7 +129,8 @@ class _Binder:
             sql=self.ctx.sql,
             table=self.scope.table,
             where=strip_qualifiers(where.this) if where else None,
-            keys=tuple(d if d is not None else GroupKey(column=c) for c, d in zip(self.keys, self.derived)),
+            keys=tuple(d if d is not None else GroupKey(column=c, derivation=LISTED_BY_WHERE if c.name in self.where_listed else "")
+                       for c, d in zip(self.keys, self.derived)),
             aggregates=tuple(self.aggregates),
             outputs=outputs,
             having=having_expr,
@@ -242,6 +244,7 @@ class _Binder:
         # Every combination of listed keys is released: past MAX_PUBLIC_GROUPS, partition selection.
         if columns != dict(table.columns) and listed <= MAX_PUBLIC_GROUPS:
             self.scope = dataclasses.replace(self.scope, table=dataclasses.replace(table, columns=columns))
+            self.where_listed = frozenset(n for n, c in columns.items() if c is not table.columns[n])
 
     def _where_keys(self, column: Column, target: exp.Column) -> tuple[Any, ...] | None:
         """A column without declared values whose keys the WHERE lists: `c IN (...)` / `c = v`, or

@@ -37,6 +37,8 @@ def plan_text(plan: Plan) -> list[str]:  # noqa: C901 - one optional EXPLAIN lin
         how = "public domain, every key released" if key.public else f"partition selection, at most {bounding.max_groups} key(s) per person"
         if key.expr is not None:  # GROUP BY an expression: how its domain came from the policy
             how = f"derived key: {key.derivation}" if not key.public else f"{how}; derived domain: {_domain_text(key.column.values or ())}"
+        elif key.derivation and key.public:  # a bare column whose keys the WHERE lists
+            how = f"{how}; keys {key.derivation}: {_domain_text(key.column.values or ())}"
         lines.append(f"  GroupBy: {key.column.name} ({how})")
     for index, release in enumerate(plan.releases):
         raw = release.raw

@@ -86,6 +86,9 @@ class AggregateCall:
         return self.text
 
 
+LISTED_BY_WHERE = "listed by the WHERE"  # a bare GroupKey's derivation when the WHERE's constants are its domain
+
+
 @dataclass(frozen=True, slots=True)
 class GroupKey:
     """A GROUP BY column or expression; its keys are the public domain or chosen by partition selection.
@@ -93,7 +96,8 @@ class GroupKey:
     For an expression (`age // 10 * 10`, `date_trunc('month', hired)`), `expr` is the per-row
     key over policy columns (unqualified) and `column` a derived column named by it, whose
     `values` are the domain derived from the policy (analysis/group_domains.py), or None when
-    partition selection picks the keys; `derivation` says how, for EXPLAIN.
+    partition selection picks the keys; `derivation` says how, for EXPLAIN (for a bare column:
+    LISTED_BY_WHERE when the WHERE's constants are its domain, else empty).
     """
 
     column: Column

@@ -112,7 +112,8 @@ def _notes(query: BoundQuery, bounding: Bounding) -> tuple[str, ...]:
     notes = [f"each {bounding.unit} keeps at most {bounding.max_rows} row(s), chosen at random (secret seed)"]
     for key in query.keys:
         if key.public:
-            notes.append(f"GROUP BY {key.column.name}: all {len(key.column.values or ())} public keys released, empty ones too")
+            kind = "keys the WHERE lists (constants of the query)" if key.expr is None and key.derivation else "public keys"
+            notes.append(f"GROUP BY {key.column.name}: all {len(key.column.values or ())} {kind} released, empty ones too")
         else:
             notes.append(f"GROUP BY {key.column.name}: keys chosen by partition selection "
                          f"(each {bounding.unit} counts in at most {bounding.max_groups} key(s))")
