@@ -84,6 +84,7 @@ LADDER_RATIO = Fraction(5, 4)  # consecutive public half-widths differ by this f
 QUARTILES = (Fraction(1, 4), Fraction(3, 4))
 
 
+@functools.lru_cache(maxsize=1024)
 def _rho(epsilon: Fraction, sensitivity: int) -> Fraction:
     """P / 2^48 >= exp(-eps / (2 Delta)), rounded up with margin for the float exp."""
     estimate = math.exp(-float(epsilon) / (2 * sensitivity))
@@ -447,14 +448,14 @@ class WidthSpec:
     @property
     def quantile(self) -> WindowQuantileSpec:
         """The score's shape (target, Delta, rho) at this release's epsilon."""
-        return WindowQuantileSpec(self.epsilon, self.p, self.max_rows, self.lower, self.upper, anchor=self.anchor)
+        return _width_constants(self).quantile
 
     @property
     def widths(self) -> tuple[int, ...]:
-        return ladder(self.upper - self.lower)
+        return _width_constants(self).widths
 
     def _log_rho(self) -> float:
-        return self.quantile._log_rho()
+        return _width_constants(self).log_rho
 
     @property
     def full_score(self) -> int:
@@ -531,7 +532,25 @@ class WidthSpec:
                     (self.quantile.rho, self.target_margin, self.clip, self.full_score, self.widths):
                 raise ValueError("joint widths need the same rho, ladder, mu, clip and P")
             ranges = [(min(a, c), min(b, d)) for (a, b), (c, d) in zip(ranges, spec.margins(other, stats))]
-        return [_interval_score(least, most, self.target_margin, self.clip) for least, most in ranges] + [self.full_score]
+        mu, clip = self.target_margin, self.clip
+        return [_interval_score(least, most, mu, clip) for least, most in ranges] + [self.full_score]
+
+
+@dataclass(frozen=True, slots=True)
+class _WidthConstants:
+    """A WidthSpec's costly public constants (rho's exp, the ladder), derived from its fields alone."""
+
+    quantile: WindowQuantileSpec
+    widths: tuple[int, ...]
+    log_rho: float
+
+
+@functools.lru_cache(maxsize=1024)
+def _width_constants(spec: WidthSpec) -> _WidthConstants:
+    """Computed once per spec: a release reads P, mu, T and the reach for every rung, and each
+    recomputed rho (an exp and a Fraction) and the ladder."""
+    quantile = WindowQuantileSpec(spec.epsilon, spec.p, spec.max_rows, spec.lower, spec.upper, anchor=spec.anchor)
+    return _WidthConstants(quantile, ladder(spec.upper - spec.lower), quantile._log_rho())
 
 
 def _interval_score(least: int, most: int, mu: int, clip: int) -> int:
