@@ -157,3 +157,14 @@ class CountedWindows:
             if below < rank <= below + cumulative[-1]:
                 return values[bisect.bisect_left(cumulative, rank - below)]
         raise LookupError(f"rank {rank} is outside the windows read from the engine")
+
+    def count_below(self, value: Value, first: int, last: int) -> int | None:
+        """#{x < value} when x_(first) < value <= x_(last) and one window holds ranks first..last,
+        read with one bisection of its distinct values; else None (the caller searches the ranks)."""
+        for below, values, cumulative in self.windows:
+            if below < first and last <= below + cumulative[-1]:
+                if not values[bisect.bisect_left(cumulative, first - below)] < value <= values[bisect.bisect_left(cumulative, last - below)]:
+                    return None
+                # Every rank at or below `below` holds a value <= x_(first) < value.
+                return below + cumulative[bisect.bisect_left(values, value) - 1]
+        return None

@@ -63,7 +63,7 @@ from fractions import Fraction
 from dpsql.accounting.cost import PrivacyCost, PrivacyLoss
 from dpsql.mechanisms.base import Describing, ErrorDescription, Output, Parameters, fmt
 from dpsql.mechanisms.exponential import RHO_BITS, _bernoulli_power, _power_bounds
-from dpsql.mechanisms.ranks import OrderStatistics
+from dpsql.mechanisms.ranks import CountedWindows, OrderStatistics
 from dpsql.mechanisms.rng import RandomSource
 
 ENVELOPE_BITS = 64
@@ -404,6 +404,10 @@ def _count_lt(stats: OrderStatistics, value: int, first: int, last: int) -> int 
         return None if first > 1 else 0
     if stats.at(last) < value:
         return None if last < stats.n else stats.n
+    if isinstance(stats, CountedWindows):  # the two-stage read: one bisection of a window's distinct values
+        counted = stats.count_below(value, first, last)
+        if counted is not None:
+            return counted
     low, high = first, last  # x_(low) < value <= x_(high)
     while high - low > 1:
         middle = (low + high) // 2

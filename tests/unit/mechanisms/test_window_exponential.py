@@ -19,7 +19,7 @@ from scipy import stats
 from dpsql.accounting.cost import PrivacyCost
 from dpsql.mechanisms import registry
 from dpsql.mechanisms import window_exponential as we
-from dpsql.mechanisms.ranks import Histogram, WindowedOrderStatistics, quantile_rank
+from dpsql.mechanisms.ranks import CountedWindows, Histogram, WindowedOrderStatistics, quantile_rank
 from dpsql.mechanisms.rng import SeededRandomSource
 
 LEVEL = 1e-6
@@ -449,3 +449,68 @@ def test_the_shared_width_draw_is_within_e_to_the_epsilon_on_every_neighbouring_
 def test_control_the_shared_width_without_max_rows_is_caught() -> None:
     # Negative control: rho for one row per person (k ignored) exceeds epsilon on some neighbouring pair.
     assert _worst_joint_ratio(2, rho=math.exp(-1 / (2 * 3))) > math.exp(1) * (1 + 1e-9)
+
+
+def _counted_case(rng: random.Random) -> tuple[CountedWindows, list[int]]:
+    """Sorted values with ties, read as one or two windows of distinct values and counts (the two-stage read)."""
+    values = sorted(rng.choice([rng.randint(0, 12), rng.randint(0, 400)]) for _ in range(rng.randint(1, 60)))
+    cuts = sorted(rng.sample(range(len(values) + 1), 2)) if len(values) > 2 else [0, len(values)]
+    windows = []
+    for start, stop in ((cuts[0], cuts[1]), (cuts[1], len(values))) if rng.random() < 0.5 else ((cuts[0], cuts[1]),):
+        part = values[start:stop]
+        if part:
+            distinct = sorted(set(part))
+            cumulative = tuple(itertools.accumulate(part.count(v) for v in distinct))
+            windows.append((start, tuple(distinct), cumulative))
+    return CountedWindows(len(values), tuple(windows)), values
+
+
+def _generic_count_lt(monkeypatch: pytest.MonkeyPatch, stats: CountedWindows, value: int, first: int, last: int) -> int | None:
+    with monkeypatch.context() as patch:
+        patch.setattr(CountedWindows, "count_below", lambda *args: None)
+        return we._count_lt(stats, value, first, last)
+
+
+def test_counted_windows_count_below_equals_the_rank_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The one-bisection count of a window's distinct values gives what the binary search over ranks gives.
+    rng = random.Random(11)
+    fast_used = 0
+    for _ in range(3000):
+        stats, values = _counted_case(rng)
+        if not stats.windows:
+            continue
+        below, _, cumulative = stats.windows[rng.randrange(len(stats.windows))]
+        first = rng.randint(below + 1, below + cumulative[-1])
+        last = rng.randint(first, below + cumulative[-1])
+        value = rng.randint(-2, 402)
+        fast_used += stats.count_below(value, first, last) is not None
+        assert we._count_lt(stats, value, first, last) == _generic_count_lt(monkeypatch, stats, value, first, last)
+        if stats.count_below(value, first, last) is not None:
+            assert stats.count_below(value, first, last) == sum(v < value for v in values)
+    assert fast_used > 100  # the fast path was exercised (281 of the cases with this seed), not only the fallback
+
+
+def test_control_an_off_by_ties_count_below_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Negative control: counting values <= the bound (bisect_right) differs from the search on ties.
+    import bisect
+
+    def wrong(self: CountedWindows, value: int, first: int, last: int) -> int | None:
+        for below, distinct, cumulative in self.windows:
+            if below < first and last <= below + cumulative[-1]:
+                return below + cumulative[bisect.bisect_right(distinct, value) - 1]
+        return None
+
+    rng = random.Random(11)
+    differ = 0
+    for _ in range(600):
+        stats, values = _counted_case(rng)
+        if not stats.windows:
+            continue
+        below, _, cumulative = stats.windows[0]
+        first, last = below + 1, below + cumulative[-1]
+        value = rng.choice(values)
+        expected = _generic_count_lt(monkeypatch, stats, value, first, last)
+        with monkeypatch.context() as patch:
+            patch.setattr(CountedWindows, "count_below", wrong)
+            differ += we._count_lt(stats, value, first, last) != expected
+    assert differ > 0
