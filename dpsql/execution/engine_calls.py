@@ -168,10 +168,12 @@ class EngineCalls:
         return self.engine.private_arrays(select)
 
     # --- before the charge: no data ------------------------------------------------------------
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = (),
+                text: str | None = None) -> None:
         """A statement as it will run (over the bounded relation of `table`, or its keyed relation
-        of `keys`), over empty tables of the same schema: query-only errors, uncharged."""
-        self.engine.dry_run(table, select, params, keys)
+        of `keys`; `text`: its rendered SQL, when the caller has it), over empty tables of the same
+        schema: query-only errors, uncharged."""
+        self.engine.dry_run(table, select, params, keys, text)
 
     # --- public data ---------------------------------------------------------------------------------
     def run_public(self, tree: exp.Expr, tables: tuple[Table, ...]) -> EngineResult:

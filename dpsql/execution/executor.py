@@ -243,11 +243,12 @@ class Executor:
             return
         table = compiled.plan.query.table
         # The statements that will run after the charge, each over empty tables of the same schema.
+        # Each with the text that runs after the charge (rendered once, kept in the session's state).
         self.calls.dry_run(table, compiled.engine, with_values(values, compiled.engine, {"seed": 0} if compiled.uses_seed else None),
-                           compiled.keyed_columns)
+                           compiled.keyed_columns, state.text(compiled.engine))
         for query in self._robust(compiled, state):  # MEDIAN/IQR/MODE: every statement a read may need
             for select, params in query.statements():
-                self.calls.dry_run(table, select, with_values(values, select, params))
+                self.calls.dry_run(table, select, with_values(values, select, params), text=state.text(select))
         if compiled.plan.robust and not compiled.simple_outputs:
             self._dry_run_post(compiled, state)
         state.dry_runs_passed = True

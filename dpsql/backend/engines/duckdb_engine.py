@@ -5,13 +5,14 @@ the local DuckDB that every engine uses for released values is in backend/engine
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 from sqlglot import exp
 
+from dpsql.backend.engines.dry_duckdb import DryDatabase
 from dpsql.backend.engines.engine import (
     ENGINE_FAILED,
     BackendFailure,
@@ -19,7 +20,10 @@ from dpsql.backend.engines.engine import (
     EngineResult,
     RawRows,
     bounded_name,
+    empty_keyed_name,
     empty_name,
+    keyed_name,
+    reference_relations,
     row_type,
     source_name,
 )
@@ -33,11 +37,13 @@ from dpsql.backend.engines.shared_duckdb import (
     configure,
     current_settings,
 )
+from dpsql.backend.sql.engine_dialects import SESSION_PREFIX
 from dpsql.backend.sql.engine_dialects import render as render_for
 from dpsql.backend.sql.plan_sql import key_type
 from dpsql.backend.sql.robust_sql import DUCKDB_CAPABILITIES
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError
+from dpsql.ir.join import JoinedTable
 
 if TYPE_CHECKING:  # pyarrow on the first result that needs Arrow; pandas only for DataFrames given to connect
     import pandas
@@ -278,3 +284,53 @@ class DuckDBEngine(Engine):
         scope = shared.scope(None) if isinstance(shared, SharedDuckDB) else shared
         backend = DuckDBBackend(policy, database, frames, scope)
         super().__init__(policy, backend, LocalDuckDB(backend.connection, backend.lock), scope)
+        self._dry = DryDatabase()  # dry runs' empty tables, in a database without data (backend/engines/dry_duckdb.py)
+
+    def _dry_text(self, table: Table, select: exp.Expr, keys: tuple[str, ...],
+                  text: str | None) -> tuple[str | None, Callable[[str, dict[str, Any]], None]]:
+        """The statement's own text (the one that runs after the charge), run in the dry-run
+        database over empty tables named as the session relations it reads. A statement reading
+        anything else (a join's relation, a public table, a qualified name) takes the general path:
+        rendered again over stand-ins on the session's connection, or refused (DP300)."""
+        read = _session_relations(select)
+        plain = {bounded_name(table): empty_name(table), empty_name(table): empty_name(table),
+                 empty_keyed_name(table): empty_keyed_name(table)}
+        if keys:
+            plain[keyed_name(table, keys)] = empty_keyed_name(table)
+        if isinstance(table, JoinedTable) or read is None or not read <= plain.keys():
+            return super()._dry_text(table, select, keys, text)
+        missing = sorted(name for name in read if not self._dry.has(name))
+        if missing:  # built from the policy once per name: a variant of the table (narrowed bounds) has its schema
+            stand_ins = reference_relations(table)
+            self._dry.ensure({name: stand_ins[plain[name]] for name in missing})
+        return (text if text is not None else self.render(select)), self._dry_check
+
+    def _dry_check(self, sql: str, params: dict[str, Any]) -> None:
+        message = None
+        try:
+            self._dry.check(sql, params)
+        except duckdb.Error as err:
+            message = _first_line(err)
+        if message is not None:  # outside the except block: no __context__
+            raise BackendFailure(message)
+
+    def close(self) -> None:
+        with self._lock:
+            self._dry.close()
+        super().close()
+
+
+def _session_relations(select: exp.Expr) -> set[str] | None:
+    """The session relations (`__dpsql_*`) a statement reads, or None if it reads a qualified
+    name: the relation names render(..., relations=...) would map (FROM, JOIN, table names).
+    Other unqualified names there are the statement's own CTEs."""
+    read = set()
+    for node in select.find_all(exp.Identifier):
+        parent = node.parent
+        if node.arg_key != "this" or not isinstance(parent, (exp.From, exp.Join, exp.Table)):
+            continue
+        if isinstance(parent, exp.Table) and (parent.args.get("db") or parent.args.get("catalog")):
+            return None
+        if node.name.startswith(SESSION_PREFIX):
+            read.add(node.name)
+    return read

@@ -184,6 +184,20 @@ def empty_keyed_name(table: Table) -> str:
     return f"__dpsql_empty_keyed_{table.name}"
 
 
+def reference_relations(table: Table) -> dict[str, exp.Select]:
+    """A table's dry-run relations built from the policy alone, no rows: the bounded relation's
+    columns (the policy's types, as the typed source view casts them, then the prepared
+    fixed-point columns) under empty_name, and the keyed relation's (plus the person-key flag)
+    under empty_keyed_name. For a database that holds nothing else (DuckDB's dry runs, Spark's
+    reference check)."""
+    typed = exp.select(*[exp.alias_(exp.cast(exp.Null(), TYPE_NAMES[c.type]), c.name, quoted=True)
+                         for c in table.columns.values()]).limit(0)
+    prepared = fixed_point_selects(table)
+    empty = exp.select("*", *prepared).from_(typed.subquery("__dry")) if prepared else typed
+    keyed = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(empty.copy().subquery("__dry_keyed"))
+    return {empty_name(table): empty, empty_keyed_name(table): keyed}
+
+
 # --- the result normaliser -------------------------------------------------------------------------
 
 @functools.cache
@@ -450,13 +464,15 @@ class Engine:
                 self._relations.add(name)
             return name
 
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = (),
+                text: str | None = None) -> None:
         """Run a plan's statement against empty tables of the same schema, before any charge.
 
         `select` is the statement as it runs after the charge: over the session's bounded relation
-        of `table` (or its keyed relation of `keys`). It is rendered with those relations replaced
-        by empty tables of the same schema (one text per statement, no second tree); a statement
-        that reads any other session relation is refused here (fail closed: a dry run never reads
+        of `table` (or its keyed relation of `keys`); `text`, when the caller has it, is its
+        rendered SQL (the text that runs after the charge). The statement runs over empty
+        stand-ins of those relations (`_dry_text`: how each engine gets them); a statement that
+        reads any other session relation is refused here (fail closed: a dry run never reads
         data). Errors that depend only on the query (a type mismatch, an invalid regular
         expression) surface with no data present, so the query is refused before it is charged
         (docs/privacy-model.md). A text that passed once passes again (same schema, no data):
@@ -468,30 +484,17 @@ class Engine:
                 raise UnsupportedQueryError(f"the engine rejects this query: {_strip_class(reason)}", code="DP123",
                                             hint="rewrite the expression named above; nothing was charged")
             self._probe_constants(select)
-            name = self._empty(table)
-            keyed = empty_keyed_name(table)
-            if keyed not in self._relations:
-                flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
-                self._setup(lambda: self.backend.materialize(keyed, flagged, view=True))
-                self._relations.add(keyed)
-            relations = {bounded_name(table): name, name: name, keyed: keyed}
-            if keys:
-                relations[keyed_name(table, keys)] = keyed
-            text = None
-            try:
-                text = render(select, self.dialect, relations)
-            except UnknownRelation:
-                pass  # raised below, outside the except block
-            if text is None:
+            dry, check = self._dry_text(table, select, keys, text)
+            if dry is None:
                 raise EngineError("a dry run met a relation it has no empty stand-in for; nothing was charged", code="DP300")
-            passed = (text, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())))
+            passed = (dry, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())))
             if passed in self._dry_passed:
                 return
             message = None
             try:
-                self.backend.check(text, dict(params or {}))
+                check(dry, dict(params or {}))
             except BackendFailure as failure:
-                # No row exists in this table, so the engine's text cannot quote private data.
+                # No row exists in the tables it reads, so the engine's text cannot quote private data.
                 message = engine_reason(failure)
             if message is not None:
                 raise UnsupportedQueryError(f"the engine rejects this query: {message}", code="DP123",
@@ -499,6 +502,25 @@ class Engine:
             if len(self._dry_passed) >= DRY_PASSED_MAX:
                 self._dry_passed.clear()
             self._dry_passed.add(passed)
+
+    def _dry_text(self, table: Table, select: exp.Expr, keys: tuple[str, ...],
+                  text: str | None) -> tuple[str | None, Callable[[str, dict[str, Any]], None]]:
+        """The dry run's text and how to run it (None: it reads a session relation without a
+        stand-in). Here: the statement rendered again with the session relations replaced by
+        empty tables of the same schema on the engine's own connection."""
+        name = self._empty(table)
+        keyed = empty_keyed_name(table)
+        if keyed not in self._relations:
+            flagged = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(exp.to_identifier(name, quoted=True))
+            self._setup(lambda: self.backend.materialize(keyed, flagged, view=True))
+            self._relations.add(keyed)
+        relations = {bounded_name(table): name, name: name, keyed: keyed}
+        if keys:
+            relations[keyed_name(table, keys)] = keyed
+        try:
+            return render(select, self.dialect, relations), self.backend.check
+        except UnknownRelation:
+            return None, self.backend.check
 
     def _probe_constants(self, select: exp.Expr) -> None:
         """Evaluate each pattern or format function once, bare (not inside TRY), on a constant

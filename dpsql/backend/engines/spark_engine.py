@@ -34,11 +34,11 @@ from dpsql.backend.engines.engine import (
     empty_name,
     engine_reason,
     keyed_name,
+    reference_relations,
 )
 from dpsql.backend.engines.local_duckdb import LocalDuckDB
 from dpsql.backend.engines.spark_rules import spark_refusal
 from dpsql.backend.sql.engine_dialects import render
-from dpsql.backend.sql.plan_sql import TYPE_NAMES, UNIT_KEY, fixed_point_selects
 from dpsql.catalog.policy import Policy, Table
 from dpsql.errors import CatalogError, InterfaceError, UnsupportedQueryError
 
@@ -372,17 +372,18 @@ class SparkEngine(Engine):
         super().__init__(policy, SparkBackend(policy, spark, master=master, remote=remote, frames=frames, conf=conf,
                                               progress=progress), LocalDuckDB())
 
-    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = ()) -> None:
+    def dry_run(self, table: Table, select: exp.Expr, params: Mapping[str, Any] | None = None, keys: tuple[str, ...] = (),
+                text: str | None = None) -> None:
         """Spark's own dry run, then DuckDB's: DuckDB is the reference engine, so a statement its
         binder rejects (`dept + 1`, `factorial(BIGINT)`) is refused here too, uncharged, in the
         same words, rather than answered by Spark's implicit casts (`'sales' + 1` is NULL there).
         Both read the same empty stand-ins of the session relations the statement names."""
-        super().dry_run(table, select, params, keys)
+        super().dry_run(table, select, params, keys, text)
         empty, keyed = empty_name(table), empty_keyed_name(table)
         names = {bounded_name(table): empty, empty: empty, keyed: keyed}
         if keys:
             names[keyed_name(table, keys)] = keyed
-        failure = self.local.reference_check(_reference_relations(table), select, params, names)
+        failure = self.local.reference_check(reference_relations(table), select, params, names)
         if failure is not None:
             raise UnsupportedQueryError(f"the engine rejects this query: {engine_reason(BackendFailure(failure))}",
                                         code="DP123", hint="rewrite the expression named above; nothing was charged")
@@ -405,14 +406,3 @@ def _naive_timestamps(table: pyarrow.Table) -> pyarrow.Table:
               if pyarrow.types.is_timestamp(f.type) and f.type.tz is not None else f for f in table.schema]
     schema = pyarrow.schema(fields)
     return table if schema.equals(table.schema) else table.cast(schema)
-
-
-def _reference_relations(table: Table) -> dict[str, exp.Select]:
-    """The dry-run relations of a table for DuckDB (the reference): the bounded relation's columns
-    (the policy's types, then the prepared fixed-point columns) and the keyed relation's flag, no rows."""
-    typed = exp.select(*[exp.alias_(exp.cast(exp.Null(), TYPE_NAMES[c.type]), c.name, quoted=True)
-                         for c in table.columns.values()]).limit(0)
-    prepared = fixed_point_selects(table)
-    empty = exp.select("*", *prepared).from_(typed.subquery("__dry")) if prepared else typed
-    keyed = exp.select("*", exp.alias_(exp.false(), UNIT_KEY, quoted=True)).from_(empty.copy().subquery("__dry_keyed"))
-    return {empty_name(table): empty, empty_keyed_name(table): keyed}
