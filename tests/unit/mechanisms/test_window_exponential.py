@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Iterator
 from fractions import Fraction
 
 import pytest
@@ -465,6 +466,16 @@ def _counted_case(rng: random.Random) -> tuple[CountedWindows, list[int]]:
     return CountedWindows(len(values), tuple(windows)), values
 
 
+def _window_cases(seed: int, count: int, first_window: bool = False) -> Iterator[tuple[CountedWindows, list[int], int, int]]:
+    """(stats, values, below, size) of one window of each generated case that has a window."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        stats, values = _counted_case(rng)
+        if stats.windows:
+            below, _, cumulative = stats.windows[0 if first_window else rng.randrange(len(stats.windows))]
+            yield stats, values, below, cumulative[-1]
+
+
 def _generic_count_lt(monkeypatch: pytest.MonkeyPatch, stats: CountedWindows, value: int, first: int, last: int) -> int | None:
     with monkeypatch.context() as patch:
         patch.setattr(CountedWindows, "count_below", lambda *args: None)
@@ -473,21 +484,17 @@ def _generic_count_lt(monkeypatch: pytest.MonkeyPatch, stats: CountedWindows, va
 
 def test_counted_windows_count_below_equals_the_rank_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # The one-bisection count of a window's distinct values gives what the binary search over ranks gives.
-    rng = random.Random(11)
+    rng = random.Random(12)
     fast_used = 0
-    for _ in range(3000):
-        stats, values = _counted_case(rng)
-        if not stats.windows:
-            continue
-        below, _, cumulative = stats.windows[rng.randrange(len(stats.windows))]
-        first = rng.randint(below + 1, below + cumulative[-1])
-        last = rng.randint(first, below + cumulative[-1])
+    for counted, values, below, size in _window_cases(11, 3000):
+        first = rng.randint(below + 1, below + size)
+        last = rng.randint(first, below + size)
         value = rng.randint(-2, 402)
-        fast_used += stats.count_below(value, first, last) is not None
-        assert we._count_lt(stats, value, first, last) == _generic_count_lt(monkeypatch, stats, value, first, last)
-        if stats.count_below(value, first, last) is not None:
-            assert stats.count_below(value, first, last) == sum(v < value for v in values)
-    assert fast_used > 100  # the fast path was exercised (281 of the cases with this seed), not only the fallback
+        fast_used += counted.count_below(value, first, last) is not None
+        assert we._count_lt(counted, value, first, last) == _generic_count_lt(monkeypatch, counted, value, first, last)
+        if counted.count_below(value, first, last) is not None:
+            assert counted.count_below(value, first, last) == sum(v < value for v in values)
+    assert fast_used > 100  # the fast path was exercised, not only the fallback
 
 
 def test_control_an_off_by_ties_count_below_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -500,17 +507,13 @@ def test_control_an_off_by_ties_count_below_is_caught(monkeypatch: pytest.Monkey
                 return below + cumulative[bisect.bisect_right(distinct, value) - 1]
         return None
 
-    rng = random.Random(11)
+    rng = random.Random(12)
     differ = 0
-    for _ in range(600):
-        stats, values = _counted_case(rng)
-        if not stats.windows:
-            continue
-        below, _, cumulative = stats.windows[0]
-        first, last = below + 1, below + cumulative[-1]
+    for counted, values, below, size in _window_cases(11, 600, first_window=True):
+        first, last = below + 1, below + size
         value = rng.choice(values)
-        expected = _generic_count_lt(monkeypatch, stats, value, first, last)
+        expected = _generic_count_lt(monkeypatch, counted, value, first, last)
         with monkeypatch.context() as patch:
             patch.setattr(CountedWindows, "count_below", wrong)
-            differ += we._count_lt(stats, value, first, last) != expected
+            differ += we._count_lt(counted, value, first, last) != expected
     assert differ > 0
