@@ -43,6 +43,7 @@ class Preparation:
 
     def _run(self) -> None:
         try:
+            self._engine.prepare_dry_runs()
             self._engine.ensure_bounded(self._table, self._seed)
         except Error as error:  # EngineError/CatalogError, already sanitized by Engine
             self.error = error

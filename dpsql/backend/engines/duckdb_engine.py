@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from sqlglot import exp
 
-from dpsql.backend.engines.dry_duckdb import DryDatabase
+from dpsql.backend.engines.dry_duckdb import DryDatabase, open_database
 from dpsql.backend.engines.engine import (
     ENGINE_FAILED,
     BackendFailure,
@@ -304,6 +304,12 @@ class DuckDBEngine(Engine):
             stand_ins = reference_relations(table)
             self._dry.ensure({name: stand_ins[plain[name]] for name in missing})
         return (text if text is not None else self.render(select)), self._dry_check
+
+    def prepare_dry_runs(self) -> None:
+        try:
+            open_database()
+        except duckdb.Error:
+            pass  # the first dry run opens it again, and reports its own error
 
     def _dry_check(self, sql: str, params: dict[str, Any]) -> None:
         message = None

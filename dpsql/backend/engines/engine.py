@@ -427,6 +427,10 @@ class Engine:
                 self._relations.add(name)
             return name
 
+    def prepare_dry_runs(self) -> None:
+        """Open what the dry runs need before the first query (a background preparation calls it;
+        nothing here by default)."""
+
     def _build(self, name: str, steps: Sequence[Step], seed: int) -> None:
         """Run a relation's steps; with a shared database, once for every session, with the
         shared relation's own seed (backend/engines/shared_duckdb.py: why that is private)."""

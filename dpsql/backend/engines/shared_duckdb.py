@@ -44,6 +44,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from dpsql.backend.engines.dry_duckdb import open_database
 from dpsql.backend.engines.engine import BackendFailure, bounded_name
 from dpsql.backend.sql.engine_dialects import render
 from dpsql.catalog.policy import Policy, Table
@@ -170,6 +171,10 @@ class SharedDuckDB:
         are dropped: the first query that needs a relation builds it again and reports its own."""
 
         def work() -> None:
+            try:
+                open_database()  # the dry runs' database (backend/engines/dry_duckdb.py), before any query
+            except duckdb.Error:
+                pass  # the first dry run opens it again, and reports its own error
             for table in tables:
                 if self._closed:
                     return
