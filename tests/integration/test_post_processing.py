@@ -18,16 +18,8 @@ from sqlglot import parse_one
 import dpsql
 from dpsql.backend.auxiliary.released_db import ReleasedDatabase, ReleasedTable
 from dpsql.errors import EngineError, Error
-from tests.conftest import make_policy_text
 
 INNER = "SELECT dept, COUNT(*) AS n, SUM(income) AS s FROM people GROUP BY dept"
-
-
-@pytest.fixture
-def policy_path(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.toml"
-    path.write_text(make_policy_text(accountant="basic"), encoding="utf-8")  # exact sums in the ledger
-    return path
 
 
 def connect(people: pd.DataFrame, policy: Path, seed: int = 7) -> dpsql.Connection:

@@ -11,17 +11,9 @@ import pytest
 
 import dpsql
 from dpsql.errors import Error
-from tests.conftest import make_policy_text
 
 PLAIN = "SELECT dept, COUNT(*) AS n, SUM(income) AS s FROM people GROUP BY dept"
 ORDERED = "SELECT dept, COUNT(*) AS n, SUM(income) AS s FROM (SELECT * FROM people ORDER BY age DESC) AS v GROUP BY dept"
-
-
-@pytest.fixture
-def policy_path(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.toml"
-    path.write_text(make_policy_text(accountant="basic"), encoding="utf-8")
-    return path
 
 
 def _run(people: pd.DataFrame, policy: Path, sql: str) -> tuple[list[tuple], object]:

@@ -27,13 +27,6 @@ ABOVE = f"SELECT dept, COUNT(*) AS n FROM people WHERE income > ({AVERAGE}) GROU
 ABOVE_BY_HAND = "SELECT dept, COUNT(*) AS n FROM people WHERE income > CAST(? AS DOUBLE) GROUP BY dept"
 
 
-@pytest.fixture
-def policy_path(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.toml"
-    path.write_text(make_policy_text(accountant="basic"), encoding="utf-8")  # exact sums in the ledger
-    return path
-
-
 def connect(people: pd.DataFrame, policy: Path, seed: int = 7) -> dpsql.Connection:
     return dpsql.connect(tables={"people": people}, policy=policy, random_seed=seed)
 

@@ -16,7 +16,6 @@ import pytest
 
 import dpsql
 from dpsql.errors import Error
-from tests.conftest import make_policy_text
 
 SAME_LEVEL = ("SELECT dept, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, "
               "SUM(SUM(income)) OVER (ORDER BY dept ROWS UNBOUNDED PRECEDING) AS running, "
@@ -25,13 +24,6 @@ SAME_LEVEL = ("SELECT dept, COUNT(*) AS n, SUM(COUNT(*)) OVER () AS total, "
 ONE_LEVEL_UP = ("SELECT dept, n, SUM(n) OVER () AS total, SUM(s) OVER (ORDER BY dept ROWS UNBOUNDED PRECEDING) AS running, "
                 "LAG(s, 1) OVER (ORDER BY dept) AS prev, RANK() OVER (ORDER BY n DESC) AS r "
                 "FROM (SELECT dept, COUNT(*) AS n, SUM(income) AS s FROM people GROUP BY dept) t ORDER BY dept")
-
-
-@pytest.fixture
-def policy_path(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.toml"
-    path.write_text(make_policy_text(accountant="basic"), encoding="utf-8")
-    return path
 
 
 def connect(people: pd.DataFrame, policy: Path, seed: int = 5) -> dpsql.Connection:
